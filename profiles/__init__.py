@@ -1,0 +1,27 @@
+"""Learning state: execution records, per-(agent, task type) profiles and their math."""
+
+from profiles.book import ProfileBook
+from profiles.profile import (
+    ProfileSettings,
+    ProfileState,
+    TaskTypeProfile,
+    WindowEntry,
+    empty_profile,
+    ramp_confidence,
+)
+from profiles.recency import RecencySettings, recency_weights, weighted_expertise
+from profiles.records import ExecutionRecord
+
+__all__ = [
+    "ExecutionRecord",
+    "ProfileBook",
+    "ProfileSettings",
+    "ProfileState",
+    "RecencySettings",
+    "TaskTypeProfile",
+    "WindowEntry",
+    "empty_profile",
+    "ramp_confidence",
+    "recency_weights",
+    "weighted_expertise",
+]

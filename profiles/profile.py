@@ -1,0 +1,149 @@
+"""Learning profile of one (agent, task type) pair: counts, expertise, confidence.
+
+``ProfileState`` is the mutable aggregate kept in memory and mirrored in the store;
+``TaskTypeProfile`` is the immutable snapshot handed to users. Both are pure: time is
+passed in, nothing here touches I/O.
+
+- expertise: recency-weighted mean quality over the last ``window_size`` records
+  (see ``profiles.recency``);
+- confidence: ``min(1, executions_total / confidence_ramp)`` (ramp 20 by default), so
+  one lucky run cannot outrank an established record;
+- adjusted_score: ``expertise x confidence``.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from pydantic import BaseModel, ConfigDict
+
+from profiles.recency import RecencySettings, weighted_expertise
+from profiles.records import ExecutionRecord
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileSettings:
+    """Parameters of the profile math (the reference values by default)."""
+
+    confidence_ramp: int = 20
+    recency: RecencySettings = field(default_factory=RecencySettings)
+
+    def __post_init__(self) -> None:
+        if self.confidence_ramp < 1:
+            raise ValueError("confidence_ramp must be >= 1")
+
+
+def ramp_confidence(executions: int, ramp: int = 20) -> float:
+    """``min(1, executions / ramp)``: how much the evidence count lets us trust a mean."""
+    return min(1.0, max(executions, 0) / ramp)
+
+
+@dataclass(frozen=True, slots=True)
+class WindowEntry:
+    """One recent outcome kept for recency weighting and drift-aware strategies.
+
+    ``seq`` is the task type's execution clock when the record was written (1, 2, ...),
+    so strategies can age evidence by executions as well as by wall time.
+    """
+
+    timestamp: float
+    quality: float
+    success: bool
+    seq: int
+
+
+@dataclass(slots=True)
+class ProfileState:
+    """Running aggregate for one (agent, task type); updated by ``apply``."""
+
+    agent_id: str
+    task_type: str
+    window_size: int = 100
+    executions_total: int = 0
+    executions_successful: int = 0
+    quality_sum: float = 0.0
+    latency_sum_ms: float = 0.0
+    cost_sum: float = 0.0
+    cost_count: int = 0
+    last_updated: datetime | None = None
+    window: deque[WindowEntry] = field(default_factory=deque)
+
+    def __post_init__(self) -> None:
+        if self.window.maxlen != self.window_size:
+            self.window = deque(self.window, maxlen=self.window_size)
+
+    def apply(self, record: ExecutionRecord, seq: int) -> None:
+        """Fold one execution into the aggregate (same arithmetic as the store's)."""
+        quality = record.effective_quality
+        self.executions_total += 1
+        self.executions_successful += int(record.success)
+        self.quality_sum += quality
+        self.latency_sum_ms += record.latency_ms
+        if record.cost is not None:
+            self.cost_sum += record.cost
+            self.cost_count += 1
+        if self.last_updated is None or record.timestamp > self.last_updated:
+            self.last_updated = record.timestamp
+        self.window.append(WindowEntry(record.timestamp.timestamp(), quality, record.success, seq))
+
+    @property
+    def avg_cost(self) -> float | None:
+        """Mean recorded cost, or None when no execution reported one."""
+        return self.cost_sum / self.cost_count if self.cost_count else None
+
+    def expertise(self, now: datetime, settings: RecencySettings) -> float:
+        """Recency-weighted mean quality of the window at time ``now``."""
+        entries = list(self.window)
+        return weighted_expertise([e.quality for e in entries], [e.timestamp for e in entries],
+                                  now.timestamp(), settings)
+
+    def snapshot(self, now: datetime, settings: ProfileSettings) -> TaskTypeProfile:
+        """Immutable view with every derived number computed at ``now``."""
+        n = self.executions_total
+        expertise = self.expertise(now, settings.recency)
+        confidence = ramp_confidence(n, settings.confidence_ramp)
+        return TaskTypeProfile(
+            agent_id=self.agent_id,
+            task_type=self.task_type,
+            executions_total=n,
+            executions_successful=self.executions_successful,
+            success_rate=self.executions_successful / n if n else 0.0,
+            avg_quality=self.quality_sum / n if n else 0.0,
+            avg_latency_ms=self.latency_sum_ms / n if n else 0.0,
+            avg_cost=self.avg_cost,
+            last_updated=self.last_updated,
+            expertise=expertise,
+            confidence=confidence,
+            adjusted_score=expertise * confidence,
+        )
+
+
+class TaskTypeProfile(BaseModel):
+    """What trustroute has learned about one agent on one task type."""
+
+    model_config = ConfigDict(frozen=True)
+
+    agent_id: str
+    task_type: str
+    executions_total: int = 0
+    executions_successful: int = 0
+    success_rate: float = 0.0
+    avg_quality: float = 0.0
+    avg_latency_ms: float = 0.0
+    avg_cost: float | None = None
+    last_updated: datetime | None = None
+    expertise: float = 0.0
+    confidence: float = 0.0
+    adjusted_score: float = 0.0
+
+
+def empty_profile(agent_id: str, task_type: str) -> TaskTypeProfile:
+    """The profile of a pair with no executions."""
+    return TaskTypeProfile(agent_id=agent_id, task_type=task_type)
+
+
+def now_utc() -> datetime:
+    """Current aware UTC time (one place, so tests can reason about it)."""
+    return datetime.now(UTC)

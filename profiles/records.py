@@ -1,0 +1,108 @@
+"""The execution record: one observed outcome of one agent on one task.
+
+Validation lives here, at the edge, so that everything downstream (profile math, the
+store, strategies) can trust its inputs. A retried write reuses ``record_id``, which is
+generated on the client, so the store can make writes idempotent.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+MAX_ID_LENGTH = 256
+
+
+def utc_now() -> datetime:
+    """Current time as a timezone-aware UTC datetime."""
+    return datetime.now(UTC)
+
+
+def check_identifier(value: str, field: str) -> str:
+    """Reject empty or over-long identifiers with an error that names the field."""
+    if not isinstance(value, str):
+        raise TypeError(f"{field} must be a string, got {type(value).__name__}")
+    if not value:
+        raise ValueError(f"{field} must not be empty")
+    if len(value) > MAX_ID_LENGTH:
+        raise ValueError(f"{field} is {len(value)} characters long; the limit is {MAX_ID_LENGTH}")
+    return value
+
+
+def check_finite(value: float, field: str, *, low: float | None = None,
+                 high: float | None = None) -> float:
+    """Reject NaN, infinities and values outside [low, high], naming the field."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{field} must be a number, got {type(value).__name__}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{field} must be a finite number, got {value}")
+    if low is not None and value < low:
+        raise ValueError(f"{field} must be >= {low}, got {value}")
+    if high is not None and value > high:
+        raise ValueError(f"{field} must be <= {high}, got {value}")
+    return value
+
+
+class ExecutionRecord(BaseModel):
+    """One execution of ``agent_id`` on a task of ``task_type`` and how it went."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    agent_id: str
+    task_type: str
+    success: bool
+    quality: float | None = None
+    latency_ms: float = 0.0
+    cost: float | None = None
+    timestamp: datetime = Field(default_factory=utc_now)
+    record_id: str = Field(default_factory=lambda: str(uuid.uuid4()))
+    decision_id: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("agent_id", "task_type", "record_id")
+    @classmethod
+    def _identifier(cls, value: str, info: Any) -> str:
+        return check_identifier(value, info.field_name)
+
+    @field_validator("decision_id")
+    @classmethod
+    def _optional_identifier(cls, value: str | None, info: Any) -> str | None:
+        return None if value is None else check_identifier(value, info.field_name)
+
+    @field_validator("quality", mode="before")
+    @classmethod
+    def _quality(cls, value: Any) -> Any:
+        return None if value is None else check_finite(value, "quality", low=0.0, high=1.0)
+
+    @field_validator("latency_ms", mode="before")
+    @classmethod
+    def _latency(cls, value: Any) -> Any:
+        return check_finite(value, "latency_ms", low=0.0)
+
+    @field_validator("cost", mode="before")
+    @classmethod
+    def _cost(cls, value: Any) -> Any:
+        return None if value is None else check_finite(value, "cost", low=0.0)
+
+    @field_validator("timestamp")
+    @classmethod
+    def _aware(cls, value: datetime) -> datetime:
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise ValueError("timestamp must be timezone-aware (naive datetimes are ambiguous)")
+        return value.astimezone(UTC)
+
+    @model_validator(mode="after")
+    def _default_quality(self) -> ExecutionRecord:
+        if self.quality is None:
+            object.__setattr__(self, "quality", 1.0 if self.success else 0.0)
+        return self
+
+    @property
+    def effective_quality(self) -> float:
+        """Quality as a float (never None after validation)."""
+        return 1.0 if self.quality is None and self.success else float(self.quality or 0.0)

@@ -1,0 +1,73 @@
+"""Where a store lives: parse and normalise store URLs.
+
+- ``surrealkv://PATH``: embedded, on disk (the default, ``.trustroute/db`` in the working
+  directory). Relative paths are resolved to absolute ones so a lock file names one place.
+- ``mem://``: embedded, in memory (tests, replays).
+- ``ws://``, ``wss://``, ``http://``, ``https://``: a SurrealDB server, shared by
+  processes and machines.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from profiles.store.errors import InvalidStoreURL
+
+DEFAULT_STORE_URL = "surrealkv://.trustroute/db"
+REMOTE_SCHEMES = ("ws", "wss", "http", "https")
+EMBEDDED_SCHEMES = ("mem", "memory", "surrealkv", "file", "rocksdb")
+
+
+@dataclass(frozen=True, slots=True)
+class StoreLocation:
+    """A parsed store URL: ``url`` is what the SDK is given."""
+
+    scheme: str
+    url: str
+    path: Path | None = None
+
+    @property
+    def is_remote(self) -> bool:
+        """True for a SurrealDB server (needs retries and credentials)."""
+        return self.scheme in REMOTE_SCHEMES
+
+    @property
+    def is_on_disk(self) -> bool:
+        """True for an embedded store with files (needs the process lock)."""
+        return self.path is not None
+
+    def redacted(self) -> str:
+        """The URL without any user:password part, safe for messages and logs."""
+        head, sep, tail = self.url.partition("://")
+        if "@" in tail.split("/", 1)[0]:
+            tail = "***@" + tail.split("@", 1)[1]
+        return head + sep + tail
+
+
+def parse_store_url(url: str | None, *, base_dir: Path | None = None) -> StoreLocation:
+    """Validate ``url`` and return its location; None means the default store."""
+    url = DEFAULT_STORE_URL if url is None else url
+    if not isinstance(url, str) or "://" not in url:
+        raise InvalidStoreURL(
+            f"store URL {url!r} must look like surrealkv://PATH, mem:// or ws://HOST:PORT"
+        )
+    scheme, rest = url.split("://", 1)
+    scheme = scheme.lower()
+    if scheme in ("mem", "memory"):
+        return StoreLocation("mem", "mem://")
+    if scheme in REMOTE_SCHEMES:
+        if not rest.strip("/"):
+            raise InvalidStoreURL(f"store URL {url!r} names no server host")
+        return StoreLocation(scheme, url)
+    if scheme in ("surrealkv", "file", "rocksdb"):
+        if not rest:
+            raise InvalidStoreURL(f"store URL {url!r} names no path")
+        path = Path(rest)
+        if not path.is_absolute():
+            path = (base_dir or Path.cwd()) / path
+        path = path.resolve()
+        return StoreLocation(scheme, f"{scheme}://{path}", path)
+    raise InvalidStoreURL(
+        f"store URL scheme {scheme!r} is not supported; use surrealkv://, mem://, ws:// or wss://"
+    )

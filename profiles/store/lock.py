@@ -1,0 +1,49 @@
+"""Exclusive process lock on an embedded store path.
+
+Two processes writing one surrealkv path lose updates silently (measured: 2,000 of
+4,000 increments survived), so the embedded store refuses to open a path another process
+holds. ``flock`` is released by the kernel when the holder dies, so a SIGKILLed process
+never leaves a stale lock behind.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from pathlib import Path
+
+from profiles.store.errors import StoreLockedError
+
+
+class PathLock:
+    """Holds ``<path>.lock`` with ``flock(LOCK_EX | LOCK_NB)`` while the store is open."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.lock_path = path.with_name(path.name + ".lock")
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        """Take the lock or raise StoreLockedError naming the path and the way out."""
+        self.lock_path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise StoreLockedError(
+                f"the embedded store at {self.path} is already open in another process "
+                f"(pid {holder}); an embedded store serves one process. To share profiles "
+                "between processes, run a SurrealDB server and use store: ws://HOST:PORT"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        self._fd = fd
+
+    def release(self) -> None:
+        """Drop the lock (idempotent)."""
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None

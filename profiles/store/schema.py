@@ -1,0 +1,37 @@
+"""Schema bookkeeping: idempotent definitions and a recorded schema version.
+
+Each repository owns the DEFINE statements of its tables (next to the queries that use
+them); ``ensure_schema`` runs them all with ``IF NOT EXISTS`` and records the version in
+``meta:schema`` so a future release can migrate. A store written by a newer schema is
+refused rather than silently misread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from profiles.store.connection import Connection
+from profiles.store.errors import SchemaVersionError
+
+SCHEMA_VERSION = 1
+
+META_SCHEMA = """
+DEFINE TABLE IF NOT EXISTS meta SCHEMAFULL;
+DEFINE FIELD IF NOT EXISTS version ON meta TYPE int ASSERT $value >= 1;
+DEFINE FIELD IF NOT EXISTS updated_at ON meta TYPE datetime;
+"""
+
+
+def ensure_schema(conn: Connection, parts: Iterable[str]) -> int:
+    """Create missing tables, check and record the schema version; returns it."""
+    rows = conn.run("DEFINE TABLE IF NOT EXISTS meta SCHEMAFULL; SELECT version FROM meta:schema;")
+    found = rows[-1][0]["version"] if rows[-1] else None
+    if found is not None and found > SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"this store uses schema version {found}, newer than this trustroute "
+            f"understands ({SCHEMA_VERSION}); upgrade trustroute"
+        )
+    conn.run(META_SCHEMA + "\n".join(parts))
+    conn.run("UPSERT meta:schema SET version = $v, updated_at = time::now();",
+             {"v": SCHEMA_VERSION})
+    return SCHEMA_VERSION

@@ -1,0 +1,75 @@
+"""The Store: one SurrealDB database holding everything trustroute learns.
+
+It opens the connection (taking the process lock for embedded on-disk paths), makes sure
+the schema exists, and exposes one repository per concern (``executions`` here; later
+issues add their own modules beside it). All SurrealQL lives in this package.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from profiles.store.connection import Connection
+from profiles.store.executions import SCHEMA as EXECUTIONS_SCHEMA
+from profiles.store.executions import ExecutionRepository
+from profiles.store.location import StoreLocation, parse_store_url
+from profiles.store.lock import PathLock
+from profiles.store.schema import ensure_schema
+
+SCHEMA_PARTS: list[str] = [EXECUTIONS_SCHEMA]
+
+
+def register_schema(statements: str) -> None:
+    """Add DEFINE statements (with IF NOT EXISTS) that every newly opened store runs."""
+    if statements not in SCHEMA_PARTS:
+        SCHEMA_PARTS.append(statements)
+
+
+class Store:
+    """A connected, schema-checked SurrealDB store."""
+
+    def __init__(self, url: str | None = None, *, namespace: str = "trustroute",
+                 database: str = "trustroute", username: str | None = None,
+                 password: str | None = None, window_size: int = 100,
+                 base_dir: Path | None = None) -> None:
+        self.location: StoreLocation = parse_store_url(url, base_dir=base_dir)
+        self._lock = PathLock(self.location.path) if self.location.path else None
+        self.conn = Connection(self.location, namespace=namespace, database=database,
+                               username=username, password=password)
+        if self._lock:
+            self._lock.acquire()
+        try:
+            if self.location.path:
+                self.location.path.parent.mkdir(parents=True, exist_ok=True)
+            self.conn.open()
+            self.schema_version = ensure_schema(self.conn, SCHEMA_PARTS)
+        except BaseException:
+            self.close()
+            raise
+        self.executions = ExecutionRepository(self.conn, window_size)
+
+    @property
+    def url(self) -> str:
+        """The store URL without credentials."""
+        return self.location.redacted()
+
+    def run(self, sql: str, params: dict[str, Any] | None = None) -> list[Any]:
+        """Run bound SurrealQL (for repositories in this package)."""
+        return self.conn.run(sql, params)
+
+    def close(self) -> None:
+        """Close the connection and release the path lock (idempotent)."""
+        try:
+            self.conn.close()
+        finally:
+            if self._lock:
+                self._lock.release()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()

@@ -1,0 +1,64 @@
+"""Agent registry entries: who can take which tasks, how many at once, at what cost."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from profiles.records import check_identifier
+
+ANY_TASK = "*"
+
+
+class AgentSpec(BaseModel):
+    """One routable agent. A plain id string means: accepts every task type."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    task_types: tuple[str, ...] = (ANY_TASK,)
+    max_concurrent: int = Field(default=10, ge=1)
+    cost_per_call: float | None = Field(default=None, ge=0)
+    enabled: bool = True
+    description: str = ""
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, value: str) -> str:
+        return check_identifier(value, "agent id")
+
+    @field_validator("task_types", mode="before")
+    @classmethod
+    def _task_types(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = (value,)
+        if not value:
+            raise ValueError("task_types must name at least one task type or '*'")
+        return tuple(check_identifier(t, "task type") for t in value)
+
+    def accepts(self, task_type: str) -> bool:
+        """True when this agent may be routed tasks of ``task_type``."""
+        return ANY_TASK in self.task_types or task_type in self.task_types
+
+
+AgentLike = str | AgentSpec | Mapping[str, Any]
+
+
+def as_specs(agents: Iterable[AgentLike]) -> dict[str, AgentSpec]:
+    """Normalise ids, dicts and specs into an ordered registry; duplicates are an error."""
+    registry: dict[str, AgentSpec] = {}
+    for item in agents:
+        if isinstance(item, AgentSpec):
+            spec = item
+        elif isinstance(item, str):
+            spec = AgentSpec(id=item)
+        elif isinstance(item, Mapping):
+            spec = AgentSpec(**item)
+        else:
+            raise TypeError(f"an agent must be an id, a dict or an AgentSpec, got {item!r}")
+        if spec.id in registry:
+            raise ValueError(f"agent {spec.id!r} is registered twice")
+        registry[spec.id] = spec
+    return registry

@@ -1,0 +1,296 @@
+"""AgentRouter: choose an agent for each task, record how it went, learn.
+
+``select`` reads only the in-memory ``ProfileBook`` (never the database) so a decision
+costs microseconds; ``record`` writes one transaction to the store and then folds the
+committed record into the book and the strategy. The async twins run the database write
+in a worker thread so an event loop is never blocked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import numpy as np
+
+from profiles.book import ProfileBook
+from profiles.profile import ProfileSettings, TaskTypeProfile, empty_profile, now_utc
+from profiles.records import ExecutionRecord, check_identifier
+from profiles.store import Store
+from router.agents import AgentLike, AgentSpec, as_specs
+from router.decision import CandidateScore, RoutingDecision
+from router.errors import NoAgentAvailable, UnknownAgent
+from router.load import InFlightTracker, Lease
+from router.strategies import DEFAULT_STRATEGY, Arm, Strategy, StrategyContext, make_strategy
+
+_SNAPSHOT_SECONDS = 60.0  # expertise drifts by < 0.02% a minute at the 7-day time constant
+
+
+class AgentRouter:
+    """Routes tasks to agents and learns from every recorded outcome."""
+
+    def __init__(
+        self,
+        agents: Iterable[AgentLike] = (),
+        *,
+        store: str | Store | None = None,
+        strategy: str | Strategy = DEFAULT_STRATEGY,
+        strategy_params: Mapping[str, Any] | None = None,
+        seed: int | None = None,
+        settings: ProfileSettings | None = None,
+        exploit_only: bool = False,
+        store_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.settings = settings or ProfileSettings()
+        self._agents: dict[str, AgentSpec] = as_specs(agents)
+        self.strategy: Strategy = (
+            make_strategy(strategy, **dict(strategy_params or {}))
+            if isinstance(strategy, str) else strategy
+        )
+        self.exploit_only = exploit_only
+        self._rng = np.random.default_rng(seed)
+        self._lock = threading.RLock()
+        self._in_flight = InFlightTracker()
+        self._owns_store = not isinstance(store, Store)
+        self.store = store if isinstance(store, Store) else Store(
+            store, window_size=self.settings.recency.window_size, **dict(store_options or {}))
+        self.book = ProfileBook(self.settings.recency.window_size)
+        self._snapshots: dict[tuple[str, str], tuple[int, float, TaskTypeProfile]] = {}
+        self.refresh()
+
+    # -- life cycle ------------------------------------------------------------------
+    @classmethod
+    def from_config(cls, path: str | Path, **overrides: Any) -> AgentRouter:
+        """Build a router from a YAML, TOML or JSON config file."""
+        from router.config import load_config
+
+        return load_config(path).build_router(**overrides)
+
+    def refresh(self) -> None:
+        """Reload every profile from the store (on open, or to see other processes' work)."""
+        states, clocks = self.store.executions.load()
+        with self._lock:
+            self.book.replace(states, clocks)
+            self._snapshots.clear()
+            self.strategy.reset(self.book)
+
+    def close(self) -> None:
+        """Close the store if this router opened it."""
+        if self._owns_store:
+            self.store.close()
+
+    def __enter__(self) -> AgentRouter:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    # -- registry --------------------------------------------------------------------
+    @property
+    def agents(self) -> dict[str, AgentSpec]:
+        """Registered agents by id (a copy)."""
+        return dict(self._agents)
+
+    def register(self, agent: AgentLike) -> AgentSpec:
+        """Add or replace one agent."""
+        spec = next(iter(as_specs([agent]).values()))
+        with self._lock:
+            self._agents[spec.id] = spec
+        return spec
+
+    def agent(self, agent_id: str) -> AgentSpec:
+        """The spec of a registered agent."""
+        try:
+            return self._agents[agent_id]
+        except KeyError:
+            raise UnknownAgent(agent_id) from None
+
+    # -- load ------------------------------------------------------------------------
+    def acquire(self, agent_id: str) -> Lease:
+        """Take an in-flight slot of ``agent_id`` (a context manager; raises at capacity)."""
+        return self._in_flight.acquire(agent_id, self.agent(agent_id).max_concurrent)
+
+    def in_flight(self, agent_id: str) -> int:
+        """Tasks currently running on ``agent_id``."""
+        return self._in_flight.in_flight(agent_id)
+
+    # -- profiles --------------------------------------------------------------------
+    def profile(self, agent_id: str, task_type: str, *, now: datetime | None = None
+                ) -> TaskTypeProfile:
+        """What has been learned about one pair (an empty profile when nothing has)."""
+        state = self.book.get(agent_id, task_type)
+        if state is None:
+            return empty_profile(agent_id, task_type)
+        return state.snapshot(now or now_utc(), self.settings)
+
+    def profiles(self, task_type: str | None = None) -> list[TaskTypeProfile]:
+        """Every learned profile, optionally for one task type, best adjusted score first."""
+        now = now_utc()
+        states = self.book.for_task_type(task_type) if task_type else list(self.book)
+        snaps = [s.snapshot(now, self.settings) for s in states]
+        return sorted(snaps, key=lambda p: (p.task_type, -p.adjusted_score, p.agent_id))
+
+    def _snapshot(self, agent_id: str, task_type: str, now: datetime) -> tuple[
+            Any, TaskTypeProfile]:
+        state = self.book.get(agent_id, task_type)
+        if state is None:
+            return None, empty_profile(agent_id, task_type)
+        key = (agent_id, task_type)
+        stamp = now.timestamp()
+        cached = self._snapshots.get(key)
+        if cached and cached[0] == state.executions_total and stamp - cached[1] < \
+                _SNAPSHOT_SECONDS:
+            return state, cached[2]
+        snap = state.snapshot(now, self.settings)
+        self._snapshots[key] = (state.executions_total, stamp, snap)
+        return state, snap
+
+    # -- decisions -------------------------------------------------------------------
+    def select(self, task_type: str, *, exclude: Sequence[str] = (),
+               context: Mapping[str, Any] | None = None, acquire: bool = False
+               ) -> RoutingDecision:
+        """Rank the eligible agents for ``task_type`` and choose one.
+
+        ``exclude`` removes agents (for example ones that already failed on this task);
+        with ``acquire=True`` the chosen agent's in-flight slot is taken atomically and
+        released by ``record(decision)`` or ``decision.release()``.
+        """
+        check_identifier(task_type, "task_type")
+        now = now_utc()
+        with self._lock:
+            arms, loads = [], []
+            skipped_full = 0
+            for spec in self._agents.values():
+                if not spec.enabled or not spec.accepts(task_type) or spec.id in exclude:
+                    continue
+                in_flight = self._in_flight.in_flight(spec.id)
+                if in_flight >= spec.max_concurrent:
+                    skipped_full += 1
+                    continue
+                state, snap = self._snapshot(spec.id, task_type, now)
+                arms.append(Arm(spec, state, snap))
+                loads.append(in_flight / spec.max_concurrent)
+            if not arms:
+                detail = (f"{skipped_full} eligible agent(s) at capacity" if skipped_full
+                          else "no registered, enabled agent accepts it")
+                raise NoAgentAvailable(task_type, detail)
+            ctx = StrategyContext(task_type, now, self.book, self.settings, self._rng,
+                                  self.exploit_only)
+            scores = self.strategy.score(arms, ctx)
+            ties = self._rng.random(len(arms))
+            candidates = []
+            for arm, verdict, load, tie in zip(arms, scores, loads, ties, strict=True):
+                s = verdict.score
+                final = s / (1.0 + load) if s >= 0 else s * (1.0 + load)
+                p = arm.profile
+                candidates.append((final, tie, CandidateScore(
+                    agent_id=arm.agent_id, expertise=p.expertise, confidence=p.confidence,
+                    adjusted_score=p.adjusted_score, executions=p.executions_total,
+                    load=load, score=s, final_score=final,
+                    reason=verdict.reason if not load else f"{verdict.reason}; load {load:.2f}",
+                    components=verdict.components), verdict.success_probability))
+            candidates.sort(key=lambda c: (-c[0], c[1]))
+            best = candidates[0]
+            lease = self.acquire(best[2].agent_id) if acquire else None
+        probability = best[3]
+        return RoutingDecision(
+            decision_id=str(uuid.uuid4()), task_type=task_type, agent_id=best[2].agent_id,
+            candidates=tuple(c[2] for c in candidates), strategy=self.strategy.name,
+            created_at=now,
+            confidence=None if probability is None else min(1.0, max(0.0, probability)),
+            context=context, lease=lease,
+        )
+
+    async def aselect(self, task_type: str, *, exclude: Sequence[str] = (),
+                      context: Mapping[str, Any] | None = None, acquire: bool = False
+                      ) -> RoutingDecision:
+        """Async ``select``: pure in-memory work, safe to run on the event loop."""
+        return self.select(task_type, exclude=exclude, context=context, acquire=acquire)
+
+    # -- outcomes --------------------------------------------------------------------
+    def record(self, decision: RoutingDecision | ExecutionRecord | None = None, *,
+               agent_id: str | None = None, task_type: str | None = None,
+               success: bool | None = None, quality: float | None = None,
+               latency_ms: float = 0.0, cost: float | None = None,
+               timestamp: datetime | None = None, record_id: str | None = None,
+               metadata: Mapping[str, Any] | None = None) -> ExecutionRecord:
+        """Record one execution; returns the stored ExecutionRecord.
+
+        Pass the decision from ``select`` (its agent and task type are used and its
+        lease released), or ``agent_id`` and ``task_type`` directly, or a ready
+        ``ExecutionRecord``. Writing the same ``record_id`` twice stores it once.
+        """
+        if isinstance(decision, ExecutionRecord):
+            rec = decision
+        else:
+            rec = self._build_record(decision, agent_id=agent_id, task_type=task_type,
+                                     success=success, quality=quality, latency_ms=latency_ms,
+                                     cost=cost, timestamp=timestamp, record_id=record_id,
+                                     metadata=metadata)
+        try:
+            seq = self.store.executions.record(rec)
+            if seq is not None:
+                self._apply(rec, seq)
+        finally:
+            if isinstance(decision, RoutingDecision):
+                decision.release()
+        return rec
+
+    async def arecord(self, decision: RoutingDecision | ExecutionRecord | None = None,
+                      **fields: Any) -> ExecutionRecord:
+        """Async ``record``: the database write runs in a worker thread."""
+        return await asyncio.to_thread(self.record, decision, **fields)
+
+    def record_many(self, records: Sequence[ExecutionRecord], *, batch_size: int = 500
+                    ) -> int:
+        """Bulk-write records in batched transactions; returns how many were new."""
+        written = 0
+        for start in range(0, len(records), batch_size):
+            chunk = records[start:start + batch_size]
+            seqs = self.store.executions.record_many(chunk)
+            for rec, seq in zip(chunk, seqs, strict=True):
+                if seq is not None:
+                    self._apply(rec, seq)
+                    written += 1
+        return written
+
+    def _apply(self, rec: ExecutionRecord, seq: int) -> None:
+        with self._lock:
+            self.book.apply(rec, seq)
+            self.strategy.observe(rec, seq, self.book)
+
+    def _build_record(self, decision: RoutingDecision | None, *, agent_id: str | None,
+                      task_type: str | None, success: bool | None, quality: float | None,
+                      latency_ms: float, cost: float | None, timestamp: datetime | None,
+                      record_id: str | None, metadata: Mapping[str, Any] | None
+                      ) -> ExecutionRecord:
+        if decision is not None:
+            for name, given, known in (("agent_id", agent_id, decision.agent_id),
+                                       ("task_type", task_type, decision.task_type)):
+                if given is not None and given != known:
+                    raise ValueError(f"{name} {given!r} contradicts the decision's {known!r}")
+            agent_id, task_type = decision.agent_id, decision.task_type
+        if agent_id is None or task_type is None:
+            raise ValueError("record() needs a decision, or both agent_id and task_type")
+        if success is None:
+            raise ValueError("record() needs success=True or success=False")
+        if cost is None and agent_id in self._agents:
+            cost = self._agents[agent_id].cost_per_call
+        fields: dict[str, Any] = {
+            "agent_id": agent_id, "task_type": task_type, "success": success,
+            "quality": quality, "latency_ms": latency_ms, "cost": cost,
+            "decision_id": decision.decision_id if decision else None,
+            "metadata": dict(metadata or {}),
+        }
+        if timestamp is not None:
+            fields["timestamp"] = timestamp
+        if record_id is not None:
+            fields["record_id"] = record_id
+        return ExecutionRecord(**fields)

@@ -1,0 +1,59 @@
+"""Routing strategies, one module each, behind the small interface in ``base``.
+
+``make_strategy(name, **params)`` builds a registered strategy; third parties may
+``register_strategy`` their own factory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from router.errors import UnknownStrategy
+from router.strategies.base import Arm, ArmScore, StatelessStrategy, Strategy, StrategyContext
+from router.strategies.confidence_weighted import ConfidenceWeighted
+
+StrategyFactory = Callable[..., Strategy]
+
+_REGISTRY: dict[str, StrategyFactory] = {
+    ConfidenceWeighted.name: ConfidenceWeighted,
+}
+
+DEFAULT_STRATEGY = ConfidenceWeighted.name
+
+
+def register_strategy(name: str, factory: StrategyFactory) -> None:
+    """Make ``factory`` available under ``name`` (overrides an existing name)."""
+    _REGISTRY[name] = factory
+
+
+def available_strategies() -> list[str]:
+    """Registered strategy names, sorted."""
+    return sorted(_REGISTRY)
+
+
+def make_strategy(name: str, **params: Any) -> Strategy:
+    """Build the strategy registered as ``name`` with ``params``."""
+    try:
+        factory = _REGISTRY[name]
+    except KeyError:
+        raise UnknownStrategy(
+            f"unknown strategy {name!r}; available: {', '.join(available_strategies())}"
+        ) from None
+    try:
+        return factory(**params)
+    except TypeError as exc:
+        raise UnknownStrategy(f"bad parameters for strategy {name!r}: {exc}") from exc
+
+
+__all__ = [
+    "DEFAULT_STRATEGY",
+    "Arm",
+    "ArmScore",
+    "StatelessStrategy",
+    "Strategy",
+    "StrategyContext",
+    "available_strategies",
+    "make_strategy",
+    "register_strategy",
+]

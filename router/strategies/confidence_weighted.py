@@ -1,0 +1,27 @@
+"""``confidence_weighted``: the reference ranking, ``expertise x min(1, n / ramp)``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from router.strategies.base import Arm, ArmScore, StatelessStrategy, StrategyContext
+
+
+class ConfidenceWeighted(StatelessStrategy):
+    """Rank by adjusted score so a lucky newcomer cannot outrank an established agent."""
+
+    name = "confidence_weighted"
+
+    def score(self, arms: Sequence[Arm], ctx: StrategyContext) -> list[ArmScore]:
+        """Adjusted score per arm; success probability is the expertise itself."""
+        out = []
+        for arm in arms:
+            p = arm.profile
+            if p.executions_total == 0:
+                reason = "no executions yet: adjusted score 0"
+            else:
+                reason = (f"expertise {p.expertise:.2f} x confidence {p.confidence:.2f} "
+                          f"({p.executions_total} runs) = {p.adjusted_score:.3f}")
+            out.append(ArmScore(p.adjusted_score, reason,
+                                p.expertise if p.executions_total else None))
+        return out
