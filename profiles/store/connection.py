@@ -70,11 +70,9 @@ class Connection:
         self._with_retries(self._connect, "connect")
 
     def _connect(self) -> None:
-        db = Surreal(self.location.url)
-        if self.location.is_remote:
-            db.connect(self.location.url)
-            if self._username:
-                db.signin({"username": self._username, "password": self._password or ""})
+        db: Any = Surreal(self.location.url)  # remote kinds connect on first request
+        if self.location.is_remote and self._username:
+            db.signin({"username": self._username, "password": self._password or ""})
         db.use(self.namespace, self.database)
         self._db = db
 

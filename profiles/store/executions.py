@@ -175,7 +175,8 @@ class ExecutionRepository:
                         since: datetime | None = None, batch: int = 1000
                         ) -> Iterator[dict[str, Any]]:
         """Stored executions in clock order, optionally filtered; paged."""
-        clauses, params = [], {}
+        clauses: list[str] = []
+        params: dict[str, Any] = {}
         for name, value in (("agent_id", agent_id), ("task_type", task_type)):
             if value is not None:
                 clauses.append(f"{name} = ${name}")

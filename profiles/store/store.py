@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from profiles.store.connection import Connection
 from profiles.store.executions import SCHEMA as EXECUTIONS_SCHEMA
@@ -19,6 +19,8 @@ from profiles.store.lock import PathLock
 from profiles.store.schema import ensure_schema
 
 SCHEMA_PARTS: list[str] = [EXECUTIONS_SCHEMA]
+
+R = TypeVar("R")
 
 
 def register_schema(statements: str) -> None:
@@ -49,6 +51,23 @@ class Store:
             self.close()
             raise
         self.executions = ExecutionRepository(self.conn, window_size)
+        self._repositories: dict[type[Any], Any] = {}
+
+    def repository(self, cls: type[R]) -> R:
+        """The store's instance of a repository class, created on first use.
+
+        A repository is a class taking the ``Connection``; its ``SCHEMA`` class attribute
+        (idempotent DEFINE ... IF NOT EXISTS statements) is applied before first use, so
+        each feature keeps its tables and queries in its own module.
+        """
+        repo = self._repositories.get(cls)
+        if repo is None:
+            schema = getattr(cls, "SCHEMA", "")
+            if schema:
+                self.conn.run(schema)
+            repo = cls(self.conn)  # type: ignore[call-arg]
+            self._repositories[cls] = repo
+        return repo
 
     @property
     def url(self) -> str:

@@ -1,0 +1,34 @@
+"""``make bench``: every benchmark, each printing its figures beside a reference
+measured in the same run. ``python -m benchmarks NAME ...`` runs a subset.
+
+Each module in ``BENCHMARKS`` exposes ``main() -> None``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import time
+
+# One line per benchmark module (benchmarks/<name>.py); keep sorted.
+BENCHMARKS: list[str] = [
+]
+
+
+def run(names: list[str]) -> int:
+    """Run the named benchmarks (all when empty); returns an exit code."""
+    chosen = names or BENCHMARKS
+    unknown = [n for n in chosen if n not in BENCHMARKS]
+    if unknown:
+        print(f"unknown benchmark(s): {', '.join(unknown)}; known: {', '.join(BENCHMARKS)}")
+        return 2
+    for name in chosen:
+        start = time.perf_counter()
+        print(f"\n=== {name} ===", flush=True)
+        importlib.import_module(f"benchmarks.{name}").main()
+        print(f"--- {name}: {time.perf_counter() - start:.1f} s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(run(sys.argv[1:]))

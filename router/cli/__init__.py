@@ -1,0 +1,1 @@
+"""The trustroute command-line interface."""

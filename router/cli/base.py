@@ -1,0 +1,108 @@
+"""Shared CLI plumbing: the click group, opening a router, errors as one line."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+from pydantic import ValidationError
+from rich.console import Console
+
+from profiles.store import StoreError
+from router.config import ConfigError, RouterConfig, load_config
+from router.errors import RouterError
+from router.router import AgentRouter
+
+console = Console()
+err_console = Console(stderr=True)
+
+DEFAULT_CONFIG = Path("router.yaml")
+
+# Errors a user can cause; they print as one line (plus detail lines), exit code 2.
+EXPECTED_ERRORS: tuple[type[BaseException], ...] = (
+    ConfigError, StoreError, RouterError, ValueError, ValidationError, OSError,
+)
+
+
+class CliError(Exception):
+    """A user-facing error raised by a command."""
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="trustroute")
+def cli() -> None:
+    """Route each task to the agent most likely to do it well, and learn from outcomes.
+
+    Start with `trustroute init` (writes router.yaml), then `trustroute demo`.
+    """
+
+
+def run_cli(argv: list[str]) -> int:
+    """Run the group; expected errors become one line on stderr and exit code 2."""
+    try:
+        cli.main(args=argv, prog_name="trustroute", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        return int(exc.exit_code or 0)
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except click.exceptions.Abort:
+        err_console.print("aborted")
+        return 1
+    except (CliError, *EXPECTED_ERRORS) as exc:  # type: ignore[misc]
+        lines = str(exc).strip().splitlines() or [type(exc).__name__]
+        err_console.print(f"[bold red]error:[/] {lines[0]}", highlight=False, soft_wrap=True)
+        for extra in lines[1:]:
+            err_console.print(f"       {extra}", highlight=False, soft_wrap=True)
+        return 2
+    except KeyboardInterrupt:
+        err_console.print("interrupted")
+        return 130
+    return 0
+
+
+def load_router_config(config: Path | None, store: str | None) -> RouterConfig:
+    """The config named by --config, ./router.yaml when present, else defaults."""
+    if config is not None:
+        cfg = load_config(config)
+    elif DEFAULT_CONFIG.exists():
+        cfg = load_config(DEFAULT_CONFIG)
+    else:
+        cfg = RouterConfig()
+    if store is not None:
+        cfg.store.url = store
+    return cfg
+
+
+def open_router(config: Path | None, store: str | None, **overrides: Any) -> AgentRouter:
+    """Build the router the user's options describe."""
+    return load_router_config(config, store).build_router(**overrides)
+
+
+def print_json(data: Any) -> None:
+    """Machine-readable output on stdout."""
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def router_options(func: F) -> F:
+    """Add --config and --store to a command."""
+    func = click.option("--store", "-s", default=None, metavar="URL",
+                        help="Store URL, overriding the config (surrealkv://PATH, mem://, "
+                             "ws://HOST:PORT).")(func)
+    return click.option("--config", "-c", "config", default=None,
+                        type=click.Path(path_type=Path, dir_okay=False),
+                        help="Router config (YAML/TOML/JSON); default ./router.yaml if "
+                             "present.")(func)
+
+
+def json_option(func: F) -> F:
+    """Add --json to a command."""
+    return click.option("--json", "as_json", is_flag=True,
+                        help="Print machine-readable JSON.")(func)

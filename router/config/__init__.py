@@ -1,0 +1,23 @@
+"""Router config files (YAML, TOML, JSON): schema and loading."""
+
+from router.config.loader import ConfigError
+from router.config.model import (
+    ProfilesSection,
+    RecencySection,
+    RouterConfig,
+    Section,
+    StoreSection,
+    StrategySection,
+    load_config,
+)
+
+__all__ = [
+    "ConfigError",
+    "ProfilesSection",
+    "RecencySection",
+    "RouterConfig",
+    "Section",
+    "StoreSection",
+    "StrategySection",
+    "load_config",
+]

@@ -1,0 +1,127 @@
+"""The router config schema: every key a config file may hold, and nothing else.
+
+Unknown keys are rejected (``extra="forbid"``) so a typo is an error, not a silently
+ignored setting. Sections added by later features live in their own modules and are
+attached to ``RouterConfig`` here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from profiles.profile import ProfileSettings
+from profiles.recency import RecencySettings
+from router.agents import AgentSpec
+from router.config.loader import ConfigError, describe_validation_error, read_mapping
+
+if TYPE_CHECKING:
+    from router.router import AgentRouter
+
+
+class Section(BaseModel):
+    """Base of every config section: strict about unknown keys."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class StoreSection(Section):
+    """Where profiles live and how to reach a server."""
+
+    url: str = "surrealkv://.trustroute/db"
+    namespace: str = "trustroute"
+    database: str = "trustroute"
+    username: str | None = None
+    password: str | None = Field(default=None, repr=False)
+
+
+class StrategySection(Section):
+    """Which strategy ranks candidates, and its parameters."""
+
+    name: str = "confidence_weighted"
+    params: dict[str, Any] = Field(default_factory=dict)
+    exploit_only: bool = False
+
+
+class RecencySection(Section):
+    """Recency weighting of expertise (reference values by default)."""
+
+    time_constant_days: float = Field(default=7.0, gt=0)
+    boost: float = Field(default=3.0, gt=0)
+    boost_window_days: float = Field(default=7.0, ge=0)
+    window_size: int = Field(default=100, ge=1)
+
+
+class ProfilesSection(Section):
+    """Profile math: the confidence ramp and recency weighting."""
+
+    confidence_ramp: int = Field(default=20, ge=1)
+    recency: RecencySection = Field(default_factory=RecencySection)
+
+    def settings(self) -> ProfileSettings:
+        """As the pure-math settings object."""
+        return ProfileSettings(self.confidence_ramp, RecencySettings(**self.recency.model_dump()))
+
+
+class RouterConfig(Section):
+    """A whole router config file."""
+
+    store: StoreSection = Field(default_factory=StoreSection)
+    agents: list[AgentSpec] = Field(default_factory=list)
+    strategy: StrategySection = Field(default_factory=StrategySection)
+    profiles: ProfilesSection = Field(default_factory=ProfilesSection)
+    seed: int | None = None
+
+    @field_validator("store", mode="before")
+    @classmethod
+    def _store_shorthand(cls, value: Any) -> Any:
+        return {"url": value} if isinstance(value, str) else value
+
+    @field_validator("strategy", mode="before")
+    @classmethod
+    def _strategy_shorthand(cls, value: Any) -> Any:
+        return {"name": value} if isinstance(value, str) else value
+
+    @field_validator("agents", mode="before")
+    @classmethod
+    def _agent_shorthand(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            return [{"id": a} if isinstance(a, str) else a for a in value]
+        return value
+
+    def build_router(self, **overrides: Any) -> AgentRouter:
+        """An AgentRouter configured by this file (keyword overrides win)."""
+        from router.router import AgentRouter
+
+        kwargs: dict[str, Any] = {
+            "agents": self.agents,
+            "store": self.store.url,
+            "strategy": self.strategy.name,
+            "strategy_params": self.strategy.params,
+            "exploit_only": self.strategy.exploit_only,
+            "seed": self.seed,
+            "settings": self.profiles.settings(),
+            "store_options": {"namespace": self.store.namespace,
+                              "database": self.store.database,
+                              "username": self.store.username,
+                              "password": self.store.password},
+        }
+        kwargs.update(overrides)
+        return AgentRouter(**kwargs)
+
+
+def load_config(path: str | Path) -> RouterConfig:
+    """Read and validate a config file; ConfigError names file, key path and problem."""
+    data = read_mapping(path)
+    try:
+        config = RouterConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(describe_validation_error(path, exc)) from None
+    base = Path(path).resolve().parent
+    url = config.store.url
+    if url.startswith("surrealkv://") and not Path(url[len("surrealkv://"):]).is_absolute():
+        # relative store paths are relative to the config file, not the working directory
+        config.store.url = f"surrealkv://{base / url[len('surrealkv://'):]}"
+    return config
