@@ -22,11 +22,20 @@ class ProfileBook:
         self._states: dict[tuple[str, str], ProfileState] = {}
         self._clocks: dict[str, int] = {}
         self._lock = threading.RLock()
+        # Change counters let readers cache derived views (the router's ranked arms):
+        # ``revision(t)`` changes whenever a profile of task type ``t`` may have changed.
+        self._tick = 0
+        self._revisions: dict[str, int] = {}
+        self._base_revision = 0
 
     # -- reading -----------------------------------------------------------------
     def get(self, agent_id: str, task_type: str) -> ProfileState | None:
         """The state of one pair, or None when it has never been executed."""
         return self._states.get((agent_id, task_type))
+
+    def revision(self, task_type: str) -> int:
+        """A number that changes whenever any profile of ``task_type`` changes."""
+        return self._revisions.get(task_type, self._base_revision)
 
     def clock(self, task_type: str) -> int:
         """How many executions of ``task_type`` have been recorded (all agents)."""
@@ -67,6 +76,8 @@ class ProfileBook:
             seq = clock + 1 if seq is None else seq
             self._clocks[record.task_type] = max(clock, seq)
             state.apply(record, seq)
+            self._tick += 1
+            self._revisions[record.task_type] = self._tick
             return state
 
     def replace(self, states: Iterable[ProfileState], clocks: dict[str, int]) -> None:
@@ -75,3 +86,6 @@ class ProfileBook:
         with self._lock:
             self._states = fresh
             self._clocks = dict(clocks)
+            self._tick += 1
+            self._base_revision = self._tick
+            self._revisions = {}

@@ -1,7 +1,9 @@
 """What a routing decision says: who was chosen, how every candidate scored, and why.
 
 Plain slotted dataclasses rather than pydantic models: ``select()`` builds one per
-candidate on the hot path. ``as_dict`` gives the JSON form for the CLI and logs.
+candidate on the hot path. ``CandidateScore`` is deliberately not ``frozen``: a frozen
+dataclass sets every field through ``object.__setattr__``, which makes construction
+about four times slower; treat it as read-only. ``as_dict`` gives the JSON form.
 """
 
 from __future__ import annotations
@@ -15,9 +17,9 @@ if TYPE_CHECKING:
     from router.load import Lease
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class CandidateScore:
-    """One candidate's score components, best explained by ``reason``."""
+    """One candidate's score components, best explained by ``reason`` (read-only)."""
 
     agent_id: str
     expertise: float

@@ -8,7 +8,8 @@ a cancelled stream or a double release never corrupts the count.
 from __future__ import annotations
 
 import threading
-from types import TracebackType
+from collections.abc import Mapping
+from types import MappingProxyType, TracebackType
 
 from router.errors import AgentAtCapacity
 
@@ -48,6 +49,12 @@ class InFlightTracker:
     def __init__(self) -> None:
         self._counts: dict[str, int] = {}
         self._lock = threading.Lock()
+        self._view = MappingProxyType(self._counts)
+
+    @property
+    def counts(self) -> Mapping[str, int]:
+        """Live read-only view of in-flight counts (cheap to read on the hot path)."""
+        return self._view
 
     def in_flight(self, agent_id: str) -> int:
         """Tasks currently running on ``agent_id``."""

@@ -30,6 +30,7 @@ from router.load import InFlightTracker, Lease
 from router.strategies import DEFAULT_STRATEGY, Arm, Strategy, StrategyContext, make_strategy
 
 _SNAPSHOT_SECONDS = 60.0  # expertise drifts by < 0.02% a minute at the 7-day time constant
+_ELIGIBLE_CACHE_LIMIT = 1024  # task types whose ranked arms are cached at once
 
 
 class AgentRouter:
@@ -62,6 +63,8 @@ class AgentRouter:
             store, window_size=self.settings.recency.window_size, **dict(store_options or {}))
         self.book = ProfileBook(self.settings.recency.window_size)
         self._snapshots: dict[tuple[str, str], tuple[int, float, TaskTypeProfile]] = {}
+        self._eligible_cache: dict[str, tuple[int, tuple[AgentSpec, ...], float,
+                                              list[tuple[AgentSpec, Arm]]]] = {}
         self.refresh()
 
     # -- life cycle ------------------------------------------------------------------
@@ -78,6 +81,7 @@ class AgentRouter:
         with self._lock:
             self.book.replace(states, clocks)
             self._snapshots.clear()
+            self._eligible_cache.clear()
             self.strategy.reset(self.book)
 
     def close(self) -> None:
@@ -152,6 +156,30 @@ class AgentRouter:
         self._snapshots[key] = (state.executions_total, stamp, snap)
         return state, snap
 
+    def _eligible(self, task_type: str, now: datetime) -> list[tuple[AgentSpec, Arm]]:
+        """Enabled agents accepting ``task_type``, each with its arm (profile snapshot).
+
+        Cached per task type until one of its profiles changes (book revision), the
+        registry changes or the snapshots are ``_SNAPSHOT_SECONDS`` old, so a stream of
+        decisions builds no pydantic snapshot and no Arm; load is applied per call.
+        """
+        revision = self.book.revision(task_type)
+        agents = tuple(self._agents.values())
+        stamp = now.timestamp()
+        cached = self._eligible_cache.get(task_type)
+        if (cached is not None and cached[0] == revision and cached[1] == agents
+                and 0.0 <= stamp - cached[2] < _SNAPSHOT_SECONDS):
+            return cached[3]
+        eligible = []
+        for spec in agents:
+            if spec.enabled and spec.accepts(task_type):
+                state, snap = self._snapshot(spec.id, task_type, now)
+                eligible.append((spec, Arm(spec, state, snap)))
+        if len(self._eligible_cache) >= _ELIGIBLE_CACHE_LIMIT:
+            self._eligible_cache.clear()
+        self._eligible_cache[task_type] = (revision, agents, stamp, eligible)
+        return eligible
+
     # -- decisions -------------------------------------------------------------------
     def select(self, task_type: str, *, exclude: Sequence[str] = (),
                context: Mapping[str, Any] | None = None, acquire: bool = False
@@ -165,17 +193,17 @@ class AgentRouter:
         check_identifier(task_type, "task_type")
         now = now_utc()
         with self._lock:
+            counts = self._in_flight.counts
             arms, loads = [], []
             skipped_full = 0
-            for spec in self._agents.values():
-                if not spec.enabled or not spec.accepts(task_type) or spec.id in exclude:
+            for spec, arm in self._eligible(task_type, now):
+                if spec.id in exclude:
                     continue
-                in_flight = self._in_flight.in_flight(spec.id)
+                in_flight = counts.get(spec.id, 0)
                 if in_flight >= spec.max_concurrent:
                     skipped_full += 1
                     continue
-                state, snap = self._snapshot(spec.id, task_type, now)
-                arms.append(Arm(spec, state, snap))
+                arms.append(arm)
                 loads.append(in_flight / spec.max_concurrent)
             if not arms:
                 detail = (f"{skipped_full} eligible agent(s) at capacity" if skipped_full
@@ -184,25 +212,27 @@ class AgentRouter:
             ctx = StrategyContext(task_type, now, self.book, self.settings, self._rng,
                                   self.exploit_only)
             scores = self.strategy.score(arms, ctx)
-            ties = self._rng.random(len(arms))
+            ties = self._rng.random(len(arms)).tolist()
             candidates = []
-            for arm, verdict, load, tie in zip(arms, scores, loads, ties, strict=True):
+            for i, (arm, verdict, load, tie) in enumerate(
+                    zip(arms, scores, loads, ties, strict=True)):
                 s = verdict.score
                 final = s / (1.0 + load) if s >= 0 else s * (1.0 + load)
                 p = arm.profile
-                candidates.append((final, tie, CandidateScore(
+                # (-final, tie, i): best first, seeded-random among equals; i keeps sort stable
+                candidates.append((-final, tie, i, CandidateScore(
                     agent_id=arm.agent_id, expertise=p.expertise, confidence=p.confidence,
                     adjusted_score=p.adjusted_score, executions=p.executions_total,
                     load=load, score=s, final_score=final,
                     reason=verdict.reason if not load else f"{verdict.reason}; load {load:.2f}",
                     components=verdict.components), verdict.success_probability))
-            candidates.sort(key=lambda c: (-c[0], c[1]))
+            candidates.sort()
             best = candidates[0]
-            lease = self.acquire(best[2].agent_id) if acquire else None
-        probability = best[3]
+            lease = self.acquire(best[3].agent_id) if acquire else None
+        probability = best[4]
         return RoutingDecision(
-            decision_id=str(uuid.uuid4()), task_type=task_type, agent_id=best[2].agent_id,
-            candidates=tuple(c[2] for c in candidates), strategy=self.strategy.name,
+            decision_id=str(uuid.uuid4()), task_type=task_type, agent_id=best[3].agent_id,
+            candidates=tuple(c[3] for c in candidates), strategy=self.strategy.name,
             created_at=now,
             confidence=None if probability is None else min(1.0, max(0.0, probability)),
             context=context, lease=lease,
