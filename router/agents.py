@@ -21,6 +21,10 @@ class AgentSpec(BaseModel):
     task_types: tuple[str, ...] = (ANY_TASK,)
     max_concurrent: int = Field(default=10, ge=1)
     cost_per_call: float | None = Field(default=None, ge=0)
+    # Token prices turn an LLM agent's usage_metadata into a recorded cost (added to
+    # cost_per_call when both are set); None means "no token pricing for this agent".
+    price_per_1k_input_tokens: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    price_per_1k_output_tokens: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     enabled: bool = True
     description: str = ""
 
