@@ -10,12 +10,23 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+)
 
 from profiles.profile import ProfileSettings
 from profiles.recency import RecencySettings
+from profiles.store.errors import InvalidStoreURL
+from profiles.store.location import parse_store_url
 from router.agents import AgentSpec
 from router.config.loader import ConfigError, describe_validation_error, read_mapping
+from router.errors import UnknownStrategy
+from router.strategies import available_strategies
 
 if TYPE_CHECKING:
     from router.router import AgentRouter
@@ -40,9 +51,24 @@ class StoreSection(Section):
 class StrategySection(Section):
     """Which strategy ranks candidates, and its parameters."""
 
-    name: str = "confidence_weighted"
+    name: str = Field(default_factory=lambda: _default_strategy())
     params: dict[str, Any] = Field(default_factory=dict)
     exploit_only: bool = False
+
+    @field_validator("name")
+    @classmethod
+    def _known(cls, value: str) -> str:
+        known = available_strategies()
+        if value not in known:
+            raise ValueError(f"unknown strategy {value!r}; available: {', '.join(known)}")
+        return value
+
+
+def _default_strategy() -> str:
+    """The library's default strategy, read late so a changed default carries over."""
+    from router.strategies import DEFAULT_STRATEGY
+
+    return DEFAULT_STRATEGY
 
 
 class RecencySection(Section):
@@ -74,6 +100,14 @@ class RouterConfig(Section):
     profiles: ProfilesSection = Field(default_factory=ProfilesSection)
     seed: int | None = None
 
+    # The file this config was read from (None when built in code); names it in errors.
+    _source: Path | None = PrivateAttr(default=None)
+
+    @property
+    def source(self) -> Path | None:
+        """The config file this was loaded from, if any."""
+        return self._source
+
     @field_validator("store", mode="before")
     @classmethod
     def _store_shorthand(cls, value: Any) -> Any:
@@ -89,6 +123,16 @@ class RouterConfig(Section):
     def _agent_shorthand(cls, value: Any) -> Any:
         if isinstance(value, list):
             return [{"id": a} if isinstance(a, str) else a for a in value]
+        return value
+
+    @field_validator("agents")
+    @classmethod
+    def _unique_agents(cls, value: list[AgentSpec]) -> list[AgentSpec]:
+        seen: set[str] = set()
+        for spec in value:
+            if spec.id in seen:
+                raise ValueError(f"agent {spec.id!r} is listed twice")
+            seen.add(spec.id)
         return value
 
     def build_router(self, **overrides: Any) -> AgentRouter:
@@ -109,19 +153,33 @@ class RouterConfig(Section):
                               "password": self.store.password},
         }
         kwargs.update(overrides)
-        return AgentRouter(**kwargs)
+        try:
+            return AgentRouter(**kwargs)
+        except UnknownStrategy as exc:
+            if "strategy" in overrides:  # the caller's choice, not the file's
+                raise
+            # the name was checked on load, so the file's strategy.params are at fault
+            where = f"{self._source}: " if self._source else ""
+            raise ConfigError(f"{where}strategy.params: {exc}") from None
 
 
 def load_config(path: str | Path) -> RouterConfig:
-    """Read and validate a config file; ConfigError names file, key path and problem."""
+    """Read and validate a config file; ConfigError names file, key path and problem.
+
+    Relative embedded store paths (``surrealkv://data/db``) are resolved against the
+    config file's directory, not the working directory, so a config means the same
+    store wherever the command is run from.
+    """
     data = read_mapping(path)
     try:
         config = RouterConfig.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(describe_validation_error(path, exc)) from None
-    base = Path(path).resolve().parent
-    url = config.store.url
-    if url.startswith("surrealkv://") and not Path(url[len("surrealkv://"):]).is_absolute():
-        # relative store paths are relative to the config file, not the working directory
-        config.store.url = f"surrealkv://{base / url[len('surrealkv://'):]}"
+        raise ConfigError(describe_validation_error(path, exc, RouterConfig)) from None
+    try:
+        location = parse_store_url(config.store.url, base_dir=Path(path).resolve().parent)
+    except InvalidStoreURL as exc:
+        raise ConfigError(f"{path}: store.url: {exc}") from None
+    if location.is_on_disk:
+        config.store.url = location.url
+    config._source = Path(path)
     return config
