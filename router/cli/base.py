@@ -11,9 +11,11 @@ from typing import Any, TypeVar
 import click
 from pydantic import ValidationError
 from rich.console import Console
+from rich.markup import escape
 
 from profiles.store import StoreError
 from router.config import ConfigError, RouterConfig, load_config
+from router.config.loader import describe_problem
 from router.errors import RouterError
 from router.router import AgentRouter
 
@@ -41,23 +43,47 @@ def cli() -> None:
     """
 
 
+def error_line(exc: BaseException) -> str:
+    """The one line a user sees for an expected error."""
+    if isinstance(exc, ValidationError):  # e.g. a record field out of range
+        return "; ".join(describe_problem(err) for err in exc.errors())
+    text = " ".join(str(exc).split())
+    return text or type(exc).__name__
+
+
+def show_error(message: str) -> None:
+    """Print ``error: message`` on stderr as exactly one line."""
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False,
+                      soft_wrap=True)
+
+
 def run_cli(argv: list[str]) -> int:
-    """Run the group; expected errors become one line on stderr and exit code 2."""
+    """Run the group; expected errors become one line on stderr, never a traceback.
+
+    Exit codes: 0 success, 1 aborted, 2 bad input (usage, config, data, store),
+    130 interrupted.
+    """
     try:
         cli.main(args=argv, prog_name="trustroute", standalone_mode=False)
+    except click.exceptions.NoArgsIsHelpError as exc:  # bare `trustroute`: just help
+        click.echo(exc.ctx.get_help() if exc.ctx else "")
+        return 0
     except click.exceptions.Exit as exc:
         return int(exc.exit_code or 0)
+    except click.UsageError as exc:
+        hint = ""
+        if exc.ctx is not None:
+            hint = f" (see '{exc.ctx.command_path} --help')"
+        show_error(f"{exc.format_message()}{hint}")
+        return exc.exit_code
     except click.ClickException as exc:
-        exc.show()
+        show_error(exc.format_message())
         return exc.exit_code
     except click.exceptions.Abort:
         err_console.print("aborted")
         return 1
     except (CliError, *EXPECTED_ERRORS) as exc:  # type: ignore[misc]
-        lines = str(exc).strip().splitlines() or [type(exc).__name__]
-        err_console.print(f"[bold red]error:[/] {lines[0]}", highlight=False, soft_wrap=True)
-        for extra in lines[1:]:
-            err_console.print(f"       {extra}", highlight=False, soft_wrap=True)
+        show_error(error_line(exc))
         return 2
     except KeyboardInterrupt:
         err_console.print("interrupted")
