@@ -1,0 +1,212 @@
+"""Calibration: make a stated confidence mean what it says.
+
+A strategy's success probability is a model's belief; a router that says "80%" should
+see about 80% of those decisions succeed. ``CalibrationMap`` learns, from decisions
+joined with their outcomes, how predicted probabilities translate into realised success
+rates, and corrects new predictions accordingly.
+
+How the map works (defaults from principles, not fitted to any data set):
+
+- equal-width buckets over [0, 1] (10 by default: the usual reliability-diagram
+  resolution, and the bins of the expected calibration error reported next to it);
+- per bucket, the correction is ``realised mean - predicted mean``, *shrunk* toward 0
+  (the identity map) by ``prior_strength`` pseudo-observations: with ``n`` outcomes the
+  correction is weighted ``n / (n + prior_strength)``. 20 pseudo-observations means a
+  bucket's own evidence gets half the say once its realised rate has a standard error
+  of about 0.1; it also makes the map the identity until data arrives;
+- a bucket with fewer than ``min_count`` outcomes contributes no correction at all;
+- corrections are interpolated linearly between the buckets' predicted means, so the
+  map has no steps at bucket edges;
+- evidence is forgotten exponentially with an effective memory of ``horizon`` outcomes,
+  because the thing being calibrated (a learning router) changes as it learns.
+
+Also here: the Brier score, the expected calibration error (ECE) and the reliability
+table, all pure functions of (predicted, outcome) pairs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class CalibrationSettings:
+    """How the calibration map learns (see the module docstring for the reasons)."""
+
+    buckets: int = 10
+    prior_strength: float = 20.0
+    min_count: int = 10
+    horizon: float = 1000.0  # effective memory in outcomes; 0 keeps everything forever
+
+    def __post_init__(self) -> None:
+        if self.buckets < 1:
+            raise ValueError(f"calibration.buckets must be >= 1, got {self.buckets}")
+        if not math.isfinite(self.prior_strength) or self.prior_strength < 0:
+            raise ValueError("calibration.prior_strength must be a finite number >= 0")
+        if self.min_count < 0:
+            raise ValueError("calibration.min_count must be >= 0")
+        if not math.isfinite(self.horizon) or self.horizon < 0 or 0 < self.horizon < 1:
+            raise ValueError("calibration.horizon must be 0 (no forgetting) or >= 1")
+
+
+def _check_probability(value: float, name: str = "predicted") -> float:
+    p = float(value)
+    if not 0.0 <= p <= 1.0:  # also rejects NaN
+        raise ValueError(f"{name} must be a probability in [0, 1], got {value}")
+    return p
+
+
+def bucket_of(p: float, buckets: int) -> int:
+    """Index of the equal-width bucket holding ``p`` (1.0 falls in the last one)."""
+    return min(buckets - 1, int(p * buckets))
+
+
+class CalibrationMap:
+    """Bucketed, shrunk, forgetting map from predicted probability to realised rate.
+
+    ``update`` is O(buckets) and ``__call__`` is O(1), so the router can refresh the map
+    on every recorded outcome and apply it on every decision.
+    """
+
+    def __init__(self, settings: CalibrationSettings | None = None) -> None:
+        self.settings = settings or CalibrationSettings()
+        b = self.settings.buckets
+        self._n = [0.0] * b
+        self._pred = [0.0] * b
+        self._out = [0.0] * b
+        self._anchor = [(i + 0.5) / b for i in range(b)]
+        self._shift = [0.0] * b
+        self._keep = 1.0 - 1.0 / self.settings.horizon if self.settings.horizon else 1.0
+        self.outcomes = 0  # outcomes ever folded in (not discounted)
+
+    # -- learning ----------------------------------------------------------------
+    def update(self, predicted: float, success: bool) -> None:
+        """Fold one decision's predicted probability and its realised outcome in."""
+        p = _check_probability(predicted)
+        b = bucket_of(p, self.settings.buckets)
+        keep = self._keep
+        if keep < 1.0:
+            n, pred, out = self._n, self._pred, self._out
+            for i in range(len(n)):
+                n[i] *= keep
+                pred[i] *= keep
+                out[i] *= keep
+        self._n[b] += 1.0
+        self._pred[b] += p
+        self._out[b] += 1.0 if success else 0.0
+        self.outcomes += 1
+        if keep < 1.0:
+            for i in range(len(self._n)):
+                self._refresh(i)
+        else:
+            self._refresh(b)
+
+    def update_many(self, pairs: Iterable[tuple[float, bool]]) -> None:
+        """Fold pairs in, oldest first."""
+        for predicted, success in pairs:
+            self.update(predicted, success)
+
+    def _refresh(self, b: int) -> None:
+        n = self._n[b]
+        s = self.settings
+        if n <= 0.0:
+            self._anchor[b] = (b + 0.5) / s.buckets
+            self._shift[b] = 0.0
+            return
+        mean_pred = self._pred[b] / n
+        self._anchor[b] = mean_pred
+        if n < s.min_count:
+            self._shift[b] = 0.0
+            return
+        weight = n / (n + s.prior_strength)
+        self._shift[b] = weight * (self._out[b] / n - mean_pred)
+
+    # -- applying ----------------------------------------------------------------
+    def __call__(self, predicted: float) -> float:
+        """The calibrated probability for a raw prediction (identity without data)."""
+        p = predicted if 0.0 <= predicted <= 1.0 else _check_probability(predicted)
+        b = min(len(self._shift) - 1, int(p * len(self._shift)))
+        anchor = self._anchor[b]
+        j = b + 1 if p >= anchor else b - 1
+        shift = self._shift[b]
+        if 0 <= j < len(self._shift):
+            other = self._anchor[j]
+            if other != anchor:
+                t = (p - anchor) / (other - anchor)
+                shift += t * (self._shift[j] - shift)
+        value = p + shift
+        return 0.0 if value < 0.0 else 1.0 if value > 1.0 else value
+
+    @property
+    def is_identity(self) -> bool:
+        """True while no bucket has enough evidence to correct anything."""
+        return not any(self._shift)
+
+    def buckets(self) -> list[tuple[float, float, float]]:
+        """Per bucket: (discounted count, mean predicted, correction)."""
+        return [(n, a, s) for n, a, s in zip(self._n, self._anchor, self._shift, strict=True)]
+
+
+# -- measuring ----------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class ReliabilityRow:
+    """One bucket of a reliability table."""
+
+    lower: float
+    upper: float
+    predicted: float  # mean predicted probability in the bucket
+    realised: float  # observed success rate in the bucket
+    count: int
+
+    @property
+    def label(self) -> str:
+        """The bucket as text, e.g. ``0.7-0.8``."""
+        return f"{self.lower:.1f}-{self.upper:.1f}"
+
+    @property
+    def gap(self) -> float:
+        """realised - predicted (positive: under-confident)."""
+        return self.realised - self.predicted
+
+
+def _pairs(predicted: Sequence[float], outcomes: Sequence[bool]) -> list[tuple[float, float]]:
+    if len(predicted) != len(outcomes):
+        raise ValueError(f"predicted ({len(predicted)}) and outcomes ({len(outcomes)}) "
+                         f"differ in length")
+    return [(_check_probability(p), 1.0 if o else 0.0)
+            for p, o in zip(predicted, outcomes, strict=True)]
+
+
+def reliability_table(predicted: Sequence[float], outcomes: Sequence[bool],
+                      buckets: int = 10) -> list[ReliabilityRow]:
+    """Non-empty equal-width buckets with mean predicted, realised rate and count."""
+    if buckets < 1:
+        raise ValueError("buckets must be >= 1")
+    sums: list[list[float]] = [[0.0, 0.0, 0.0] for _ in range(buckets)]
+    for p, o in _pairs(predicted, outcomes):
+        row = sums[bucket_of(p, buckets)]
+        row[0] += 1
+        row[1] += p
+        row[2] += o
+    return [ReliabilityRow(i / buckets, (i + 1) / buckets, s[1] / s[0], s[2] / s[0], int(s[0]))
+            for i, s in enumerate(sums) if s[0]]
+
+
+def expected_calibration_error(predicted: Sequence[float], outcomes: Sequence[bool],
+                               buckets: int = 10) -> float:
+    """Count-weighted mean |realised - predicted| over equal-width buckets (0 if empty)."""
+    rows = reliability_table(predicted, outcomes, buckets)
+    total = sum(r.count for r in rows)
+    if not total:
+        return 0.0
+    return sum(r.count * abs(r.gap) for r in rows) / total
+
+
+def brier_score(predicted: Sequence[float], outcomes: Sequence[bool]) -> float:
+    """Mean squared error of the probabilities (0 is perfect; 0.25 is a coin at 0.5)."""
+    pairs = _pairs(predicted, outcomes)
+    if not pairs:
+        return 0.0
+    return sum((p - o) ** 2 for p, o in pairs) / len(pairs)

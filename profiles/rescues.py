@@ -1,0 +1,88 @@
+"""Contradictions: an agent failed a task and another agent then rescued it.
+
+Convention shared with the integrations: every record for one user task carries
+``metadata = {"task_id": <id>, "attempt": <int>}``. A contradiction for agent X is X
+failing on task T followed by a *later* attempt on T (a higher ``attempt``; arrival order
+when attempts are missing) by another agent that succeeded. Each failure is charged at
+most once. The tracker is a bounded in-memory LRU over recent task ids, so it costs
+nothing on the database and copes with records arriving out of order.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+Pair = tuple[str, str]
+
+
+Order = tuple[float | None, int]  # (attempt if given, arrival number)
+
+
+def is_later(a: Order, b: Order) -> bool:
+    """True when attempt ``a`` came after ``b``: by attempt number when both carry one
+    and they differ, else by arrival order."""
+    if a[0] is not None and b[0] is not None and a[0] != b[0]:
+        return a[0] > b[0]
+    return a[1] > b[1]
+
+
+@dataclass(slots=True)
+class _Task:
+    failures: list[tuple[Order, str, str]] = field(default_factory=list)  # order, agent, type
+    successes: list[tuple[Order, str]] = field(default_factory=list)  # order, agent
+
+
+def task_attempt(metadata: Mapping[str, Any]) -> tuple[str, float | None] | None:
+    """(task id, attempt or None) from record metadata; None when it has no task id."""
+    task_id = metadata.get("task_id")
+    if task_id is None or isinstance(task_id, bool) or not isinstance(task_id, str | int):
+        return None
+    attempt = metadata.get("attempt")
+    if isinstance(attempt, bool) or not isinstance(attempt, int | float):
+        return str(task_id), None
+    return str(task_id), float(attempt)
+
+
+class RescueTracker:
+    """Remembers recent failures per user task to charge them when another agent rescues."""
+
+    def __init__(self, capacity: int = 10_000) -> None:
+        if capacity < 1:
+            raise ValueError("rescue tracker capacity must be >= 1")
+        self.capacity = capacity
+        self._tasks: OrderedDict[str, _Task] = OrderedDict()
+        self._arrivals = 0
+
+    def observe(self, agent_id: str, task_type: str, success: bool,
+                metadata: Mapping[str, Any]) -> list[Pair]:
+        """Fold one record in; returns the (agent, task type) pairs to charge a
+        contradiction (each failed pair rescued by this record, or rescued earlier when
+        this failure arrives late)."""
+        found = task_attempt(metadata)
+        if found is None:
+            return []
+        self._arrivals += 1
+        task_id, attempt = found
+        order: Order = (attempt, self._arrivals)
+        task = self._tasks.get(task_id)
+        if task is None:
+            task = self._tasks[task_id] = _Task()
+            if len(self._tasks) > self.capacity:
+                self._tasks.popitem(last=False)
+        else:
+            self._tasks.move_to_end(task_id)
+        if success:
+            task.successes.append((order, agent_id))
+            rescued = [f for f in task.failures if f[1] != agent_id and is_later(order, f[0])]
+            task.failures = [f for f in task.failures if f not in rescued]
+            return [(a, t) for _, a, t in rescued]
+        if any(a != agent_id and is_later(o, order) for o, a in task.successes):
+            return [(agent_id, task_type)]  # a failure reported after its rescue
+        task.failures.append((order, agent_id, task_type))
+        return []
+
+    def __len__(self) -> int:
+        return len(self._tasks)

@@ -1,0 +1,110 @@
+"""The decision log: every routing decision, joined with its outcome when recorded.
+
+Anyone can check the router's honesty from this table: what it predicted (raw and
+calibrated confidence), whether it abstained and why, who the candidates were, and what
+actually happened. Rows are written in batches by the router (never from ``select``);
+an outcome that arrives after its decision was written is merged into the row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from profiles.store.connection import Connection
+
+SCHEMA = """
+DEFINE TABLE IF NOT EXISTS decision SCHEMAFULL;
+DEFINE FIELD IF NOT EXISTS task_type ON decision TYPE string;
+DEFINE FIELD IF NOT EXISTS agent_id ON decision TYPE string;
+DEFINE FIELD IF NOT EXISTS strategy ON decision TYPE string;
+DEFINE FIELD IF NOT EXISTS predicted ON decision TYPE option<float>
+    ASSERT $value = NONE OR ($value >= 0 AND $value <= 1);
+DEFINE FIELD IF NOT EXISTS confidence ON decision TYPE option<float>
+    ASSERT $value = NONE OR ($value >= 0 AND $value <= 1);
+DEFINE FIELD IF NOT EXISTS tier ON decision TYPE option<string>;
+DEFINE FIELD IF NOT EXISTS abstained ON decision TYPE bool;
+DEFINE FIELD IF NOT EXISTS abstain_reason ON decision TYPE option<string>;
+DEFINE FIELD IF NOT EXISTS candidates ON decision FLEXIBLE TYPE array<object>;
+DEFINE FIELD IF NOT EXISTS created_at ON decision TYPE datetime;
+DEFINE FIELD IF NOT EXISTS success ON decision TYPE option<bool>;
+DEFINE FIELD IF NOT EXISTS quality ON decision TYPE option<float>
+    ASSERT $value = NONE OR ($value >= 0 AND $value <= 1);
+DEFINE FIELD IF NOT EXISTS record_id ON decision TYPE option<string>;
+DEFINE FIELD IF NOT EXISTS recorded_at ON decision TYPE option<datetime>;
+DEFINE INDEX IF NOT EXISTS decision_created ON decision FIELDS created_at;
+DEFINE INDEX IF NOT EXISTS decision_recorded ON decision FIELDS recorded_at;
+"""
+
+# $rows: full decision rows (outcome fields may be set); $outcomes: outcomes for rows
+# written earlier (an unknown id is a no-op: UPDATE never creates).
+_WRITE = """
+BEGIN TRANSACTION;
+FOR $r IN $rows { UPSERT type::thing('decision', $r.id) CONTENT $r.row; };
+FOR $o IN $outcomes {
+    UPDATE type::thing('decision', $o.id) SET success = $o.success, quality = $o.quality,
+        record_id = $o.record_id, recorded_at = $o.recorded_at;
+};
+COMMIT TRANSACTION;
+"""
+
+_OUTCOME_FIELDS = ("success", "quality", "record_id", "recorded_at")
+
+
+class DecisionRepository:
+    """Writes and reads the decision log."""
+
+    SCHEMA = SCHEMA
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+
+    def write(self, rows: Sequence[dict[str, Any]],
+              outcomes: Sequence[dict[str, Any]] = ()) -> None:
+        """Store decisions (``decision_id`` plus fields) and late outcomes, one transaction."""
+        if not rows and not outcomes:
+            return
+        self._conn.run(_WRITE, {
+            "rows": [{"id": r["decision_id"],
+                      "row": {k: v for k, v in r.items() if k != "decision_id"}}
+                     for r in rows],
+            "outcomes": [{"id": o["decision_id"], **{k: o.get(k) for k in _OUTCOME_FIELDS}}
+                         for o in outcomes],
+        })
+
+    def get(self, decision_id: str) -> dict[str, Any] | None:
+        """One decision with its outcome, or None."""
+        rows = self._conn.run(
+            "SELECT *, record::id(id) AS decision_id OMIT id FROM ONLY "
+            "type::thing('decision', $id);", {"id": decision_id})
+        return rows[0] if rows and rows[0] else None
+
+    def count(self) -> int:
+        """Number of logged decisions."""
+        rows = self._conn.run("SELECT count() AS n FROM decision GROUP ALL;")
+        return int(rows[0][0]["n"]) if rows[0] else 0
+
+    def calibration_pairs(self, strategy: str, limit: int) -> list[tuple[float, bool]]:
+        """The latest ``limit`` (predicted, success) pairs of ``strategy``, oldest first."""
+        rows = self._conn.run(
+            "SELECT predicted, success, recorded_at FROM decision WHERE strategy = $s "
+            "AND success != NONE AND predicted != NONE ORDER BY recorded_at DESC LIMIT $n;",
+            {"s": strategy, "n": limit})[0]
+        return [(float(r["predicted"]), bool(r["success"])) for r in reversed(rows)]
+
+    def iter_decisions(self, *, strategy: str | None = None, batch: int = 1000
+                       ) -> Iterator[dict[str, Any]]:
+        """Logged decisions (without candidates), oldest first, paged."""
+        where = " WHERE strategy = $s" if strategy else ""
+        start = 0
+        while True:
+            page = self._conn.run(
+                "SELECT record::id(id) AS decision_id, task_type, agent_id, strategy, "
+                "predicted, confidence, tier, abstained, abstain_reason, created_at, success, "
+                f"quality, recorded_at FROM decision{where} ORDER BY created_at "
+                "LIMIT $lim START $start;",
+                {"s": strategy, "lim": batch, "start": start})[0]
+            yield from page
+            if len(page) < batch:
+                return
+            start += batch

@@ -1,0 +1,288 @@
+"""Trust counters, feedback, confidence history and the archive of retired profiles.
+
+Counters per (agent, task type) only ever change by server-side increments (``+=``) so
+routers in several processes against one server add up instead of overwriting each
+other; the decay offsets are changed server-side too, guarded by the ISO week already
+applied, so a second decay run in the same week changes nothing. Retiring a profile
+copies its executions into ``execution_archive`` in the same transaction that deletes
+them: history is moved, never lost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from profiles.store.connection import Connection
+from profiles.trust import TrustCounts, TrustScores
+
+_COUNTERS = ("observations", "contradictions", "positive", "negative", "neutral",
+             "approvals", "rejections")
+
+SCHEMA = """
+DEFINE TABLE IF NOT EXISTS trust SCHEMAFULL;
+DEFINE FIELD IF NOT EXISTS agent_id ON trust TYPE string;
+DEFINE FIELD IF NOT EXISTS task_type ON trust TYPE string;
+DEFINE FIELD IF NOT EXISTS observations ON trust TYPE int ASSERT $value >= 0;
+DEFINE FIELD IF NOT EXISTS contradictions ON trust TYPE int ASSERT $value >= 0;
+DEFINE FIELD IF NOT EXISTS positive ON trust TYPE int ASSERT $value >= 0;
+DEFINE FIELD IF NOT EXISTS negative ON trust TYPE int ASSERT $value >= 0;
+DEFINE FIELD IF NOT EXISTS neutral ON trust TYPE int ASSERT $value >= 0;
+DEFINE FIELD IF NOT EXISTS approvals ON trust TYPE int ASSERT $value >= 0;
+DEFINE FIELD IF NOT EXISTS rejections ON trust TYPE int ASSERT $value >= 0;
+DEFINE FIELD IF NOT EXISTS reviewed ON trust TYPE bool;
+DEFINE FIELD IF NOT EXISTS frequency_decay ON trust TYPE float ASSERT $value >= 0 AND $value <= 1;
+DEFINE FIELD IF NOT EXISTS effectiveness_decay ON trust TYPE float
+    ASSERT $value >= 0 AND $value <= 1;
+DEFINE FIELD IF NOT EXISTS human_decay ON trust TYPE float ASSERT $value >= 0 AND $value <= 1;
+DEFINE FIELD IF NOT EXISTS last_seen ON trust TYPE option<datetime>;
+DEFINE FIELD IF NOT EXISTS deprecated_at ON trust TYPE option<datetime>;
+DEFINE FIELD IF NOT EXISTS decay_week ON trust TYPE option<string>;
+
+DEFINE TABLE IF NOT EXISTS trust_history SCHEMAFULL;
+DEFINE FIELD IF NOT EXISTS agent_id ON trust_history TYPE string;
+DEFINE FIELD IF NOT EXISTS task_type ON trust_history TYPE string;
+DEFINE FIELD IF NOT EXISTS frequency ON trust_history TYPE float ASSERT $value >= 0 AND $value <= 1;
+DEFINE FIELD IF NOT EXISTS effectiveness ON trust_history TYPE float
+    ASSERT $value >= 0 AND $value <= 1;
+DEFINE FIELD IF NOT EXISTS human ON trust_history TYPE float ASSERT $value >= 0 AND $value <= 1;
+DEFINE FIELD IF NOT EXISTS composite ON trust_history TYPE float ASSERT $value >= 0 AND $value <= 1;
+DEFINE FIELD IF NOT EXISTS tier ON trust_history TYPE string;
+DEFINE FIELD IF NOT EXISTS reason ON trust_history TYPE string;
+DEFINE FIELD IF NOT EXISTS at ON trust_history TYPE datetime;
+DEFINE INDEX IF NOT EXISTS trust_history_pair ON trust_history FIELDS agent_id, task_type, at;
+
+DEFINE TABLE IF NOT EXISTS trust_feedback SCHEMAFULL;
+DEFINE FIELD IF NOT EXISTS agent_id ON trust_feedback TYPE string;
+DEFINE FIELD IF NOT EXISTS task_type ON trust_feedback TYPE string;
+DEFINE FIELD IF NOT EXISTS decision_id ON trust_feedback TYPE option<string>;
+DEFINE FIELD IF NOT EXISTS approved ON trust_feedback TYPE bool;
+DEFINE FIELD IF NOT EXISTS kind ON trust_feedback TYPE string
+    ASSERT $value IN ['feedback', 'review', 'signal'];
+DEFINE FIELD IF NOT EXISTS signal ON trust_feedback TYPE option<string>;
+DEFINE FIELD IF NOT EXISTS comment ON trust_feedback TYPE option<string>;
+DEFINE FIELD IF NOT EXISTS at ON trust_feedback TYPE datetime;
+DEFINE INDEX IF NOT EXISTS trust_feedback_pair ON trust_feedback FIELDS agent_id, task_type;
+
+DEFINE TABLE IF NOT EXISTS trust_run SCHEMAFULL;
+DEFINE FIELD IF NOT EXISTS week ON trust_run TYPE string;
+DEFINE FIELD IF NOT EXISTS decayed ON trust_run TYPE int;
+DEFINE FIELD IF NOT EXISTS deprecated ON trust_run TYPE int;
+DEFINE FIELD IF NOT EXISTS deleted ON trust_run TYPE int;
+DEFINE FIELD IF NOT EXISTS at ON trust_run TYPE datetime;
+
+DEFINE TABLE IF NOT EXISTS execution_archive SCHEMAFULL;
+DEFINE FIELD IF NOT EXISTS agent_id ON execution_archive TYPE string;
+DEFINE FIELD IF NOT EXISTS task_type ON execution_archive TYPE string;
+DEFINE FIELD IF NOT EXISTS success ON execution_archive TYPE bool;
+DEFINE FIELD IF NOT EXISTS quality ON execution_archive TYPE float;
+DEFINE FIELD IF NOT EXISTS latency_ms ON execution_archive TYPE float;
+DEFINE FIELD IF NOT EXISTS cost ON execution_archive TYPE option<float>;
+DEFINE FIELD IF NOT EXISTS timestamp ON execution_archive TYPE datetime;
+DEFINE FIELD IF NOT EXISTS decision_id ON execution_archive TYPE option<string>;
+DEFINE FIELD IF NOT EXISTS metadata ON execution_archive FLEXIBLE TYPE object;
+DEFINE FIELD IF NOT EXISTS seq ON execution_archive TYPE int;
+DEFINE FIELD IF NOT EXISTS archived_at ON execution_archive TYPE datetime;
+DEFINE INDEX IF NOT EXISTS execution_archive_pair ON execution_archive FIELDS agent_id, task_type;
+
+DEFINE TABLE IF NOT EXISTS trust_archive SCHEMAFULL;
+DEFINE FIELD IF NOT EXISTS agent_id ON trust_archive TYPE string;
+DEFINE FIELD IF NOT EXISTS task_type ON trust_archive TYPE string;
+DEFINE FIELD IF NOT EXISTS counts ON trust_archive FLEXIBLE TYPE object;
+DEFINE FIELD IF NOT EXISTS profile ON trust_archive FLEXIBLE TYPE option<object>;
+DEFINE FIELD IF NOT EXISTS archived_at ON trust_archive TYPE datetime;
+"""
+
+# One counter update; $d is a TrustDelta row. Fresh evidence clears the decay offsets.
+_APPLY_DELTA = """
+UPSERT type::thing('trust', [$d.agent_id, $d.task_type]) SET
+    agent_id = $d.agent_id, task_type = $d.task_type,
+    observations += $d.observations, contradictions += $d.contradictions,
+    positive += $d.positive, negative += $d.negative, neutral += $d.neutral,
+    approvals += $d.approvals, rejections += $d.rejections,
+    reviewed = IF $d.reviewed = NONE THEN (reviewed ?? false) ELSE $d.reviewed END,
+    frequency_decay = IF $d.fresh THEN 0.0 ELSE (frequency_decay ?? 0.0) END,
+    effectiveness_decay = IF $d.fresh THEN 0.0 ELSE (effectiveness_decay ?? 0.0) END,
+    human_decay = IF $d.fresh THEN 0.0 ELSE (human_decay ?? 0.0) END,
+    deprecated_at = IF $d.restored THEN NONE ELSE deprecated_at END,
+    last_seen = IF $d.at != NONE AND (last_seen = NONE OR $d.at > last_seen)
+        THEN $d.at ELSE last_seen END;
+"""
+
+_APPLY_BATCH = (
+    "BEGIN TRANSACTION;\nFOR $d IN $deltas {" + _APPLY_DELTA + "};\n"
+    "FOR $h IN $history { CREATE trust_history CONTENT $h; };\n"
+    "FOR $f IN $feedback { CREATE trust_feedback CONTENT $f; };\n"
+    "COMMIT TRANSACTION;"
+)
+
+_DECAY = """
+BEGIN TRANSACTION;
+FOR $c IN $changes {
+    UPDATE type::thing('trust', [$c.agent_id, $c.task_type]) SET
+        frequency_decay = math::min([1.0, frequency_decay + $c.frequency]),
+        effectiveness_decay = math::min([1.0, effectiveness_decay + $c.effectiveness]),
+        human_decay = math::min([1.0, human_decay + $c.human]),
+        decay_week = $week
+    WHERE decay_week != $week;
+};
+FOR $m IN $marks {
+    UPDATE type::thing('trust', [$m.agent_id, $m.task_type]) SET deprecated_at = $m.at;
+};
+FOR $h IN $history { CREATE trust_history CONTENT $h; };
+COMMIT TRANSACTION;
+"""
+
+_RETIRE = """
+BEGIN TRANSACTION;
+LET $key = [$agent_id, $task_type];
+FOR $e IN (SELECT * FROM execution WHERE agent_id = $agent_id AND task_type = $task_type) {
+    UPSERT type::thing('execution_archive', record::id($e.id)) CONTENT {
+        agent_id: $e.agent_id, task_type: $e.task_type, success: $e.success,
+        quality: $e.quality, latency_ms: $e.latency_ms, cost: $e.cost,
+        timestamp: $e.timestamp, decision_id: $e.decision_id, metadata: $e.metadata,
+        seq: $e.seq, archived_at: $at
+    };
+};
+LET $counts = (SELECT * OMIT id FROM ONLY type::thing('trust', $key));
+LET $profile = (SELECT * OMIT id FROM ONLY type::thing('profile', $key));
+CREATE trust_archive CONTENT {
+    agent_id: $agent_id, task_type: $task_type, counts: $counts ?? {},
+    profile: $profile, archived_at: $at
+};
+DELETE execution WHERE agent_id = $agent_id AND task_type = $task_type;
+DELETE recent WHERE agent_id = $agent_id AND task_type = $task_type;
+DELETE type::thing('profile', $key);
+DELETE type::thing('trust', $key);
+CREATE trust_history CONTENT $history;
+RETURN (SELECT count() AS n FROM execution_archive
+        WHERE agent_id = $agent_id AND task_type = $task_type GROUP ALL)[0].n ?? 0;
+COMMIT TRANSACTION;
+"""
+
+
+@dataclass(slots=True)
+class TrustDelta:
+    """Increments for one pair, accumulated in memory and written in one batch."""
+
+    agent_id: str
+    task_type: str
+    observations: int = 0
+    contradictions: int = 0
+    positive: int = 0
+    negative: int = 0
+    neutral: int = 0
+    approvals: int = 0
+    rejections: int = 0
+    reviewed: bool | None = None  # None: leave as stored
+    fresh: bool = False  # new evidence arrived: clear the decay offsets
+    restored: bool = False  # composite back above the deprecation line: clear the mark
+    at: datetime | None = None
+
+    def row(self) -> dict[str, Any]:
+        """The bound-parameter form."""
+        return {"agent_id": self.agent_id, "task_type": self.task_type,
+                **{name: getattr(self, name) for name in _COUNTERS},
+                "reviewed": self.reviewed, "fresh": self.fresh, "restored": self.restored,
+                "at": self.at}
+
+
+def history_row(agent_id: str, task_type: str, scores: TrustScores, reason: str,
+                at: datetime) -> dict[str, Any]:
+    """One confidence-history entry."""
+    return {"agent_id": agent_id, "task_type": task_type, "frequency": scores.frequency,
+            "effectiveness": scores.effectiveness, "human": scores.human,
+            "composite": scores.composite, "tier": str(scores.tier), "reason": reason,
+            "at": at}
+
+
+class TrustRepository:
+    """Reads and writes everything the trust layer keeps."""
+
+    SCHEMA = SCHEMA
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+
+    # -- counters --------------------------------------------------------------------
+    def load(self) -> dict[tuple[str, str], TrustCounts]:
+        """Every pair's counts (for rebuilding the in-memory view)."""
+        rows = self._conn.run("SELECT * FROM trust;")[0]
+        return {(r["agent_id"], r["task_type"]): counts_from_row(r) for r in rows}
+
+    def get(self, agent_id: str, task_type: str) -> TrustCounts | None:
+        """One pair's counts, or None."""
+        rows = self._conn.run("SELECT * FROM ONLY type::thing('trust', [$a, $t]);",
+                              {"a": agent_id, "t": task_type})
+        return counts_from_row(rows[0]) if rows and rows[0] else None
+
+    def apply(self, deltas: Sequence[TrustDelta], history: Sequence[dict[str, Any]] = (),
+              feedback: Sequence[dict[str, Any]] = ()) -> None:
+        """Write counter increments, history rows and feedback rows in one transaction."""
+        if not deltas and not history and not feedback:
+            return
+        self._conn.run(_APPLY_BATCH, {"deltas": [d.row() for d in deltas],
+                                      "history": list(history), "feedback": list(feedback)})
+
+    # -- lifecycle -------------------------------------------------------------------
+    def week_applied(self, week: str) -> dict[str, Any] | None:
+        """The decay run recorded for ``week``, if any."""
+        rows = self._conn.run("SELECT * FROM ONLY type::thing('trust_run', $w);", {"w": week})
+        return rows[0] if rows and rows[0] else None
+
+    def decay(self, week: str, changes: Iterable[dict[str, Any]],
+              marks: Iterable[dict[str, Any]], history: Iterable[dict[str, Any]]) -> None:
+        """Add decay offsets (once per pair per week), set deprecation marks, log history."""
+        self._conn.run(_DECAY, {"week": week, "changes": list(changes), "marks": list(marks),
+                                "history": list(history)})
+
+    def record_run(self, week: str, decayed: int, deprecated: int, deleted: int,
+                   at: datetime) -> None:
+        """Remember that the decay job ran for ``week`` (its idempotency key)."""
+        self._conn.run("UPSERT type::thing('trust_run', $w) CONTENT {week: $w, decayed: $a, "
+                       "deprecated: $b, deleted: $c, at: $at};",
+                       {"w": week, "a": decayed, "b": deprecated, "c": deleted, "at": at})
+
+    def retire(self, agent_id: str, task_type: str, history: dict[str, Any],
+               at: datetime) -> int:
+        """Archive a pair's executions, counts and profile, then delete them; returns the
+        number of archived executions of the pair."""
+        rows = self._conn.run(_RETIRE, {"agent_id": agent_id, "task_type": task_type,
+                                        "history": history, "at": at})
+        found = [r for r in rows if isinstance(r, int)]
+        return int(found[-1]) if found else 0
+
+    # -- reading ---------------------------------------------------------------------
+    def history(self, agent_id: str, task_type: str, limit: int = 1000) -> list[dict[str, Any]]:
+        """A pair's confidence history, oldest first."""
+        return list(self._conn.run(
+            "SELECT * OMIT id FROM trust_history WHERE agent_id = $a AND task_type = $t "
+            "ORDER BY at LIMIT $n;", {"a": agent_id, "t": task_type, "n": limit})[0])
+
+    def feedback(self, agent_id: str, task_type: str) -> list[dict[str, Any]]:
+        """Feedback and reviews on a pair, oldest first."""
+        return list(self._conn.run(
+            "SELECT * OMIT id FROM trust_feedback WHERE agent_id = $a AND task_type = $t "
+            "ORDER BY at;", {"a": agent_id, "t": task_type})[0])
+
+    def archived_executions(self, agent_id: str, task_type: str) -> list[dict[str, Any]]:
+        """Executions of a retired pair, in clock order."""
+        return list(self._conn.run(
+            "SELECT *, record::id(id) AS record_id OMIT id FROM execution_archive "
+            "WHERE agent_id = $a AND task_type = $t ORDER BY seq;",
+            {"a": agent_id, "t": task_type})[0])
+
+
+def counts_from_row(row: dict[str, Any]) -> TrustCounts:
+    """A stored trust row as TrustCounts."""
+    return TrustCounts(
+        **{name: int(row.get(name) or 0) for name in _COUNTERS},
+        reviewed=bool(row.get("reviewed") or False),
+        frequency_decay=float(row.get("frequency_decay") or 0.0),
+        effectiveness_decay=float(row.get("effectiveness_decay") or 0.0),
+        human_decay=float(row.get("human_decay") or 0.0),
+        last_seen=row.get("last_seen"),
+        deprecated_at=row.get("deprecated_at"),
+    )

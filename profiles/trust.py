@@ -1,0 +1,407 @@
+"""Composite trust per (agent, task type): frequency, effectiveness, human approval.
+
+Counting executions says how often an agent was used, not whether it helped or whether
+people agree with it. Three scores, each in [0, 1], answer the three questions:
+
+- ``frequency_score``: how much evidence there is (banded observation count), minus a
+  penalty per *contradiction* (the agent failed and another agent rescued the task);
+- ``effectiveness_score``: the Wilson 95% lower bound of the positive rate, so a short
+  lucky streak does not look like proven skill;
+- ``human_score``: what reviewers said (an explicit approval pins it at 0.95).
+
+``composite_confidence`` weighs them (0.35 / 0.40 / 0.25 by default) and multiplies by
+0.7 when any dimension is below 0.2 (one very weak dimension is a red flag a weighted
+mean would hide); ``tier_for`` names the band. Everything here is pure arithmetic over
+counts: the store and the router keep the counts, this module turns them into scores.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from datetime import datetime
+from enum import StrEnum
+from typing import NamedTuple
+
+DEFAULT_WEIGHTS: tuple[float, float, float] = (0.35, 0.40, 0.25)
+WEAK_DIMENSION = 0.2  # a dimension below this triggers the penalty
+WEAK_PENALTY = 0.7  # composite multiplier when any dimension is weak
+WILSON_Z = 1.96  # two-sided 95%
+CONTRADICTION_PENALTY = 0.1
+NEUTRAL_SCORE = 0.5  # effectiveness and human score with no evidence
+REVIEWED_SCORE = 0.95  # human score after an explicit approving review
+HUMAN_STEP = 0.15  # each approval closes 15% of the gap to 1; each rejection takes 15%
+POSITIVE_QUALITY = 0.5  # a success counts as positive at this quality or above
+_EXACT_STEPS = 64  # human-score steps computed one by one before the closed form
+
+# (upper bound of observations, base score); above the last bound: 0.95.
+FREQUENCY_BANDS: tuple[tuple[int, float], ...] = ((2, 0.30), (5, 0.50), (10, 0.70), (20, 0.85))
+FREQUENCY_TOP = 0.95
+
+
+class Tier(StrEnum):
+    """How an (agent, task type) pair may be used; compares equal to its name."""
+
+    CORE = "core"
+    STRONG = "strong"
+    MODERATE = "moderate"
+    TENTATIVE = "tentative"
+    DEPRECATED = "deprecated"
+
+
+# (lower edge, tier), highest first: core [0.8, 1], strong [0.6, 0.8), ...
+TIER_EDGES: tuple[tuple[float, Tier], ...] = (
+    (0.8, Tier.CORE), (0.6, Tier.STRONG), (0.4, Tier.MODERATE), (0.2, Tier.TENTATIVE),
+    (0.0, Tier.DEPRECATED),
+)
+
+
+def _count(value: int, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an integer count, got {type(value).__name__}")
+    if value < 0:
+        raise ValueError(f"{name} must be >= 0, got {value}")
+    return value
+
+
+def _unit(value: float, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    value = float(value)
+    if not 0.0 <= value <= 1.0:  # also rejects NaN
+        raise ValueError(f"{name} must be within [0, 1], got {value}")
+    return value
+
+
+def frequency_score(observations: int, contradictions: int = 0) -> float:
+    """Banded evidence count minus 0.1 per contradiction, floored at 0.
+
+    0.30 for up to 2 observations (a profile never observed starts in the lowest band,
+    which keeps a new profile ``moderate`` overall), 0.50 for 3-5, 0.70 for 6-10, 0.85
+    for 11-20, 0.95 above.
+    """
+    n = _count(observations, "observations")
+    k = _count(contradictions, "contradictions")
+    base = next((score for upper, score in FREQUENCY_BANDS if n <= upper), FREQUENCY_TOP)
+    return max(0.0, base - CONTRADICTION_PENALTY * k)
+
+
+def wilson_lower_bound(successes: int, total: int, z: float = WILSON_Z) -> float:
+    """Lower end of the Wilson score interval of ``successes / total``."""
+    if total <= 0:
+        return 0.0
+    p = successes / total
+    z2 = z * z
+    centre = p + z2 / (2 * total)
+    spread = z * math.sqrt(p * (1.0 - p) / total + z2 / (4 * total * total))
+    return (centre - spread) / (1.0 + z2 / total)
+
+
+def effectiveness_score(positive: int, negative: int, neutral: int = 0) -> float:
+    """Wilson 95% lower bound of positive / total (0.5 with no data), in [0, 1].
+
+    Neutral executions (successful but below quality 0.5) count in the total but not as
+    positive: they neither prove nor disprove the agent's worth, so they dilute.
+    """
+    pos = _count(positive, "positive")
+    total = pos + _count(negative, "negative") + _count(neutral, "neutral")
+    if total == 0:
+        return NEUTRAL_SCORE
+    return min(1.0, max(0.0, wilson_lower_bound(pos, total)))
+
+
+def human_score(approvals: int, rejections: int, reviewed: bool = False) -> float:
+    """What people said: 0.95 after an explicit approving review, else approvals then
+    rejections applied to 0.5 (``s += 0.15(1 - s)``, then ``s -= 0.15 s``).
+
+    Applying all approvals first (as the reference does) makes the score a function of
+    the counts alone: 2 approvals and 1 rejection give 0.5429375 in any arrival order.
+    """
+    a = _count(approvals, "approvals")
+    r = _count(rejections, "rejections")
+    if reviewed:
+        return REVIEWED_SCORE
+    keep = 1.0 - HUMAN_STEP
+    s = NEUTRAL_SCORE
+    for _ in range(min(a, _EXACT_STEPS)):  # step by step, as the reference computes it
+        s += HUMAN_STEP * (1.0 - s)
+    if a > _EXACT_STEPS:  # closed form for the rest: same value, bounded cost
+        s = 1.0 - (1.0 - s) * keep ** (a - _EXACT_STEPS)
+    for _ in range(min(r, _EXACT_STEPS)):
+        s -= HUMAN_STEP * s
+    if r > _EXACT_STEPS:
+        s *= keep ** (r - _EXACT_STEPS)
+    return s
+
+
+def composite_confidence(frequency: float, effectiveness: float, human: float,
+                         weights: tuple[float, float, float] = DEFAULT_WEIGHTS) -> float:
+    """Weighted sum of the three scores, x0.7 if any is below 0.2, clamped to [0, 1]."""
+    scores = (_unit(frequency, "frequency"), _unit(effectiveness, "effectiveness"),
+              _unit(human, "human"))
+    w = check_weights(weights)
+    value = sum(wi * si for wi, si in zip(w, scores, strict=True))
+    if min(scores) < WEAK_DIMENSION:
+        value *= WEAK_PENALTY
+    return min(1.0, max(0.0, value))
+
+
+def check_weights(weights: tuple[float, float, float]) -> tuple[float, float, float]:
+    """Three finite, non-negative weights (frequency, effectiveness, human)."""
+    w = tuple(float(x) for x in weights)
+    if len(w) != 3:
+        raise ValueError(f"weights must be three numbers (frequency, effectiveness, human), "
+                         f"got {len(w)}")
+    if any(not math.isfinite(x) or x < 0 for x in w):
+        raise ValueError(f"weights must be finite and >= 0, got {weights}")
+    return (w[0], w[1], w[2])
+
+
+def tier_for(composite: float) -> Tier:
+    """core [0.8, 1], strong [0.6, 0.8), moderate [0.4, 0.6), tentative [0.2, 0.4),
+    deprecated [0, 0.2)."""
+    c = _unit(composite, "composite")
+    return next(tier for edge, tier in TIER_EDGES if c >= edge)
+
+
+def outcome_kind(success: bool, quality: float) -> str:
+    """``positive`` (success with quality >= 0.5), ``negative`` (failure) or ``neutral``."""
+    if not success:
+        return "negative"
+    return "positive" if quality >= POSITIVE_QUALITY else "neutral"
+
+
+class TrustScores(NamedTuple):
+    """The three scores of one pair, their composite and tier.
+
+    A named tuple, so ``f, e, h, c, tier = router.trust(agent, task_type)`` works as
+    well as attribute access.
+    """
+
+    frequency: float
+    effectiveness: float
+    human: float
+    composite: float
+    tier: Tier
+
+    @property
+    def frequency_score(self) -> float:
+        """Alias of ``frequency`` (the formula's name)."""
+        return self.frequency
+
+    @property
+    def effectiveness_score(self) -> float:
+        """Alias of ``effectiveness``."""
+        return self.effectiveness
+
+    @property
+    def human_score(self) -> float:
+        """Alias of ``human``."""
+        return self.human
+
+    @property
+    def composite_confidence(self) -> float:
+        """Alias of ``composite``."""
+        return self.composite
+
+    def as_dict(self) -> dict[str, float | str]:
+        """JSON-ready form."""
+        return {"frequency": self.frequency, "effectiveness": self.effectiveness,
+                "human": self.human, "composite": self.composite, "tier": str(self.tier)}
+
+
+@dataclass(slots=True)
+class TrustCounts:
+    """The evidence behind one pair's scores, plus the lifecycle's decay offsets.
+
+    Scores are derived from counts (so several processes can add to them with
+    server-side increments) and then reduced by the ``*_decay`` offsets the weekly decay
+    job accumulates while the pair is unseen; fresh evidence clears the offsets.
+    """
+
+    observations: int = 0
+    contradictions: int = 0
+    positive: int = 0
+    negative: int = 0
+    neutral: int = 0
+    approvals: int = 0
+    rejections: int = 0
+    reviewed: bool = False
+    frequency_decay: float = 0.0
+    effectiveness_decay: float = 0.0
+    human_decay: float = 0.0
+    last_seen: datetime | None = None
+    deprecated_at: datetime | None = None
+
+    def scores(self, weights: tuple[float, float, float] = DEFAULT_WEIGHTS) -> TrustScores:
+        """Scores after decay offsets (each floored at 0), composite and tier."""
+        f = max(0.0, frequency_score(self.observations, self.contradictions)
+                - self.frequency_decay)
+        e = max(0.0, effectiveness_score(self.positive, self.negative, self.neutral)
+                - self.effectiveness_decay)
+        h = max(0.0, human_score(self.approvals, self.rejections, self.reviewed)
+                - self.human_decay)
+        c = composite_confidence(f, e, h, weights)
+        return TrustScores(f, e, h, c, tier_for(c))
+
+    def copy(self) -> TrustCounts:
+        """An independent copy."""
+        return replace(self)
+
+    @property
+    def has_decay(self) -> bool:
+        """True while any decay offset applies."""
+        return bool(self.frequency_decay or self.effectiveness_decay or self.human_decay)
+
+    def clear_decay(self) -> None:
+        """Fresh evidence: the staleness offsets no longer apply."""
+        self.frequency_decay = self.effectiveness_decay = self.human_decay = 0.0
+
+
+def new_profile_scores(weights: tuple[float, float, float] = DEFAULT_WEIGHTS) -> TrustScores:
+    """Scores of a pair with no evidence at all (moderate with the default weights)."""
+    return TrustCounts().scores(weights)
+
+
+# -- evidence ------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class SignalEffect:
+    """What one named signal adds to the counts, and why."""
+
+    observations: int = 0
+    contradictions: int = 0
+    positive: int = 0
+    negative: int = 0
+    approvals: int = 0
+    rejections: int = 0
+    meaning: str = ""
+
+
+# The named signals of the reference design, mapped onto the counts behind the formulas.
+SIGNALS: dict[str, SignalEffect] = {
+    "pattern_observed_again": SignalEffect(
+        observations=1, meaning="seen on this task type again: frequency evidence only"),
+    "applied_successfully": SignalEffect(
+        observations=1, positive=1, meaning="an execution that worked (like a positive run)"),
+    "causal_link_confirmed": SignalEffect(
+        positive=1, meaning="a good outcome confirmed to be the agent's doing"),
+    "user_accepted": SignalEffect(approvals=1, meaning="a user accepted the result"),
+    "reflect_approved": SignalEffect(approvals=1, meaning="a reflection step approved it"),
+    "pattern_contradicted": SignalEffect(
+        contradictions=1, meaning="another agent had to rescue the task"),
+    "applied_failed": SignalEffect(
+        observations=1, negative=1, meaning="an execution that failed (like a failed run)"),
+    "user_corrected": SignalEffect(rejections=1, meaning="a user had to correct the result"),
+    "reflect_rejected": SignalEffect(rejections=1, meaning="a reflection step rejected it"),
+}
+
+
+def apply_signal(counts: TrustCounts, signal: str, at: datetime | None = None) -> TrustCounts:
+    """Fold one named signal into ``counts`` (in place; returned for chaining).
+
+    A rejection withdraws an earlier explicit approval: the approval stands only until
+    someone disagrees. Any signal is fresh evidence, so decay offsets are cleared.
+    """
+    try:
+        effect = SIGNALS[signal]
+    except KeyError:
+        raise ValueError(f"unknown trust signal {signal!r}; known: "
+                         f"{', '.join(sorted(SIGNALS))}") from None
+    counts.observations += effect.observations
+    counts.contradictions += effect.contradictions
+    counts.positive += effect.positive
+    counts.negative += effect.negative
+    counts.approvals += effect.approvals
+    counts.rejections += effect.rejections
+    if effect.rejections:
+        counts.reviewed = False
+    _seen(counts, at)
+    return counts
+
+
+def apply_execution(counts: TrustCounts, success: bool, quality: float,
+                    at: datetime | None = None) -> str:
+    """Fold one recorded execution into ``counts``; returns its kind (positive, ...)."""
+    kind = outcome_kind(success, quality)
+    counts.observations += 1
+    if kind == "positive":
+        counts.positive += 1
+    elif kind == "negative":
+        counts.negative += 1
+    else:
+        counts.neutral += 1
+    _seen(counts, at)
+    return kind
+
+
+def apply_review(counts: TrustCounts, approved: bool, at: datetime | None = None) -> None:
+    """An explicit review: approval pins the human score at 0.95, rejection counts one
+    rejection and withdraws any earlier approving review."""
+    if approved:
+        counts.approvals += 1
+        counts.reviewed = True
+    else:
+        counts.rejections += 1
+        counts.reviewed = False
+    _seen(counts, at)
+
+
+def apply_feedback(counts: TrustCounts, approved: bool, at: datetime | None = None) -> None:
+    """Feedback on one decision: an approval or a rejection (see ``human_score``)."""
+    apply_signal(counts, "user_accepted" if approved else "user_corrected", at)
+
+
+def _seen(counts: TrustCounts, at: datetime | None) -> None:
+    counts.clear_decay()
+    if at is not None and (counts.last_seen is None or at > counts.last_seen):
+        counts.last_seen = at
+
+
+# -- lifecycle -------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class DecaySettings:
+    """The weekly decay job's parameters (the reference values by default)."""
+
+    unseen_days: float = 7.0
+    frequency: float = 0.02
+    effectiveness: float = 0.01
+    human: float = 0.005
+    deprecate_below: float = WEAK_DIMENSION
+    delete_after_days: float = 30.0
+
+    def __post_init__(self) -> None:
+        for name in ("unseen_days", "frequency", "effectiveness", "human",
+                     "delete_after_days"):
+            value = getattr(self, name)
+            if not math.isfinite(value) or value < 0:
+                raise ValueError(f"decay.{name} must be a finite number >= 0, got {value}")
+        _unit(self.deprecate_below, "decay.deprecate_below")
+
+
+def iso_week(moment: datetime) -> str:
+    """The ISO week a moment falls in, e.g. ``2025-W07`` (the decay job's idempotency key)."""
+    year, week, _ = moment.isocalendar()
+    return f"{year}-W{week:02d}"
+
+
+def is_unseen(counts: TrustCounts, now: datetime, settings: DecaySettings) -> bool:
+    """True when no evidence about the pair arrived in the last ``unseen_days``."""
+    if counts.last_seen is None:
+        return True
+    return (now - counts.last_seen).total_seconds() >= settings.unseen_days * 86_400.0
+
+
+def decay_once(counts: TrustCounts, settings: DecaySettings) -> TrustCounts:
+    """A copy with one week's decay added to the offsets (each offset capped at 1)."""
+    out = counts.copy()
+    out.frequency_decay = min(1.0, out.frequency_decay + settings.frequency)
+    out.effectiveness_decay = min(1.0, out.effectiveness_decay + settings.effectiveness)
+    out.human_decay = min(1.0, out.human_decay + settings.human)
+    return out
+
+
+def due_for_deletion(counts: TrustCounts, now: datetime, settings: DecaySettings) -> bool:
+    """True when the pair has been deprecated for more than ``delete_after_days``."""
+    if counts.deprecated_at is None:
+        return False
+    return (now - counts.deprecated_at).total_seconds() > settings.delete_after_days * 86_400.0

@@ -1,0 +1,105 @@
+"""TrustBook: the in-memory trust counts and scores that routing decisions read.
+
+Like ``ProfileBook`` it keeps ``select()`` off the database: scores are computed when
+counts change (on record, feedback, reload), so a decision only looks up a cached tier.
+Pure: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+
+from profiles.trust import DEFAULT_WEIGHTS, Tier, TrustCounts, TrustScores, check_weights
+
+Pair = tuple[str, str]
+
+
+class TrustBook:
+    """Thread-safe map of (agent, task type) -> TrustCounts plus cached TrustScores."""
+
+    def __init__(self, weights: tuple[float, float, float] = DEFAULT_WEIGHTS) -> None:
+        self.weights = check_weights(weights)
+        self.new_scores: TrustScores = TrustCounts().scores(self.weights)
+        self._counts: dict[Pair, TrustCounts] = {}
+        self._scores: dict[Pair, TrustScores] = {}
+        self._lock = threading.RLock()
+
+    # -- reading -------------------------------------------------------------------
+    def scores(self, agent_id: str, task_type: str) -> TrustScores:
+        """A pair's scores (a never-seen pair has the new-profile scores)."""
+        return self._scores.get((agent_id, task_type), self.new_scores)
+
+    def tier(self, agent_id: str, task_type: str) -> Tier:
+        """A pair's tier (``moderate`` for a never-seen pair with default weights)."""
+        found = self._scores.get((agent_id, task_type))
+        return self.new_scores.tier if found is None else found.tier
+
+    def counts(self, agent_id: str, task_type: str) -> TrustCounts:
+        """A copy of a pair's counts (empty counts for a never-seen pair)."""
+        found = self._counts.get((agent_id, task_type))
+        return TrustCounts() if found is None else found.copy()
+
+    def observations(self, agent_id: str, task_type: str) -> int:
+        """How many observations back a pair's scores."""
+        found = self._counts.get((agent_id, task_type))
+        return 0 if found is None else found.observations
+
+    @property
+    def deprecated_pairs(self) -> int:
+        """How many pairs are in the deprecated tier (0 lets the tier policy skip work)."""
+        return self._deprecated
+
+    def pairs(self) -> list[Pair]:
+        """Every known pair, sorted."""
+        with self._lock:
+            return sorted(self._counts)
+
+    def __iter__(self) -> Iterator[tuple[Pair, TrustCounts, TrustScores]]:
+        with self._lock:
+            items = [(p, c.copy(), self._scores[p]) for p, c in self._counts.items()]
+        return iter(items)
+
+    def __len__(self) -> int:
+        return len(self._counts)
+
+    # -- writing -------------------------------------------------------------------
+    _deprecated = 0
+
+    def update(self, agent_id: str, task_type: str,
+               change: Callable[[TrustCounts], object]) -> tuple[TrustScores, TrustScores]:
+        """Apply ``change`` to a pair's counts in place; returns (before, after) scores."""
+        key = (agent_id, task_type)
+        with self._lock:
+            counts = self._counts.get(key)
+            if counts is None:
+                counts = self._counts[key] = TrustCounts()
+            before = self._scores.get(key, self.new_scores)
+            change(counts)
+            after = counts.scores(self.weights)
+            self._store_scores(key, after)
+            return before, after
+
+    def replace(self, counts: dict[Pair, TrustCounts]) -> None:
+        """Swap in freshly loaded counts."""
+        with self._lock:
+            self._counts = {k: c.copy() for k, c in counts.items()}
+            self._scores = {}
+            self._deprecated = 0
+            for key, c in self._counts.items():
+                self._store_scores(key, c.scores(self.weights))
+
+    def remove(self, agent_id: str, task_type: str) -> None:
+        """Forget a pair (after the lifecycle retired it)."""
+        with self._lock:
+            key = (agent_id, task_type)
+            self._counts.pop(key, None)
+            old = self._scores.pop(key, None)
+            if old is not None and old.tier is Tier.DEPRECATED:
+                self._deprecated -= 1
+
+    def _store_scores(self, key: Pair, scores: TrustScores) -> None:
+        old = self._scores.get(key)
+        self._deprecated += ((scores.tier is Tier.DEPRECATED)
+                             - (old is not None and old.tier is Tier.DEPRECATED))
+        self._scores[key] = scores
