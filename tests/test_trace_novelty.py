@@ -94,7 +94,7 @@ def test_thousand_vectors_brute_force_with_langchain_fake_embeddings() -> None:
 def test_bad_vectors_and_settings_are_clear_errors() -> None:
     cache = NoveltyCache()
     cache.add([1.0, 2.0])
-    with pytest.raises(ValueError, match="3 dimensions.*2-dimensional"):
+    with pytest.raises(ValueError, match=r"3 dimensions.*2-dimensional"):
         cache.add([1.0, 2.0, 3.0])
     with pytest.raises(ValueError, match="finite"):
         cache.add([float("nan"), 1.0])
