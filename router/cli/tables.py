@@ -1,0 +1,124 @@
+"""Rich tables for what the CLI shows: decisions, profiles and the demo leaderboard.
+
+Rendering only; the numbers come from the library. Kept in one place so every command
+formats scores, latencies and times the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime
+
+from rich import box
+from rich.markup import escape
+from rich.table import Table
+
+from profiles.profile import TaskTypeProfile
+from router.decision import RoutingDecision
+from router.demo.summary import LeaderboardRow
+
+
+def num(value: float | None, digits: int = 3) -> str:
+    """A score with fixed decimals; an em dash when unknown."""
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def pct(value: float) -> str:
+    """A fraction as a whole percentage."""
+    return f"{100.0 * value:.0f}%"
+
+
+def age(moment: datetime | None, now: datetime | None = None) -> str:
+    """How long ago, compactly: ``45s``, ``12m``, ``3h``, ``5d`` (``—`` when never)."""
+    if moment is None:
+        return "—"
+    seconds = max(0.0, ((now or datetime.now(UTC)) - moment).total_seconds())
+    for unit, size in (("d", 86_400), ("h", 3_600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size:.0f}{unit} ago"
+    return f"{seconds:.0f}s ago"
+
+
+def seconds(ms: float) -> str:
+    """A latency in seconds with two decimals."""
+    return f"{ms / 1000.0:.2f}s"
+
+
+def decision_table(decision: RoutingDecision) -> Table:
+    """Every candidate of a decision, best first, with its score components.
+
+    Reasons are long sentences, so they are listed under the table by ``reason_lines``
+    rather than squeezed into a column.
+    """
+    table = Table(title=f"candidates for {escape(decision.task_type)}", title_justify="left",
+                  box=box.SIMPLE_HEAD, padding=(0, 0), pad_edge=False)
+    for header in ("#", "agent", "final", "score", "expertise", "conf.", "adjusted", "runs",
+                   "load"):
+        table.add_column(header, justify="left" if header == "agent" else "right",
+                         no_wrap=True)
+    for rank, c in enumerate(decision.candidates, start=1):
+        name = escape(c.agent_id)
+        table.add_row(str(rank), f"[bold green]{name}[/]" if c.agent_id == decision.agent_id
+                      else name, num(c.final_score), num(c.score), num(c.expertise),
+                      num(c.confidence, 2), num(c.adjusted_score), str(c.executions),
+                      num(c.load, 2))
+    return table
+
+
+def reason_lines(decision: RoutingDecision) -> list[str]:
+    """``#. agent: reason`` for every candidate, best first (rich markup escaped)."""
+    return [f"{rank}. {escape(c.agent_id)}: {escape(c.reason)}"
+            for rank, c in enumerate(decision.candidates, start=1)]
+
+
+def profiles_table(profiles: Iterable[TaskTypeProfile], title: str) -> Table:
+    """One row per (agent, task type)."""
+    rows = list(profiles)
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD,
+                  padding=(0, 0), pad_edge=False)
+    for header, ids in (("agent", [p.agent_id for p in rows]),
+                        ("task type", [p.task_type for p in rows])):
+        widest = max((len(i) for i in ids), default=len(header))
+        table.add_column(header, min_width=min(24, widest), no_wrap=True)
+    for header in ("runs", "success", "quality", "expertise", "conf.", "adjusted", "latency",
+                   "updated"):
+        table.add_column(header, justify="right", no_wrap=True)
+    now = datetime.now(UTC)
+    for p in rows:
+        table.add_row(escape(p.agent_id), escape(p.task_type), str(p.executions_total),
+                      pct(p.success_rate), num(p.avg_quality, 2), num(p.expertise, 2),
+                      num(p.confidence, 2), num(p.adjusted_score, 2),
+                      seconds(p.avg_latency_ms), age(p.last_updated, now))
+    table.caption = ("quality: mean; expertise: recency-weighted quality; conf.: min(1, runs "
+                     "/ ramp); adjusted: expertise x conf.; latency: mean; updated: last "
+                     "execution (--json for exact times)")
+    table.caption_justify = "left"
+    return table
+
+
+LEADERBOARD_LEGEND = ("routed: tasks sent to the agent in this run (share); quality: mean "
+                      "observed on them; hidden: its true skill (★ = best); runs, expertise, "
+                      "confidence, adjusted: its learned profile")
+
+
+def leaderboard_table(task_type: str, rows: list[LeaderboardRow], next_pick: str | None
+                      ) -> Table:
+    """The demo's leaderboard for one task type; the truly best agent is starred."""
+    best = next((r.agent_id for r in rows if r.is_best), None)
+    verdict = ""
+    if next_pick is not None:
+        mark = "[green]✓[/]" if next_pick == best else "[yellow]✗[/]"
+        verdict = f"  next pick: {escape(next_pick)} · hidden best: {escape(best or '?')} {mark}"
+    table = Table(title=f"[bold]{escape(task_type)}[/]{verdict}", title_justify="left",
+                  box=box.SIMPLE_HEAD, padding=(0, 0), pad_edge=False)
+    for header in ("#", "agent", "routed", "quality", "hidden", "runs", "expertise", "conf.",
+                   "adjusted"):
+        table.add_column(header, justify="left" if header == "agent" else "right",
+                         no_wrap=True)
+    for r in rows:
+        name = escape(r.agent_id) + (" ★" if r.is_best else "")
+        table.add_row(str(r.rank), f"[bold]{name}[/]" if r.rank == 1 else name,
+                      f"{r.routed} ({pct(r.share)})", num(r.observed_quality, 2),
+                      num(r.hidden_skill, 2), str(r.runs), num(r.expertise, 2),
+                      num(r.confidence, 2), num(r.adjusted_score, 2))
+    return table
