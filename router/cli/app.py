@@ -14,6 +14,12 @@ from router.cli.base import run_cli
 
 # Command modules register themselves on import; one line each, keep sorted.
 COMMAND_MODULES: list[str] = [
+    "demo",
+    "importer",
+    "init",
+    "profiles",
+    "record",
+    "route",
 ]
 
 

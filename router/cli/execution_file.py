@@ -1,0 +1,210 @@
+"""Reading execution logs (JSONL or CSV) into validated ExecutionRecords.
+
+The whole file is validated before anything is written, so a bad row leaves the store
+untouched; the error names the file, the line and the field. Columns: ``agent_id`` (or
+``agent``), ``task_type``, ``success`` (required); ``quality``, ``latency_ms``, ``cost``,
+``timestamp``, ``record_id``, ``decision_id``, ``metadata`` (optional). Unknown columns
+are an error, so a misspelt ``qualty`` is not silently dropped.
+
+A row without ``record_id`` gets a stable one derived from its content and from how
+many identical rows came before it in the file, so importing the same file twice
+imports nothing the second time while genuinely repeated rows still count.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import uuid
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from profiles.records import ExecutionRecord
+
+REQUIRED = ("task_type", "success")
+OPTIONAL = ("quality", "latency_ms", "cost", "timestamp", "record_id", "decision_id",
+            "metadata")
+AGENT_COLUMNS = ("agent_id", "agent")
+COLUMNS = (*AGENT_COLUMNS, *REQUIRED, *OPTIONAL)
+
+FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv"}
+_TRUE = {"true", "t", "yes", "y", "1", "success", "ok", "pass", "passed"}
+_FALSE = {"false", "f", "no", "n", "0", "failure", "fail", "failed", "error"}
+_ROW_IDS = uuid.UUID("6f1c2a0e-7d4b-5c1e-9a53-0b7e2f6d8c41")  # namespace of derived ids
+
+
+class ExecutionFileError(ValueError):
+    """A row of an execution log that cannot be imported."""
+
+
+def detect_format(path: Path, given: str | None = None) -> str:
+    """``jsonl`` or ``csv``, from ``given`` or the file extension."""
+    if given:
+        return given
+    fmt = FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        raise ExecutionFileError(f"{path}: cannot tell the format from {path.suffix or 'no'!r}"
+                                 " extension; use .jsonl or .csv, or pass --format")
+    return fmt
+
+
+def _blank(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+def _success(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int | float) and value in (0, 1):
+        return bool(value)
+    text = str(value).strip().lower()
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise ValueError(f"expected true/false (or 1/0, yes/no, success/failure), got {value!r}")
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool):
+        raise ValueError(f"expected a number, got {value!r}")
+    if isinstance(value, int | float):
+        return float(value)
+    try:
+        return float(str(value).strip())
+    except ValueError:
+        raise ValueError(f"expected a number, got {value!r}") from None
+
+
+def _timestamp(value: Any) -> datetime:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        try:
+            return datetime.fromtimestamp(float(value), UTC)  # POSIX seconds
+        except (ValueError, OverflowError, OSError):
+            raise ValueError(f"expected POSIX seconds or an ISO 8601 time, got {value!r}"
+                             ) from None
+    text = str(value).strip()
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"expected an ISO 8601 time like 2025-01-31T12:00:00Z, got {value!r}"
+                         ) from None
+    if moment.tzinfo is None:
+        raise ValueError(f"{value!r} has no timezone; add Z or +00:00 (naive times are "
+                         "ambiguous)")
+    return moment
+
+
+def _metadata(value: Any) -> dict[str, Any]:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            raise ValueError("expected a JSON object") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"expected a JSON object, got {type(value).__name__}")
+    return value
+
+
+_CONVERT = {"success": _success, "quality": _number, "latency_ms": _number, "cost": _number,
+            "timestamp": _timestamp, "metadata": _metadata}
+
+
+def row_to_record(row: Mapping[str, Any], seen: Counter[str]) -> ExecutionRecord:
+    """One raw row -> ExecutionRecord; ValueError('field: problem') when it is wrong."""
+    unknown = sorted(k for k in row if k not in COLUMNS)
+    if unknown:
+        raise ValueError(f"{unknown[0]}: unknown column; allowed: {', '.join(COLUMNS)}")
+    agents = {row[c] for c in AGENT_COLUMNS if not _blank(row.get(c))}
+    if len(agents) > 1:
+        raise ValueError("agent_id: agent_id and agent disagree")
+    if not agents:
+        raise ValueError("agent_id: missing (give an agent_id or agent column)")
+    fields: dict[str, Any] = {"agent_id": str(agents.pop())}
+    for name in (*REQUIRED, *OPTIONAL):
+        value = row.get(name)
+        if _blank(value):
+            if name in REQUIRED:
+                raise ValueError(f"{name}: missing")
+            continue
+        convert = _CONVERT.get(name)
+        try:
+            fields[name] = convert(value) if convert else str(value)
+        except ValueError as exc:
+            raise ValueError(f"{name}: {exc}") from None
+    if "record_id" not in fields:
+        content = json.dumps({k: row[k] for k in sorted(row) if not _blank(row[k])},
+                             sort_keys=True, default=str)
+        digest = hashlib.sha256(content.encode()).hexdigest()
+        seen[digest] += 1
+        fields["record_id"] = str(uuid.uuid5(_ROW_IDS, f"{digest}:{seen[digest]}"))
+    try:
+        return ExecutionRecord(**fields)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        name = str(err["loc"][0]) if err["loc"] else "row"
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        raise ValueError(f"{name}: {msg}") from None
+
+
+def _jsonl_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    with path.open(encoding="utf-8") as handle:
+        for line_no, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ExecutionFileError(f"{path}: line {line_no}: not valid JSON: {exc.msg}"
+                                         ) from None
+            if not isinstance(row, dict):
+                raise ExecutionFileError(f"{path}: line {line_no}: expected a JSON object, "
+                                         f"got {type(row).__name__}")
+            yield line_no, row
+
+
+def _csv_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    with path.open(encoding="utf-8-sig", newline="") as handle:  # -sig: Excel's BOM
+        reader = csv.DictReader(handle)
+        header = reader.fieldnames or []
+        if not header:
+            return
+        unknown = [c for c in header if c not in COLUMNS]
+        if unknown:
+            raise ExecutionFileError(f"{path}: line 1: {unknown[0]}: unknown column; allowed: "
+                                     f"{', '.join(COLUMNS)}")
+        missing = [c for c in REQUIRED if c not in header]
+        if not any(c in header for c in AGENT_COLUMNS):
+            missing.insert(0, "agent_id")
+        if missing:
+            raise ExecutionFileError(f"{path}: line 1: {missing[0]}: missing column")
+        for row in reader:
+            if None in row:
+                raise ExecutionFileError(f"{path}: line {reader.line_num}: more values than "
+                                         f"the {len(header)} header columns")
+            yield reader.line_num, row
+
+
+def read_executions(path: Path, fmt: str | None = None) -> list[ExecutionRecord]:
+    """Every row of ``path`` as a record, or ExecutionFileError naming the first bad one."""
+    fmt = detect_format(path, fmt)
+    rows = _jsonl_rows(path) if fmt == "jsonl" else _csv_rows(path)
+    seen: Counter[str] = Counter()
+    records = []
+    try:
+        for line_no, row in rows:
+            try:
+                records.append(row_to_record(row, seen))
+            except ValueError as exc:
+                raise ExecutionFileError(f"{path}: line {line_no}: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ExecutionFileError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    except csv.Error as exc:
+        raise ExecutionFileError(f"{path}: not valid CSV: {exc}") from None
+    return records

@@ -1,0 +1,59 @@
+"""``trustroute import FILE``: bulk-load an execution log (JSONL or CSV) into the store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from router.cli.base import (
+    cli,
+    console,
+    err_console,
+    json_option,
+    open_router,
+    print_json,
+    router_options,
+)
+from router.cli.execution_file import read_executions
+
+
+@cli.command(name="import")
+@click.argument("file", type=click.Path(path_type=Path, exists=True, dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), default=None,
+              help="File format; default from the extension (.jsonl/.ndjson or .csv).")
+@click.option("--batch-size", type=click.IntRange(1, 100_000), default=1000,
+              show_default=True, help="Records written per transaction.")
+@router_options
+@json_option
+def import_executions(file: Path, fmt: str | None, batch_size: int, config: Path | None,
+                      store: str | None, as_json: bool) -> None:
+    """Import executions from FILE (JSONL or CSV) and update every profile.
+
+    Columns: agent_id (or agent), task_type, success, and optionally quality,
+    latency_ms, cost, timestamp (ISO 8601 with a timezone, or POSIX seconds),
+    record_id, decision_id, metadata. The whole file is checked first: a bad row stops
+    the import before anything is written, naming its line and field. Rows already in
+    the store (same record_id) are skipped, so importing a file twice is safe.
+    """
+    records = read_executions(file, fmt)
+    with open_router(config, store) as router:
+        imported = 0
+        with Progress(TextColumn("importing"), BarColumn(), MofNCompleteColumn(),
+                      TimeRemainingColumn(), console=err_console,
+                      disable=as_json or not records) as progress:
+            task = progress.add_task("import", total=len(records))
+            for start in range(0, len(records), batch_size):
+                chunk = records[start:start + batch_size]
+                imported += router.record_many(chunk, batch_size=batch_size)
+                progress.advance(task, len(chunk))
+        url = router.store.url
+    skipped = len(records) - imported
+    if as_json:
+        print_json({"file": str(file), "store": url, "rows": len(records),
+                    "imported": imported, "duplicates_skipped": skipped})
+        return
+    console.print(f"imported {imported:,} execution(s) from {escape(str(file))} into "
+                  f"{escape(url)}; skipped {skipped:,} duplicate(s)", highlight=False)

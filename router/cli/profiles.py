@@ -1,0 +1,41 @@
+"""``trustroute profiles``: what has been learned about each (agent, task type)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.markup import escape
+
+from router.cli.base import cli, console, json_option, open_router, print_json, router_options
+from router.cli.tables import profiles_table
+
+
+@cli.command(name="profiles")
+@click.option("--task-type", "-t", default=None, metavar="T", help="Only this task type.")
+@click.option("--agent", "-a", default=None, metavar="ID", help="Only this agent.")
+@router_options
+@json_option
+def show_profiles(task_type: str | None, agent: str | None, config: Path | None,
+                  store: str | None, as_json: bool) -> None:
+    """Show the learned profiles, by task type, best adjusted score first.
+
+    Per (agent, task type): runs, success rate, average quality, expertise
+    (recency-weighted quality), confidence (min(1, runs / ramp)), adjusted score
+    (expertise x confidence), average latency and when it was last updated.
+    """
+    with open_router(config, store) as router:
+        found = router.profiles(task_type)
+        url = router.store.url
+    if agent is not None:
+        found = [p for p in found if p.agent_id == agent]
+    if as_json:
+        print_json([p.model_dump(mode="json") for p in found])
+        return
+    if not found:
+        scope = " matching the filters" if task_type or agent else ""
+        console.print(f"no profiles{scope} in {escape(url)} yet; record outcomes with "
+                      "`trustroute record`, `trustroute import` or `trustroute demo`",
+                      highlight=False)
+        return
+    console.print(profiles_table(found, f"profiles in {escape(url)}"))

@@ -1,0 +1,72 @@
+"""``trustroute record AGENT TASK_TYPE --success/--failure``: log one outcome by hand."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.markup import escape
+
+from profiles.records import ExecutionRecord
+from router.cli.base import cli, console, json_option, open_router, print_json, router_options
+from router.cli.tables import num
+
+
+@cli.command()
+@click.argument("agent")
+@click.argument("task_type")
+@click.option("--success/--failure", "success", default=None,
+              help="How the execution went (one of the two is required).")
+@click.option("--quality", "-q", type=float, default=None,
+              help="Quality in [0, 1]; default 1.0 on success, 0.0 on failure.")
+@click.option("--latency-ms", type=float, default=0.0, show_default=True,
+              help="How long the execution took, in milliseconds.")
+@click.option("--cost", type=float, default=None,
+              help="What it cost; default the agent's cost_per_call from the config.")
+@click.option("--record-id", default=None, metavar="ID",
+              help="Idempotency key: recording the same id twice stores it once.")
+@click.option("--decision-id", default=None, metavar="ID",
+              help="The decision this execution followed, if any.")
+@router_options
+@json_option
+def record(agent: str, task_type: str, success: bool | None, quality: float | None,
+           latency_ms: float, cost: float | None, record_id: str | None,
+           decision_id: str | None, config: Path | None, store: str | None,
+           as_json: bool) -> None:
+    """Record that AGENT handled a task of TASK_TYPE, and how it went.
+
+    The profile of (AGENT, TASK_TYPE) is updated in the store at once; the updated
+    profile is printed.
+    """
+    if success is None:
+        raise click.UsageError("say how it went: --success or --failure")
+    with open_router(config, store) as router:
+        if cost is None and agent in router.agents:
+            cost = router.agents[agent].cost_per_call
+        fields: dict[str, Any] = {"agent_id": agent, "task_type": task_type,
+                                  "success": success, "quality": quality,
+                                  "latency_ms": latency_ms, "cost": cost,
+                                  "decision_id": decision_id}
+        if record_id is not None:
+            fields["record_id"] = record_id
+        rec = ExecutionRecord(**fields)
+        before = router.profile(agent, task_type).executions_total
+        router.record(rec)
+        profile = router.profile(agent, task_type)
+    stored = profile.executions_total > before
+    if as_json:
+        print_json({"stored": stored, "record": rec.model_dump(mode="json"),
+                    "profile": profile.model_dump(mode="json")})
+        return
+    if not stored:
+        console.print(f"record {escape(rec.record_id)} was already stored; nothing changed",
+                      highlight=False)
+    else:
+        outcome = "[green]success[/]" if rec.success else "[red]failure[/]"
+        console.print(f"recorded {escape(agent)} on {escape(task_type)}: {outcome}, quality "
+                      f"{num(rec.quality, 2)}, {rec.latency_ms:,.0f} ms", highlight=False)
+    console.print(f"profile: {profile.executions_total} runs, success "
+                  f"{100 * profile.success_rate:.0f}%, expertise {num(profile.expertise)}, "
+                  f"confidence {num(profile.confidence, 2)}, adjusted "
+                  f"{num(profile.adjusted_score)}", highlight=False)

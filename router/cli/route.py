@@ -1,0 +1,78 @@
+"""``trustroute route TASK_TYPE``: which agent would take this task, and why."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.markup import escape
+
+from router.cli.base import (
+    CliError,
+    cli,
+    console,
+    json_option,
+    open_router,
+    print_json,
+    router_options,
+)
+from router.cli.tables import decision_table, num, reason_lines
+from router.router import AgentRouter
+from router.strategies import available_strategies
+
+
+def adopt_known_agents(router: AgentRouter) -> None:
+    """With no agents configured, route among the agents the store has profiles for.
+
+    So `trustroute import log.jsonl` then `trustroute route code` works without writing
+    a config first.
+    """
+    if router.agents:
+        return
+    for agent_id in sorted({state.agent_id for state in router.book}):
+        router.register(agent_id)
+    if not router.agents:
+        raise CliError("no agents to route to: list them under `agents:` in router.yaml "
+                       "(`trustroute init` writes one), pass --agent, or record executions "
+                       "first")
+
+
+@cli.command()
+@click.argument("task_type")
+@click.option("--agent", "-a", "agents", multiple=True, metavar="ID",
+              help="Route among these agents instead of the config's (repeatable).")
+@click.option("--exclude", "-x", multiple=True, metavar="ID",
+              help="Leave this agent out, e.g. one that already failed (repeatable).")
+@click.option("--strategy", default=None, metavar="NAME",
+              help=f"Rank with this strategy instead of the config's "
+                   f"({', '.join(available_strategies())}).")
+@router_options
+@json_option
+def route(task_type: str, agents: tuple[str, ...], exclude: tuple[str, ...],
+          strategy: str | None, config: Path | None, store: str | None, as_json: bool) -> None:
+    """Choose the agent for a task of TASK_TYPE and show the ranked candidates.
+
+    Each candidate shows its score components (expertise, confidence, adjusted score,
+    load, final score) and a one-line reason. Nothing is recorded: this is the decision
+    `select()` would make now. Agents come from the config, --agent, or else every agent
+    the store has profiles for.
+    """
+    overrides: dict[str, Any] = {}
+    if agents:
+        overrides["agents"] = list(agents)
+    if strategy is not None:
+        overrides.update(strategy=strategy, strategy_params={})
+    with open_router(config, store, **overrides) as router:
+        adopt_known_agents(router)
+        decision = router.select(task_type, exclude=exclude)
+    if as_json:
+        print_json(decision.as_dict())
+        return
+    chosen = decision.chosen
+    console.print(f"route [bold]{escape(task_type)}[/] → [bold green]{escape(decision.agent_id)}"
+                  f"[/]  (final score {num(chosen.final_score)}, strategy {decision.strategy})",
+                  highlight=False)
+    console.print(decision_table(decision))
+    for line in reason_lines(decision):
+        console.print(line, highlight=False)
