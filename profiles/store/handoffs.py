@@ -1,0 +1,229 @@
+"""Hand-off persistence: pending transfers, the decision log, saved calibrations.
+
+- ``handoff_pending``: a transfer request a hook could not deliver even after retries,
+  one row per (request, hook), with the error, so no request to a person is ever lost;
+  ``trustroute handoffs`` lists them, and they can be retried or resolved.
+- ``handoff_decision``: one row per answer-or-transfer decision, with its task type, so
+  the hand-off rate per task type can be shown next to the agents' profiles.
+- ``handoff_calibration``: named threshold settings learned by ``calibrate``, so a
+  router config can refer to them by name.
+
+Request payloads, settings and reports are stored as JSON text, not as SurrealDB objects:
+an object field drops keys whose value is null, and null is meaningful here (for example
+``max_evidence_tokens: null`` means "no limit", not "the default").
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from profiles.store.connection import Connection
+
+PENDING_STATUSES = ("pending", "delivered", "resolved")
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class HandoffRepository:
+    """SurrealQL for hand-off state (use ``store.repository(HandoffRepository)``)."""
+
+    SCHEMA = """
+DEFINE TABLE IF NOT EXISTS handoff_pending SCHEMAFULL;
+DEFINE FIELD IF NOT EXISTS request_id ON handoff_pending TYPE string
+    ASSERT string::len($value) > 0 AND string::len($value) <= 256;
+DEFINE FIELD IF NOT EXISTS hook ON handoff_pending TYPE string
+    ASSERT string::len($value) > 0 AND string::len($value) <= 256;
+DEFINE FIELD IF NOT EXISTS request ON handoff_pending TYPE string;
+DEFINE FIELD IF NOT EXISTS reason ON handoff_pending TYPE string;
+DEFINE FIELD IF NOT EXISTS task_type ON handoff_pending TYPE option<string>;
+DEFINE FIELD IF NOT EXISTS error ON handoff_pending TYPE string;
+DEFINE FIELD IF NOT EXISTS attempts ON handoff_pending TYPE int ASSERT $value >= 0;
+DEFINE FIELD IF NOT EXISTS status ON handoff_pending TYPE string
+    ASSERT $value INSIDE ['pending', 'delivered', 'resolved'];
+DEFINE FIELD IF NOT EXISTS created_at ON handoff_pending TYPE datetime;
+DEFINE FIELD IF NOT EXISTS updated_at ON handoff_pending TYPE datetime;
+DEFINE INDEX IF NOT EXISTS handoff_pending_status ON handoff_pending FIELDS status;
+
+DEFINE TABLE IF NOT EXISTS handoff_decision SCHEMAFULL;
+DEFINE FIELD IF NOT EXISTS task_type ON handoff_decision TYPE string
+    ASSERT string::len($value) > 0 AND string::len($value) <= 256;
+DEFINE FIELD IF NOT EXISTS transferred ON handoff_decision TYPE bool;
+DEFINE FIELD IF NOT EXISTS confidence ON handoff_decision TYPE option<float>
+    ASSERT $value = NONE OR ($value >= 0 AND $value <= 1);
+DEFINE FIELD IF NOT EXISTS insufficient ON handoff_decision TYPE bool;
+DEFINE FIELD IF NOT EXISTS reason ON handoff_decision TYPE option<string>;
+DEFINE FIELD IF NOT EXISTS source ON handoff_decision TYPE string;
+DEFINE FIELD IF NOT EXISTS run_id ON handoff_decision TYPE option<string>;
+DEFINE FIELD IF NOT EXISTS request_id ON handoff_decision TYPE option<string>;
+DEFINE FIELD IF NOT EXISTS created_at ON handoff_decision TYPE datetime;
+DEFINE INDEX IF NOT EXISTS handoff_decision_task ON handoff_decision FIELDS task_type;
+
+DEFINE TABLE IF NOT EXISTS handoff_calibration SCHEMAFULL;
+DEFINE FIELD IF NOT EXISTS name ON handoff_calibration TYPE string
+    ASSERT string::len($value) > 0 AND string::len($value) <= 256;
+DEFINE FIELD IF NOT EXISTS settings ON handoff_calibration TYPE string;
+DEFINE FIELD IF NOT EXISTS report ON handoff_calibration TYPE option<string>;
+DEFINE FIELD IF NOT EXISTS created_at ON handoff_calibration TYPE datetime;
+"""
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+
+    # -- pending transfers -------------------------------------------------------------
+    def save_pending(
+        self, request: Mapping[str, Any], *, hook: str, error: str, attempts: int
+    ) -> None:
+        """Persist an undelivered request for ``hook`` (a retry updates the same row)."""
+        self._conn.run(
+            "UPSERT type::thing('handoff_pending', [$rid, $hook]) SET request_id = $rid, "
+            "hook = $hook, request = $request, reason = $reason, task_type = $task_type, "
+            "error = $error, attempts = (attempts ?? 0) + $attempts, status = 'pending', "
+            "created_at = created_at ?? time::now(), updated_at = time::now();",
+            {
+                "rid": str(request["request_id"]),
+                "hook": hook,
+                "request": json.dumps(dict(request), default=str, ensure_ascii=False),
+                "reason": str(request.get("reason") or ""),
+                "task_type": request.get("task_type"),
+                "error": error,
+                "attempts": int(attempts),
+            },
+        )
+
+    def pending(self, status: str | None = "pending", limit: int = 100) -> list[dict[str, Any]]:
+        """Stored transfers with ``status`` (None: every status), oldest first."""
+        if status is not None and status not in PENDING_STATUSES:
+            raise ValueError(f"status must be one of {', '.join(PENDING_STATUSES)}, got {status!r}")
+        where = " WHERE status = $status" if status else ""
+        rows = self._conn.run(
+            "SELECT request_id, hook, request, reason, task_type, error, attempts, status, "
+            f"created_at, updated_at FROM handoff_pending{where} ORDER BY created_at "
+            "LIMIT $limit;",
+            {"status": status, "limit": int(limit)},
+        )[0]
+        return [{**r, "request": json.loads(r["request"])} for r in rows]
+
+    def set_status(self, request_id: str, status: str, *, hook: str | None = None) -> int:
+        """Mark a stored transfer (every hook's row, or one hook's); returns rows changed."""
+        if status not in PENDING_STATUSES:
+            raise ValueError(f"status must be one of {', '.join(PENDING_STATUSES)}")
+        hook_clause = " AND hook = $hook" if hook is not None else ""
+        rows = self._conn.run(
+            "UPDATE handoff_pending SET status = $status, updated_at = time::now() "
+            f"WHERE request_id = $rid{hook_clause} RETURN AFTER;",
+            {"status": status, "rid": request_id, "hook": hook},
+        )[0]
+        return len(rows or [])
+
+    # -- decision log ------------------------------------------------------------------
+    def record_decision(
+        self,
+        *,
+        task_type: str,
+        transferred: bool,
+        confidence: float | None,
+        insufficient: bool,
+        reason: str | None,
+        source: str = "handoff",
+        run_id: str | None = None,
+        request_id: str | None = None,
+    ) -> str:
+        """Append one answer-or-transfer decision; returns its id."""
+        decision_id = str(uuid.uuid4())
+        self._conn.run(
+            "CREATE type::thing('handoff_decision', $id) CONTENT { task_type: $task_type, "
+            "transferred: $transferred, confidence: $confidence, insufficient: $insufficient, "
+            "reason: $reason, source: $source, run_id: $run_id, request_id: $request_id, "
+            "created_at: time::now() };",
+            {
+                "id": decision_id,
+                "task_type": task_type,
+                "transferred": bool(transferred),
+                "confidence": None if confidence is None else float(confidence),
+                "insufficient": bool(insufficient),
+                "reason": reason,
+                "source": source,
+                "run_id": run_id,
+                "request_id": request_id,
+            },
+        )
+        return decision_id
+
+    def decision_stats(self, task_type: str | None = None) -> list[dict[str, Any]]:
+        """Per task type: decisions, transfers, hand-off rate and mean confidence."""
+        where = " WHERE task_type = $task_type" if task_type else ""
+        rows = self._conn.run(
+            "SELECT task_type, count() AS decisions, "
+            "math::sum(IF transferred THEN 1 ELSE 0 END) AS transferred, "
+            "math::sum(confidence ?? 0.0) AS confidence_sum, "
+            "count(confidence != NONE) AS with_confidence "
+            f"FROM handoff_decision{where} GROUP BY task_type ORDER BY task_type;",
+            {"task_type": task_type},
+        )[0]
+        out = []
+        for r in rows or []:
+            total = int(r["decisions"])
+            moved = int(r["transferred"] or 0)
+            out.append(
+                {
+                    "task_type": r["task_type"],
+                    "decisions": total,
+                    "transferred": moved,
+                    "handoff_rate": moved / total if total else 0.0,
+                    "mean_confidence": (
+                        float(r["confidence_sum"]) / r["with_confidence"]
+                        if r["with_confidence"]
+                        else None
+                    ),
+                }
+            )
+        return out
+
+    # -- calibrations ------------------------------------------------------------------
+    def save_calibration(
+        self, name: str, settings: Mapping[str, Any], report: Mapping[str, Any] | None
+    ) -> None:
+        """Save (or replace) the calibration ``name``."""
+        if not isinstance(name, str) or not name or len(name) > 256:
+            raise ValueError("a calibration name must be 1 to 256 characters")
+        self._conn.run(
+            "UPSERT type::thing('handoff_calibration', $name) CONTENT { name: $name, "
+            "settings: $settings, report: $report, created_at: time::now() };",
+            {
+                "name": name,
+                "settings": json.dumps(dict(settings)),
+                "report": None if report is None else json.dumps(dict(report), default=str),
+            },
+        )
+
+    def load_calibration(self, name: str) -> dict[str, Any] | None:
+        """The saved calibration ``name`` (settings, report, created_at) or None."""
+        rows = self._conn.run(
+            "SELECT name, settings, report, created_at FROM "
+            "type::thing('handoff_calibration', $name);",
+            {"name": name},
+        )[0]
+        return _decode(rows[0]) if rows else None
+
+    def calibrations(self) -> list[dict[str, Any]]:
+        """Every saved calibration, newest first."""
+        rows = self._conn.run(
+            "SELECT name, settings, report, created_at FROM handoff_calibration "
+            "ORDER BY created_at DESC;"
+        )[0]
+        return [_decode(r) for r in rows or []]
+
+
+def _decode(row: Mapping[str, Any]) -> dict[str, Any]:
+    report = row.get("report")
+    return {
+        **row,
+        "settings": json.loads(row["settings"]),
+        "report": json.loads(report) if report else None,
+    }

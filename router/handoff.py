@@ -1,0 +1,400 @@
+"""Retrieval confidence: should a retrieval-augmented agent answer, or hand over to a person?
+
+The reference formula, kept exactly so results compare with the reference design::
+
+    confidence = 0.7 x max_score + 0.3 x min(1, hits / 5)
+                 - insufficient_penalty   (when retrieval is insufficient)
+                 + 0.1 x each additional factor,   clamped to [0, 1]
+
+Retrieval is insufficient when there are fewer than ``min_hits`` hits, the best score is
+below ``score_threshold``, or the evidence exceeds ``max_evidence_tokens``; every reason
+that applies is listed. Transfer when confidence < ``confidence_low_threshold``. No
+retrieval at all gives confidence 0.3 and a transfer.
+
+Fixed thresholds do not carry across embedders (cosine scores of one model sit higher or
+lower than another's), so ``calibrate`` learns the two thresholds that matter from a
+labelled sample; see ``router.handoff_calibration`` for how and why.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import warnings
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from router.handoff_calibration import (
+    CalibrationReport,
+    FormulaShape,
+    auroc,
+    search_thresholds,
+)
+from router.handoff_inputs import parse_examples, parse_factors, parse_scores, parse_tokens
+from router.handoff_messages import join_details, message, normalise_locale
+
+if TYPE_CHECKING:
+    from profiles.store import Store
+
+__all__ = [
+    "CalibrationReport",
+    "ConfidenceResult",
+    "RetrievalConfidence",
+    "RetrievalConfidenceConfig",
+]
+
+
+class RetrievalConfidenceConfig(BaseModel):
+    """Thresholds and formula constants; defaults are the reference design's."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    score_threshold: float = Field(default=0.7, allow_inf_nan=False)
+    min_hits: int = Field(default=1, ge=0)
+    confidence_low_threshold: float = Field(default=0.5, ge=0.0, le=1.0)
+    confidence_high_threshold: float = Field(default=0.8, ge=0.0, le=1.0)
+    insufficient_penalty: float = Field(default=0.3, ge=0.0, allow_inf_nan=False)
+    max_evidence_tokens: int | None = Field(default=2000, ge=0)
+    locale: str = "en"
+    # the formula's constants (reference values; calibration never changes them)
+    score_weight: float = Field(default=0.7, ge=0.0, allow_inf_nan=False)
+    hits_weight: float = Field(default=0.3, ge=0.0, allow_inf_nan=False)
+    hits_saturation: float = Field(default=5.0, gt=0.0, allow_inf_nan=False)
+    factor_weight: float = Field(default=0.1, allow_inf_nan=False)
+    no_retrieval_confidence: float = Field(default=0.3, ge=0.0, le=1.0)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> RetrievalConfidenceConfig:
+        if self.confidence_high_threshold < self.confidence_low_threshold:
+            raise ValueError(
+                f"confidence_high_threshold ({self.confidence_high_threshold}) must not be "
+                f"below confidence_low_threshold ({self.confidence_low_threshold})"
+            )
+        normalise_locale(self.locale)
+        return self
+
+    @property
+    def shape(self) -> FormulaShape:
+        """The constants calibration holds fixed."""
+        return FormulaShape(
+            self.score_weight,
+            self.hits_weight,
+            self.hits_saturation,
+            self.insufficient_penalty,
+            self.min_hits,
+        )
+
+
+_FIELDS = frozenset(RetrievalConfidenceConfig.model_fields)
+
+
+def coerce_config(config: Any = None, **overrides: Any) -> RetrievalConfidenceConfig:
+    """A config from None, a dict, a pydantic model, a dataclass or any object with the
+    field names as attributes; keyword overrides win. Unknown keys are ignored with a
+    warning (configs written for the reference design may carry more keys than ours)."""
+    if isinstance(config, RetrievalConfidence):
+        config = config.config
+    if isinstance(config, RetrievalConfidenceConfig) and not overrides:
+        return config
+    data: dict[str, Any]
+    if config is None:
+        data = {}
+    elif isinstance(config, Mapping):
+        data = dict(config)
+    elif isinstance(config, BaseModel):
+        data = config.model_dump()
+    elif dataclasses.is_dataclass(config) and not isinstance(config, type):
+        data = dataclasses.asdict(config)
+    else:
+        data = {name: getattr(config, name) for name in _FIELDS if hasattr(config, name)}
+        if not data:
+            raise TypeError(
+                "RetrievalConfidence config must be a dict, a pydantic model or "
+                f"an object with threshold attributes, got {type(config).__name__}"
+            )
+    data.update(overrides)
+    unknown = sorted(str(k) for k in data if k not in _FIELDS)
+    if unknown:
+        warnings.warn(
+            f"RetrievalConfidence ignores unknown config key(s): {', '.join(unknown)}",
+            UserWarning,
+            stacklevel=3,
+        )
+    return RetrievalConfidenceConfig(**{k: v for k, v in data.items() if k in _FIELDS})
+
+
+@dataclass(frozen=True, slots=True)
+class ConfidenceResult:
+    """One verdict: how confident, whether to hand over, why, and every number behind it.
+
+    ``transfer_reason`` is set when transferring, and also when answering with
+    insufficient retrieval below the high threshold (an "answer may be inaccurate" note);
+    otherwise None. ``reasons`` holds the machine-readable codes behind the text.
+    """
+
+    confidence: float
+    should_transfer: bool
+    transfer_reason: str | None
+    is_retrieval_insufficient: bool
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+    reasons: tuple[str, ...] = ()
+
+    @property
+    def level(self) -> str:
+        """``low`` (transfer), ``medium`` or ``high`` against the config's thresholds."""
+        return str(self.diagnostics.get("level", "low"))
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "confidence": self.confidence,
+            "should_transfer": self.should_transfer,
+            "transfer_reason": self.transfer_reason,
+            "is_retrieval_insufficient": self.is_retrieval_insufficient,
+            "reasons": list(self.reasons),
+            "diagnostics": self.diagnostics,
+        }
+
+
+class _HybridMethod:
+    """``RetrievalConfidence.calibrate`` works on the class (reference defaults as the
+    starting point) and on an instance (its settings as the starting point)."""
+
+    def __init__(self, func: Any) -> None:
+        self.func = func
+        self.__doc__ = func.__doc__
+
+    def __get__(self, obj: Any, owner: type) -> Any:
+        def bound(*args: Any, **kwargs: Any) -> Any:
+            return self.func(owner, obj, *args, **kwargs)
+
+        bound.__doc__ = self.func.__doc__
+        return bound
+
+
+class RetrievalConfidence:
+    """Scores retrieval results and decides whether to hand a question to a person."""
+
+    def __init__(self, config: Any = None, *, locale: str | None = None, **overrides: Any) -> None:
+        if locale is not None:
+            overrides["locale"] = locale
+        self.config: RetrievalConfidenceConfig = coerce_config(config, **overrides)
+        self.locale = normalise_locale(self.config.locale)
+        self.calibration: CalibrationReport | None = None
+
+    def __repr__(self) -> str:
+        c = self.config
+        return (
+            f"RetrievalConfidence(score_threshold={c.score_threshold:.4g}, "
+            f"confidence_low_threshold={c.confidence_low_threshold:.4g}, "
+            f"min_hits={c.min_hits}, locale={self.locale!r})"
+        )
+
+    @property
+    def report(self) -> CalibrationReport | None:
+        """The calibration report when this object came from ``calibrate`` (else None)."""
+        return self.calibration
+
+    # -- the formula -----------------------------------------------------------------------
+    def evaluate(
+        self, scores: Any, evidence_tokens: Any = None, additional_factors: Any = None
+    ) -> ConfidenceResult:
+        """Confidence that retrieval supports an answer, and whether to transfer.
+
+        ``scores``: relevance scores of the retrieved documents (numbers, ``(doc, score)``
+        pairs or ``{"score": ...}`` mappings); None or empty means nothing was retrieved.
+        ``evidence_tokens``: size of the evidence passed to the model (None: not checked).
+        ``additional_factors``: ``{name: value}`` or numbers, each adding 0.1 x value.
+        """
+        c = self.config
+        values = parse_scores(scores)
+        tokens = parse_tokens(evidence_tokens)
+        factors = parse_factors(additional_factors)
+        diag: dict[str, Any] = {
+            "hits": len(values),
+            "min_hits": c.min_hits,
+            "score_threshold": c.score_threshold,
+            "evidence_tokens": tokens,
+            "max_evidence_tokens": c.max_evidence_tokens,
+            "confidence_low_threshold": c.confidence_low_threshold,
+            "confidence_high_threshold": c.confidence_high_threshold,
+            "insufficient_penalty": c.insufficient_penalty,
+            "factors": factors,
+            "locale": self.locale,
+        }
+        if not values:
+            conf = c.no_retrieval_confidence
+            diag.update(
+                no_retrieval=True,
+                max_score=None,
+                mean_score=None,
+                insufficient_reasons=["no_retrieval"],
+                raw_confidence=conf,
+                confidence=conf,
+                clamped=False,
+                level="low",
+                note="factors are not applied when nothing was retrieved",
+            )
+            return ConfidenceResult(
+                conf, True, message("no_retrieval", self.locale), True, diag, ("no_retrieval",)
+            )
+        max_score = max(values)
+        codes: list[str] = []
+        if len(values) < c.min_hits:
+            codes.append("too_few_hits")
+        if max_score < c.score_threshold:
+            codes.append("low_score")
+        if (
+            tokens is not None
+            and c.max_evidence_tokens is not None
+            and tokens > c.max_evidence_tokens
+        ):
+            codes.append("token_overflow")
+        insufficient = bool(codes)
+        hit_ratio = min(1.0, len(values) / c.hits_saturation)
+        score_part = c.score_weight * max_score
+        hits_part = c.hits_weight * hit_ratio
+        penalty = c.insufficient_penalty if insufficient else 0.0
+        contributions = {name: c.factor_weight * v for name, v in factors.items()}
+        factor_total = math.fsum(contributions.values())
+        raw = score_part + hits_part - penalty + factor_total
+        conf = min(1.0, max(0.0, raw))
+        transfer = conf < c.confidence_low_threshold
+        level = "low" if transfer else ("medium" if conf < c.confidence_high_threshold else "high")
+        diag.update(
+            no_retrieval=False,
+            max_score=max_score,
+            mean_score=math.fsum(values) / len(values),
+            min_score=min(values),
+            hit_ratio=hit_ratio,
+            score_component=score_part,
+            hits_component=hits_part,
+            base_confidence=score_part + hits_part,
+            penalty_applied=penalty,
+            factor_contributions=contributions,
+            factor_total=factor_total,
+            raw_confidence=raw,
+            confidence=conf,
+            clamped=raw != conf,
+            insufficient_reasons=codes,
+            level=level,
+        )
+        fields = {**diag, "threshold": c.confidence_low_threshold}
+        details = join_details(codes, fields, self.locale)
+        reason: str | None = None
+        result_codes = list(codes)
+        if transfer:
+            key = "insufficient" if insufficient else "low_confidence"
+            reason = message(key, self.locale, details=details, **fields)
+            result_codes.append("low_confidence")
+        elif insufficient and conf < c.confidence_high_threshold:
+            reason = message("may_be_inaccurate", self.locale, details=details, **fields)
+            result_codes.append("may_be_inaccurate")
+        return ConfidenceResult(conf, transfer, reason, insufficient, diag, tuple(result_codes))
+
+    # -- calibration -----------------------------------------------------------------------
+    @_HybridMethod
+    def calibrate(
+        cls: type[RetrievalConfidence],
+        self: RetrievalConfidence | None,
+        examples: Iterable[Any],
+        *,
+        target_recall: float = 0.9,
+        recall_confidence: float = 0.95,
+        **overrides: Any,
+    ) -> RetrievalConfidence:
+        """Learn ``score_threshold`` and ``confidence_low_threshold`` from labelled examples.
+
+        ``examples``: ``(scores, needs_human)`` pairs (or ``{"scores", "needs_human"}``
+        mappings). At least ``target_recall`` of needs-human cases transfer -- with
+        probability ``recall_confidence`` on new data from the same distribution -- while
+        as few covered cases as possible do. Returns a new RetrievalConfidence whose
+        ``calibration`` (also ``report``) holds the recall, false-transfer rate and AUROC
+        achieved on the sample, next to the starting thresholds' figures.
+        """
+        for name, value in (
+            ("target_recall", target_recall),
+            ("recall_confidence", recall_confidence),
+        ):
+            if not isinstance(value, int | float) or not 0.0 < value <= 1.0:
+                raise ValueError(f"{name} must be in (0, 1], got {value!r}")
+        base = cls(self.config if self is not None else None, **overrides)
+        rows = parse_examples(examples)
+        needs = np.array([r[1] for r in rows], dtype=bool)
+        if not needs.any() or needs.all():
+            raise ValueError(
+                "calibration needs both needs-human and covered examples; got "
+                f"{int(needs.sum())} needs-human and {int((~needs).sum())} covered"
+            )
+        retrieved = np.array([bool(r[0]) for r in rows], dtype=bool)
+        max_scores = np.array([max(r[0]) if r[0] else 0.0 for r in rows], dtype=float)
+        hits = np.array([len(r[0]) for r in rows], dtype=float)
+        choice = search_thresholds(
+            max_scores[retrieved],
+            hits[retrieved],
+            needs[retrieved],
+            shape=base.config.shape,
+            start_threshold=base.config.score_threshold,
+            target_recall=float(target_recall),
+            recall_confidence=float(recall_confidence),
+            always_transfer=int((needs & ~retrieved).sum()),
+        )
+        gap = base.config.confidence_high_threshold - base.config.confidence_low_threshold
+        low = choice.confidence_low_threshold
+        tuned = cls(
+            base.config.model_copy(
+                update={
+                    "score_threshold": choice.score_threshold,
+                    "confidence_low_threshold": low,
+                    "confidence_high_threshold": min(1.0, max(low, low + gap)),
+                }
+            )
+        )
+        ours = [tuned.evaluate(r[0], r[2]) for r in rows]
+        theirs = [base.evaluate(r[0], r[2]) for r in rows]
+        moved = np.array([o.should_transfer for o in ours], dtype=bool)
+        moved_ref = np.array([o.should_transfer for o in theirs], dtype=bool)
+        conf = np.array([o.confidence for o in ours], dtype=float)
+        tuned.calibration = CalibrationReport(
+            target_recall=float(target_recall),
+            recall_confidence=float(recall_confidence),
+            recall=float(moved[needs].mean()),
+            false_transfer_rate=float(moved[~needs].mean()),
+            auroc=auroc(-conf, needs),
+            needs_human=int(needs.sum()),
+            covered=int((~needs).sum()),
+            required_transfers=choice.required_transfers,
+            guarantee_met=choice.guarantee_met,
+            score_threshold=choice.score_threshold,
+            confidence_low_threshold=low,
+            confidence_high_threshold=tuned.config.confidence_high_threshold,
+            reference_recall=float(moved_ref[needs].mean()),
+            reference_false_transfer_rate=float(moved_ref[~needs].mean()),
+            extra={"no_retrieval_examples": int((~retrieved).sum())},
+        )
+        return tuned
+
+    # -- persistence -----------------------------------------------------------------------
+    def save(self, store: Store, name: str) -> None:
+        """Save these settings (and the calibration report) under ``name`` in the store."""
+        from profiles.store.handoffs import HandoffRepository
+
+        report = self.calibration.as_dict() if self.calibration else None
+        store.repository(HandoffRepository).save_calibration(name, self.config.model_dump(), report)
+
+    @classmethod
+    def load(cls, store: Store, name: str, **overrides: Any) -> RetrievalConfidence:
+        """Settings saved under ``name``; KeyError naming it when there is none."""
+        from profiles.store.handoffs import HandoffRepository
+
+        saved = store.repository(HandoffRepository).load_calibration(name)
+        if saved is None:
+            raise KeyError(f"no saved hand-off calibration named {name!r}")
+        obj = cls(saved["settings"], **overrides)
+        if saved.get("report"):
+            obj.calibration = CalibrationReport(**saved["report"])
+        return obj

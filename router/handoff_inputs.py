@@ -1,0 +1,126 @@
+"""Reading what callers pass to ``RetrievalConfidence``: scores, token counts, factors, examples.
+
+Lenient about shape (numbers, numpy arrays, ``(document, score)`` pairs, ``{"score": s}``
+mappings, LangChain documents with a score in metadata), strict about values: NaN,
+infinities and non-numbers are rejected with an error naming the position, because a
+silently dropped score would turn into a wrong hand-off decision.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+SCORE_KEYS = ("score", "relevance_score", "similarity_score", "similarity")
+
+
+def _number(value: Any, where: str) -> float:
+    if isinstance(value, bool) or value is None:
+        raise ValueError(f"{where} must be a number, got {value!r}")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{where} must be a number, got {type(value).__name__}") from None
+    if not math.isfinite(number):
+        raise ValueError(f"{where} must be a finite number, got {number}")
+    return number
+
+
+def _score_of(item: Any, where: str) -> float:
+    if isinstance(item, Mapping):
+        for key in SCORE_KEYS:
+            if key in item:
+                return _number(item[key], f"{where}.{key}")
+        raise ValueError(f"{where} has no score (looked for {', '.join(SCORE_KEYS)})")
+    if isinstance(item, tuple | list):
+        if not item:
+            raise ValueError(f"{where} is empty")
+        return _number(item[-1], f"{where} (the score of a (document, score) pair)")
+    metadata = getattr(item, "metadata", None)
+    if isinstance(metadata, Mapping) and not isinstance(item, int | float):
+        return _score_of(metadata, f"{where}.metadata")
+    return _number(item, where)
+
+
+def parse_scores(scores: Any) -> list[float]:
+    """Relevance scores as floats; None or empty -> [] (nothing was retrieved)."""
+    if scores is None:
+        return []
+    if hasattr(scores, "tolist") and not isinstance(scores, Mapping):
+        scores = scores.tolist()
+    if isinstance(scores, int | float) and not isinstance(scores, bool):
+        return [_number(scores, "scores")]
+    if isinstance(scores, str | bytes) or not isinstance(scores, Iterable):
+        raise ValueError(f"scores must be a list of numbers, got {type(scores).__name__}")
+    return [_score_of(item, f"scores[{i}]") for i, item in enumerate(scores)]
+
+
+def parse_tokens(tokens: Any) -> float | None:
+    """Evidence size in tokens (a count, or per-document counts to add up); None: unknown."""
+    if tokens is None:
+        return None
+    if isinstance(tokens, Iterable) and not isinstance(tokens, str | bytes | Mapping):
+        counts = [_number(t, f"evidence_tokens[{i}]") for i, t in enumerate(tokens)]
+        total = math.fsum(counts)
+    else:
+        total = _number(tokens, "evidence_tokens")
+    if total < 0:
+        raise ValueError(f"evidence_tokens must be >= 0, got {total}")
+    return int(total) if float(total).is_integer() else total
+
+
+def parse_factors(factors: Any) -> dict[str, float]:
+    """Additional factors as ``{name: value}``; a bare list is named factor_0, factor_1..."""
+    if factors is None:
+        return {}
+    if isinstance(factors, Mapping):
+        return {str(k): _number(v, f"additional_factors[{k!r}]") for k, v in factors.items()}
+    if isinstance(factors, int | float) and not isinstance(factors, bool):
+        return {"factor_0": _number(factors, "additional_factors")}
+    if isinstance(factors, str | bytes) or not isinstance(factors, Iterable):
+        raise ValueError(
+            "additional_factors must be a mapping of name to number or a list "
+            f"of numbers, got {type(factors).__name__}"
+        )
+    return {f"factor_{i}": _number(v, f"additional_factors[{i}]") for i, v in enumerate(factors)}
+
+
+def _needs_human(value: Any, where: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0"):
+        return value.strip().lower() in ("true", "1")
+    raise ValueError(f"{where}: needs_human must be true or false, got {value!r}")
+
+
+def parse_examples(examples: Iterable[Any]) -> list[tuple[list[float], bool, float | None]]:
+    """Labelled calibration examples as ``(scores, needs_human, evidence_tokens)``.
+
+    Each example is ``(scores, needs_human)``, ``(scores, needs_human, evidence_tokens)``
+    or a mapping with ``scores`` and ``needs_human`` (and optionally ``evidence_tokens``).
+    """
+    if isinstance(examples, str | bytes | Mapping) or not isinstance(examples, Iterable):
+        raise ValueError("examples must be an iterable of (scores, needs_human) pairs")
+    rows: list[tuple[list[float], bool, float | None]] = []
+    for i, ex in enumerate(examples):
+        where = f"example {i}"
+        if isinstance(ex, Mapping):
+            if "scores" not in ex or "needs_human" not in ex:
+                raise ValueError(f"{where}: needs the keys 'scores' and 'needs_human'")
+            scores, label, tokens = ex["scores"], ex["needs_human"], ex.get("evidence_tokens")
+        elif isinstance(ex, tuple | list) and len(ex) in (2, 3):
+            scores, label = ex[0], ex[1]
+            tokens = ex[2] if len(ex) == 3 else None
+        else:
+            raise ValueError(f"{where}: expected (scores, needs_human), got {ex!r:.80}")
+        try:
+            rows.append((parse_scores(scores), _needs_human(label, where), parse_tokens(tokens)))
+        except ValueError as exc:
+            msg = str(exc)
+            raise ValueError(msg if msg.startswith(where) else f"{where}: {msg}") from None
+    if not rows:
+        raise ValueError("calibration needs at least one example")
+    return rows

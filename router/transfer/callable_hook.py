@@ -1,0 +1,57 @@
+"""A Python callable as a transfer hook, given directly or by import path in a config file."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from router.transfer.hook import acall_hook, call_hook
+from router.transfer.request import TransferRequest
+
+
+def import_target(target: str) -> Callable[..., Any]:
+    """Resolve ``package.module:attribute`` (or ``package.module.attribute``) to a callable."""
+    module_name, sep, attr = target.partition(":")
+    if not sep:
+        module_name, _, attr = target.rpartition(".")
+    if not module_name or not attr:
+        raise ValueError(f"hook target {target!r} must look like 'package.module:function'")
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ValueError(f"hook target {target!r}: cannot import {module_name!r}: {exc}") from exc
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise ValueError(f"hook target {target!r}: {module_name!r} has no {attr!r}") from None
+    if not callable(obj):
+        raise ValueError(f"hook target {target!r} is not callable")
+    return obj
+
+
+class CallableHook:
+    """Calls ``func(request)``; ``func`` may be sync or async."""
+
+    def __init__(
+        self, func: Callable[[TransferRequest], Any] | str, *, name: str | None = None
+    ) -> None:
+        self.func = import_target(func) if isinstance(func, str) else func
+        if not callable(self.func):
+            raise TypeError(f"CallableHook needs a callable, got {type(self.func).__name__}")
+        self.name = name or getattr(self.func, "__name__", None) or "callable"
+
+    def __repr__(self) -> str:
+        return f"CallableHook({self.name!r})"
+
+    def __call__(self, request: TransferRequest) -> Any:
+        """Call the function (an async one is driven to completion)."""
+        return call_hook(self.func, request)
+
+    async def acall(self, request: TransferRequest) -> Any:
+        """Await an async function; run a sync one in a worker thread."""
+        if inspect.iscoroutinefunction(self.func):
+            return await self.func(request)
+        return await acall_hook(self.func, request)

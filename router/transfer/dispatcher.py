@@ -1,0 +1,267 @@
+"""TransferDispatcher: deliver a TransferRequest to every hook, and never lose it.
+
+Each hook is tried (with tenacity retries, exponential backoff) independently; one
+failing hook does not stop the others. When a hook still fails, the request is written
+to the store as *pending* for that hook with the error, where ``trustroute handoffs``
+lists it and ``retry_pending`` tries again. With no hooks at all the request is stored
+pending too: a hand-off that reaches nobody must at least be visible. Without a store the
+undelivered request is logged at ERROR level and kept in ``undelivered``.
+
+Control-flow exceptions a hook declares in ``passthrough`` (LangGraph's interrupt) are
+re-raised at once: pausing a graph for a person is the hook working, not failing.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from tenacity import (
+    AsyncRetrying,
+    Retrying,
+    retry_if_exception,
+    stop_after_attempt,
+    wait_exponential,
+)
+
+from router.transfer.hook import acall_hook, call_hook, hook_name, passthrough_of
+from router.transfer.request import TransferRequest
+
+if TYPE_CHECKING:
+    from profiles.store import Store
+    from router.transfer.config import HandoffSection
+
+log = logging.getLogger(__name__)
+
+NO_HOOK = "(no hook)"
+
+
+@dataclass(frozen=True, slots=True)
+class HookDelivery:
+    """How one hook fared with one request."""
+
+    hook: str
+    delivered: bool
+    attempts: int
+    error: str | None = None
+    response: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class TransferOutcome:
+    """What happened to a request: per-hook deliveries, and whether it was stored pending."""
+
+    request: TransferRequest
+    deliveries: tuple[HookDelivery, ...] = ()
+    pending: bool = False
+    stored: bool = False
+
+    @property
+    def delivered(self) -> bool:
+        """True when at least one hook delivered and none is left pending."""
+        return bool(self.deliveries) and not self.pending
+
+    @property
+    def responses(self) -> dict[str, Any]:
+        """What each delivering hook returned (e.g. a person's answer), by hook name."""
+        return {d.hook: d.response for d in self.deliveries if d.delivered}
+
+
+@dataclass(slots=True)
+class _Attempt:
+    count: int = 0
+    response: Any = None
+    error: BaseException | None = field(default=None)
+
+
+def _retryable(passthrough: tuple[type[BaseException], ...]) -> Any:
+    """Retry ordinary errors; never control flow (passthrough, Ctrl-C, cancellation)."""
+
+    def check(exc: BaseException) -> bool:
+        return isinstance(exc, Exception) and not isinstance(exc, passthrough)
+
+    return check
+
+
+class TransferDispatcher:
+    """Runs transfer hooks sync or async, retries them, and stores what still fails."""
+
+    def __init__(
+        self,
+        hooks: Iterable[Any] = (),
+        *,
+        store: Store | None = None,
+        attempts: int = 3,
+        backoff_s: float = 0.2,
+        max_backoff_s: float = 2.0,
+        settings: HandoffSection | None = None,
+    ) -> None:
+        if attempts < 1:
+            raise ValueError(f"attempts must be >= 1, got {attempts}")
+        if backoff_s < 0 or max_backoff_s < 0:
+            raise ValueError("backoff_s and max_backoff_s must be >= 0")
+        self.hooks: list[Any] = []
+        for hook in hooks:
+            self.add_hook(hook)
+        self.store = store
+        self.attempts = attempts
+        self.backoff_s = backoff_s
+        self.max_backoff_s = max_backoff_s
+        self.settings = settings
+        self.undelivered: list[tuple[TransferRequest, str]] = []
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"TransferDispatcher(hooks={[hook_name(h) for h in self.hooks]})"
+
+    def add_hook(self, hook: Any) -> None:
+        """Add a hook (any callable taking a TransferRequest)."""
+        if not callable(hook):
+            raise TypeError(f"a transfer hook must be callable, got {type(hook).__name__}")
+        self.hooks.append(hook)
+
+    def bind_store(self, store: Store) -> None:
+        """Use ``store`` for pending requests unless one was given explicitly."""
+        if self.store is None:
+            self.store = store
+
+    def _ordered(self) -> list[Any]:
+        return sorted(self.hooks, key=lambda h: bool(getattr(h, "runs_last", False)))
+
+    def _attempts_for(self, hook: Any) -> int:
+        own = getattr(hook, "dispatch_attempts", None)
+        return int(own) if isinstance(own, int) and own >= 1 else self.attempts
+
+    def _retry_args(self, hook: Any) -> dict[str, Any]:
+        return {
+            "stop": stop_after_attempt(self._attempts_for(hook)),
+            "wait": wait_exponential(multiplier=self.backoff_s, max=self.max_backoff_s),
+            "retry": retry_if_exception(_retryable(passthrough_of(hook))),
+            "reraise": True,
+        }
+
+    # -- delivery ------------------------------------------------------------------------
+    def _deliver(self, hook: Any, request: TransferRequest) -> HookDelivery:
+        state = _Attempt()
+        passthrough = passthrough_of(hook)
+        try:
+            for attempt in Retrying(**self._retry_args(hook)):
+                with attempt:
+                    state.count += 1
+                    state.response = call_hook(hook, request)
+        except Exception as exc:
+            if isinstance(exc, passthrough):
+                raise
+            state.error = exc
+        return self._delivery(hook, state)
+
+    async def _adeliver(self, hook: Any, request: TransferRequest) -> HookDelivery:
+        state = _Attempt()
+        passthrough = passthrough_of(hook)
+        try:
+            async for attempt in AsyncRetrying(**self._retry_args(hook)):
+                with attempt:
+                    state.count += 1
+                    state.response = await acall_hook(hook, request)
+        except Exception as exc:
+            if isinstance(exc, passthrough):
+                raise
+            state.error = exc
+        return self._delivery(hook, state)
+
+    @staticmethod
+    def _delivery(hook: Any, state: _Attempt) -> HookDelivery:
+        name = hook_name(hook)
+        if state.error is None:
+            return HookDelivery(name, True, state.count, response=state.response)
+        error = f"{type(state.error).__name__}: {state.error}"
+        log.warning("transfer hook %s failed after %d attempt(s): %s", name, state.count, error)
+        return HookDelivery(name, False, state.count, error=error)
+
+    def dispatch(self, request: TransferRequest) -> TransferOutcome:
+        """Deliver ``request`` to every hook (blocking); failures are stored pending."""
+        deliveries = tuple(self._deliver(h, request) for h in self._ordered())
+        return self._settle(request, deliveries)
+
+    async def adispatch(self, request: TransferRequest) -> TransferOutcome:
+        """Async ``dispatch``: async hooks awaited, sync ones run in worker threads."""
+        deliveries = tuple([await self._adeliver(h, request) for h in self._ordered()])
+        return self._settle(request, deliveries)
+
+    def _settle(
+        self, request: TransferRequest, deliveries: Sequence[HookDelivery]
+    ) -> TransferOutcome:
+        failed = [d for d in deliveries if not d.delivered]
+        if not deliveries:
+            failed = [HookDelivery(NO_HOOK, False, 0, error="no transfer hooks configured")]
+        if not failed:
+            return TransferOutcome(request, tuple(deliveries))
+        stored = all(self._store_pending(request, d) for d in failed)
+        return TransferOutcome(request, tuple(deliveries), pending=True, stored=stored)
+
+    def _store_pending(self, request: TransferRequest, delivery: HookDelivery) -> bool:
+        error = delivery.error or "undelivered"
+        if self.store is not None:
+            from profiles.store.handoffs import HandoffRepository
+
+            try:
+                self.store.repository(HandoffRepository).save_pending(
+                    request.payload(), hook=delivery.hook, error=error, attempts=delivery.attempts
+                )
+                return True
+            except Exception as exc:  # the store itself failed: fall through, keep it
+                error = f"{error}; storing it failed too: {exc}"
+        with self._lock:
+            self.undelivered.append((request, delivery.hook))
+        log.error(
+            "hand-off %s could not be delivered by %s and is kept in memory only: %s",
+            request.request_id,
+            delivery.hook,
+            error,
+        )
+        return False
+
+    # -- pending -----------------------------------------------------------------------
+    def pending(self, limit: int = 100) -> list[dict[str, Any]]:
+        """Stored requests still waiting for delivery (oldest first)."""
+        if self.store is None:
+            return []
+        from profiles.store.handoffs import HandoffRepository
+
+        return self.store.repository(HandoffRepository).pending("pending", limit)
+
+    def retry_pending(self, limit: int = 100) -> tuple[int, int]:
+        """Re-deliver stored pending requests through the hook of the same name.
+
+        Returns (delivered, still pending). Requests for a hook that is no longer
+        configured stay pending (``trustroute handoffs --resolve`` closes them).
+        """
+        if self.store is None:
+            return 0, 0
+        from profiles.store.handoffs import HandoffRepository
+
+        repo = self.store.repository(HandoffRepository)
+        by_name = {hook_name(h): h for h in self.hooks}
+        delivered = still = 0
+        for row in repo.pending("pending", limit):
+            hook = by_name.get(row["hook"])
+            if hook is None:
+                still += 1
+                continue
+            request = TransferRequest.model_validate(row["request"])
+            result = self._deliver(hook, request)
+            if result.delivered:
+                repo.set_status(request.request_id, "delivered", hook=row["hook"])
+                delivered += 1
+            else:
+                repo.save_pending(
+                    request.payload(),
+                    hook=row["hook"],
+                    error=result.error or "undelivered",
+                    attempts=result.attempts,
+                )
+                still += 1
+        return delivered, still

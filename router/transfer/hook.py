@@ -1,0 +1,101 @@
+"""The TransferHook protocol and how a hook is called, sync or async.
+
+A hook is any callable taking a ``TransferRequest``; it may be a plain function, a
+coroutine function, or an object with ``__call__`` (and optionally ``acall`` for a native
+async path). What it returns is kept as the hook's response (the LangGraph adapter returns
+the person's answer). Optional attributes tune how the dispatcher treats it:
+
+- ``name``: shown in logs and stored with pending requests (default: the callable's name);
+- ``dispatch_attempts``: how often the dispatcher tries it (hooks that retry internally,
+  like the webhook, set 1 so attempts do not multiply);
+- ``passthrough``: exception types that are control flow, not failure (LangGraph's
+  ``GraphInterrupt``): re-raised at once, never retried or stored as pending;
+- ``runs_last``: run after the other hooks (a hook that pauses the caller).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import inspect
+import threading
+from collections.abc import Awaitable
+from typing import Any, Protocol, runtime_checkable
+
+from router.transfer.request import TransferRequest
+
+
+@runtime_checkable
+class TransferHook(Protocol):
+    """Receives a request to hand a task to a person; may be sync or async."""
+
+    def __call__(self, request: TransferRequest) -> Any | Awaitable[Any]:
+        """Deliver ``request`` (raise to signal failure; the dispatcher retries)."""
+
+
+def hook_name(hook: Any) -> str:
+    """A short, stable name for logs and stored pending rows."""
+    name = getattr(hook, "name", None)
+    if isinstance(name, str) and name:
+        return name
+    func_name = getattr(hook, "__name__", None)
+    if isinstance(func_name, str) and func_name != "<lambda>":
+        return func_name
+    return type(hook).__name__
+
+
+def passthrough_of(hook: Any) -> tuple[type[BaseException], ...]:
+    """Exception types the hook raises as control flow (re-raised, never retried)."""
+    value = getattr(hook, "passthrough", ())
+    return tuple(value) if isinstance(value, tuple | list) else ()
+
+
+def _run_coroutine_blocking(awaitable: Awaitable[Any]) -> Any:
+    """Drive ``awaitable`` to completion from sync code, even inside a running loop."""
+
+    async def wrap() -> Any:
+        return await awaitable
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(wrap())
+    # a sync dispatch from inside an event loop: run the coroutine on a private loop in a
+    # helper thread (with this context's variables) rather than deadlocking the caller's
+    box: dict[str, Any] = {}
+    ctx = contextvars.copy_context()
+
+    def target() -> None:
+        try:
+            box["value"] = ctx.run(asyncio.run, wrap())
+        except BaseException as exc:  # handed back to the caller below
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name="trustroute-hook", daemon=True)
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
+
+
+def call_hook(hook: Any, request: TransferRequest) -> Any:
+    """Call a hook synchronously (awaiting it when it is async)."""
+    result = hook(request)
+    if inspect.isawaitable(result):
+        return _run_coroutine_blocking(result)
+    return result
+
+
+async def acall_hook(hook: Any, request: TransferRequest) -> Any:
+    """Call a hook from async code: its ``acall`` when it has one, a coroutine function
+    directly, and a plain sync callable in a worker thread so the loop never blocks."""
+    acall = getattr(hook, "acall", None)
+    if callable(acall):
+        return await acall(request)
+    if inspect.iscoroutinefunction(hook) or inspect.iscoroutinefunction(type(hook).__call__):
+        return await hook(request)
+    result = await asyncio.to_thread(hook, request)
+    if inspect.isawaitable(result):
+        return await result
+    return result
