@@ -28,6 +28,7 @@ from router.decision import CandidateScore, RoutingDecision
 from router.errors import NoAgentAvailable, UnknownAgent
 from router.load import InFlightTracker, Lease
 from router.strategies import DEFAULT_STRATEGY, Arm, Strategy, StrategyContext, make_strategy
+from router.transfer import TransferDispatcher
 
 _SNAPSHOT_SECONDS = 60.0  # expertise drifts by < 0.02% a minute at the 7-day time constant
 _ELIGIBLE_CACHE_LIMIT = 1024  # task types whose ranked arms are cached at once
@@ -47,6 +48,7 @@ class AgentRouter:
         settings: ProfileSettings | None = None,
         exploit_only: bool = False,
         store_options: Mapping[str, Any] | None = None,
+        transfer: TransferDispatcher | None = None,
     ) -> None:
         self.settings = settings or ProfileSettings()
         self._agents: dict[str, AgentSpec] = as_specs(agents)
@@ -61,6 +63,10 @@ class AgentRouter:
         self._owns_store = not isinstance(store, Store)
         self.store = store if isinstance(store, Store) else Store(
             store, window_size=self.settings.recency.window_size, **dict(store_options or {}))
+        # hand-offs to a person: undeliverable requests are kept pending in this store
+        self.transfer = transfer
+        if transfer is not None:
+            transfer.bind_store(self.store)
         self.book = ProfileBook(self.settings.recency.window_size)
         self._snapshots: dict[tuple[str, str], tuple[int, float, TaskTypeProfile]] = {}
         self._eligible_cache: dict[str, tuple[int, tuple[AgentSpec, ...], float,

@@ -27,6 +27,7 @@ from router.agents import AgentSpec
 from router.config.loader import ConfigError, describe_validation_error, read_mapping
 from router.errors import UnknownStrategy
 from router.strategies import available_strategies
+from router.transfer.config import HandoffSection, HookSpec, build_dispatcher
 
 if TYPE_CHECKING:
     from router.router import AgentRouter
@@ -99,6 +100,8 @@ class RouterConfig(Section):
     strategy: StrategySection = Field(default_factory=StrategySection)
     profiles: ProfilesSection = Field(default_factory=ProfilesSection)
     seed: int | None = None
+    handoff: HandoffSection = Field(default_factory=HandoffSection)
+    hooks: list[HookSpec] = Field(default_factory=list)
 
     # The file this config was read from (None when built in code); names it in errors.
     _source: Path | None = PrivateAttr(default=None)
@@ -152,6 +155,8 @@ class RouterConfig(Section):
                               "username": self.store.username,
                               "password": self.store.password},
         }
+        if "transfer" not in overrides:  # hand-off hooks; pending requests go to the store
+            kwargs["transfer"] = build_dispatcher(self.hooks, self.handoff)
         kwargs.update(overrides)
         try:
             return AgentRouter(**kwargs)
