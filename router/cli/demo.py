@@ -45,7 +45,7 @@ def _report(summary: DemoSummary, store_url: str, store_given: bool) -> None:
     if store_url != "mem://":
         hint = f" --store {store_url}" if store_given else ""
         console.print(f"profiles are stored in {escape(store_url)}; see them with "
-                      f"`trustroute profiles{escape(hint)}`", highlight=False)
+                      f"`trustroute profiles{escape(hint)}`", highlight=False, soft_wrap=True)
 
 
 @cli.command()

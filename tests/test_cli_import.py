@@ -1,0 +1,152 @@
+"""`trustroute import`: JSONL and CSV logs, duplicates, and bad rows that write nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from cli_helpers import run
+
+from router import AgentRouter
+from router.cli.execution_file import ExecutionFileError, read_executions
+
+
+@pytest.fixture(autouse=True)
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def jsonl(path: Path, rows: list[dict[str, object]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def stored(kv_url: str) -> dict[tuple[str, str], int]:
+    with AgentRouter(store=kv_url) as r:
+        return {(p.agent_id, p.task_type): p.executions_total for p in r.profiles()}
+
+
+def test_jsonl_import_updates_profiles_and_skips_duplicates(
+        capsys: pytest.CaptureFixture[str], workdir: Path, kv_url: str) -> None:
+    rows: list[dict[str, object]] = [
+        {"agent_id": "a", "task_type": "code", "success": True, "quality": 0.9,
+         "latency_ms": 100, "cost": 0.01, "timestamp": "2025-01-02T03:04:05Z",
+         "record_id": "r-1"},
+        {"agent": "b", "task_type": "code", "success": "no"},
+        {"agent_id": "a", "task_type": "math", "success": 1, "timestamp": 1735689600,
+         "metadata": {"ticket": 7}},
+    ] + [{"agent_id": "b", "task_type": "code", "success": True}] * 3  # repeated runs
+    path = jsonl(workdir / "log.jsonl", rows)
+    first = run(capsys, "import", str(path), "--store", kv_url, "--json")
+    assert first.code == 0, first.err
+    assert first.json() | {"store": None} == {"file": str(path), "store": None, "rows": 6,
+                                               "imported": 6, "duplicates_skipped": 0}
+    assert stored(kv_url) == {("a", "code"): 1, ("b", "code"): 4, ("a", "math"): 1}
+    again = run(capsys, "import", str(path), "--store", kv_url)
+    assert again.code == 0
+    assert "imported 0 execution(s)" in again.out and "skipped 6 duplicate(s)" in again.out
+    assert stored(kv_url) == {("a", "code"): 1, ("b", "code"): 4, ("a", "math"): 1}
+    with AgentRouter(store=kv_url) as r:
+        p = r.profile("a", "code")
+        assert p.avg_quality == pytest.approx(0.9) and p.avg_latency_ms == 100.0
+        assert p.last_updated is not None and p.last_updated.year == 2025
+        assert r.profile("b", "code").executions_successful == 3
+
+
+def test_csv_import_with_small_batches_and_excel_bom(
+        capsys: pytest.CaptureFixture[str], workdir: Path, kv_url: str) -> None:
+    lines = ["agent,task_type,success,quality,latency_ms,cost,timestamp,record_id"]
+    for i in range(25):
+        ok = "true" if i % 5 else "false"
+        lines.append(f"agent{i % 3},t{i % 2},{ok},,{i * 10},,2025-03-01T00:00:{i:02d}+00:00,"
+                     f"id-{i}")
+    path = workdir / "log.csv"
+    path.write_text("\ufeff" + "\n".join(lines) + "\n", encoding="utf-8")
+    result = run(capsys, "import", str(path), "--batch-size", "4", "--store", kv_url, "--json")
+    assert result.code == 0, result.err
+    assert result.json()["imported"] == 25
+    counts = stored(kv_url)
+    assert sum(counts.values()) == 25 and counts[("agent0", "t0")] == 5
+    with AgentRouter(store=kv_url) as r:  # quality defaulted from success
+        p = r.profile("agent0", "t0")
+        assert p.avg_quality == pytest.approx(p.success_rate)
+
+
+@pytest.mark.parametrize(("name", "text", "expected"), [
+    ("bad.jsonl", '{"agent_id": "a", "task_type": "t", "success": true}\n\n'
+                  '{"agent_id": "a", "task_type": "t", "success": true, "quality": 1.5}\n',
+     "line 3: quality: quality must be <= 1.0, got 1.5"),
+    ("bad.jsonl", '{"agent_id": "a", "task_type": "t", "success": "maybe"}\n',
+     "line 1: success: expected true/false"),
+    ("bad.jsonl", '{"agent_id": "a", "task_type": "t"}\n', "line 1: success: missing"),
+    ("bad.jsonl", '{"task_type": "t", "success": true}\n', "line 1: agent_id: missing"),
+    ("bad.jsonl", '{"agent_id": "a", "agent": "b", "task_type": "t", "success": true}\n',
+     "line 1: agent_id: agent_id and agent disagree"),
+    ("bad.jsonl", '{"agent_id": "a", "task_type": "t", "success": true, "qualty": 1}\n',
+     "line 1: qualty: unknown column"),
+    ("bad.jsonl", '{"agent_id": "a", "task_type": "t", "success": true,'
+                  ' "timestamp": "2025-01-01T00:00:00"}\n', "line 1: timestamp: "),
+    ("bad.jsonl", '{"agent_id": "a", "task_type": "t", "success": true,'
+                  ' "latency_ms": "slow"}\n', "line 1: latency_ms: expected a number"),
+    ("bad.jsonl", '{"agent_id": "a", "task_type": "t", "success": true, "cost": -1}\n',
+     "line 1: cost: cost must be >= 0"),
+    ("bad.jsonl", '{"agent_id": "a", "task_type": "t", "success": true}\n{oops\n',
+     "line 2: not valid JSON"),
+    ("bad.jsonl", '[1, 2]\n', "line 1: expected a JSON object, got list"),
+    ("bad.csv", "agent_id,task_type,success\na,t,true\nb,t,true,extra\n",
+     "line 3: more values than the 3 header columns"),
+    ("bad.csv", "agent_id,task_type\na,t\n", "line 1: success: missing column"),
+    ("bad.csv", "agent_id,task_type,success,score\na,t,true,1\n",
+     "line 1: score: unknown column"),
+    ("bad.csv", "agent_id,task_type,success,metadata\na,t,true,{oops\n",
+     "line 2: metadata: expected a JSON object"),
+    ("bad.csv", "agent_id,task_type,success\na,,true\n", "line 2: task_type: missing"),
+    ("bad.txt", "agent_id,task_type,success\n", "use .jsonl or .csv, or pass --format"),
+])
+def test_a_bad_row_names_line_and_field_and_writes_nothing(
+        capsys: pytest.CaptureFixture[str], workdir: Path, kv_url: str, name: str, text: str,
+        expected: str) -> None:
+    path = workdir / name
+    path.write_text(text, encoding="utf-8")
+    result = run(capsys, "import", str(path), "--store", kv_url)
+    assert result.code == 2
+    assert result.error_line.startswith(f"{path}: ")
+    assert expected in result.error_line
+    assert stored(kv_url) == {}  # the good rows before the bad one were not written either
+
+
+def test_format_option_overrides_the_extension(capsys: pytest.CaptureFixture[str],
+                                               workdir: Path, kv_url: str) -> None:
+    path = workdir / "log.txt"
+    path.write_text("agent_id,task_type,success\na,t,yes\n", encoding="utf-8")
+    result = run(capsys, "import", str(path), "--format", "csv", "--store", kv_url, "--json")
+    assert result.code == 0 and result.json()["imported"] == 1
+
+
+def test_missing_file_and_empty_file(capsys: pytest.CaptureFixture[str], workdir: Path,
+                                     kv_url: str) -> None:
+    missing = run(capsys, "import", str(workdir / "nope.jsonl"), "--store", kv_url)
+    assert missing.code == 2 and "does not exist" in missing.error_line
+    empty = workdir / "empty.csv"
+    empty.write_text("", encoding="utf-8")
+    result = run(capsys, "import", str(empty), "--store", kv_url, "--json")
+    assert result.code == 0 and result.json()["imported"] == 0
+
+
+def test_derived_record_ids_are_stable_and_count_repeats(workdir: Path) -> None:
+    row = {"agent_id": "a", "task_type": "t", "success": True}
+    path = jsonl(workdir / "x.jsonl", [row, {**row, "quality": 0.5}, row])
+    first = [r.record_id for r in read_executions(path)]
+    assert len(set(first)) == 3  # the repeated row is a second execution, not a duplicate
+    assert [r.record_id for r in read_executions(path)] == first
+    shifted = jsonl(workdir / "y.jsonl", [{**row, "agent_id": "z"}, row, row])
+    assert set(first[0::2]) == {r.record_id for r in read_executions(shifted)[1:]}
+
+
+def test_non_utf8_file_is_a_clear_error(workdir: Path) -> None:
+    path = workdir / "latin.csv"
+    path.write_bytes(b"agent_id,task_type,success\ncaf\xe9,t,true\n")
+    with pytest.raises(ExecutionFileError, match="not UTF-8"):
+        read_executions(path)
