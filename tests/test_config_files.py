@@ -132,12 +132,11 @@ def test_env_var_in_list_names_the_index(tmp_path: Path,
 
 
 @pytest.mark.parametrize(("text", "expected"), [
-    ("stor: mem://\n",
-     "stor: unknown key 'stor' (did you mean 'store'?); allowed here: agents, "),
+    ("stor: mem://\n", "stor: unknown key 'stor' (did you mean 'store'?); allowed here: "),
     ("agents:\n  - id: a\n    max_concurent: 3\n",
      "agents.0.max_concurent: unknown key 'max_concurent' (did you mean 'max_concurrent'?)"),
-    ("profiles:\n  recency:\n    half_life: 3\n",
-     "profiles.recency.half_life: unknown key 'half_life'; allowed here: boost, "),
+    ("profiles:\n  recency:\n    half_life: 3\n", "profiles.recency.half_life: unknown key "
+     "'half_life'; allowed here: boost, boost_window_days, time_constant_days, window_size"),
     ("agents:\n  - {id: a, max_concurrent: lots}\n",
      "agents.0.max_concurrent: expected a valid integer"),
     ("agents:\n  - {id: a, max_concurrent: 0}\n",
