@@ -1,0 +1,19 @@
+"""LangChain integration: ``RoutedRunnable`` routes each input to the best agent and
+records every outcome; ``TraceCollector`` turns a run into a scored ReasoningTrace."""
+
+from integrations.langchain.callbacks import TraceCollector
+from integrations.langchain.errors import AgentsMismatch, AllAgentsFailed, TaskTypeError
+from integrations.langchain.recording import UsageCollector, run_cost
+from integrations.langchain.runnable import RoutedRunnable
+from integrations.langchain.task import resolve_task_type
+
+__all__ = [
+    "AgentsMismatch",
+    "AllAgentsFailed",
+    "RoutedRunnable",
+    "TaskTypeError",
+    "TraceCollector",
+    "UsageCollector",
+    "resolve_task_type",
+    "run_cost",
+]

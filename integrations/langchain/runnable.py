@@ -1,0 +1,349 @@
+"""``RoutedRunnable``: a LangChain Runnable that routes each input to the best agent and
+records how it went.
+
+Each invocation is one task: its type comes from ``task_type``, the router chooses an
+agent (taking an in-flight slot), the agent runs as a child run named after its id, and
+the outcome (success, quality, latency, token cost) is recorded. When the agent raises,
+the failure is recorded and the next-best agent not yet tried gets the task, up to
+``max_attempts``; when every attempt fails, ``AllAgentsFailed`` lists each agent's error.
+A stream falls back only before its first chunk (after that the caller already holds
+output from that agent), so a mid-stream error is recorded and re-raised.
+
+The in-flight slot is released on every path: success, failure, exception in the
+evaluator, a closed generator, or a cancelled task. A cancelled or abandoned run records
+nothing: whether the agent would have succeeded is unknown. Async paths never wait on
+the database on the event loop (``router.aselect`` is in-memory, ``router.arecord``
+writes from a worker thread).
+
+Run metadata: the RoutedRunnable's own run carries the first routing decision; each
+agent's child run carries its own (task_type, task_id, agent_id, decision_id, score,
+attempt), and so does every run nested inside it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping
+from contextlib import aclosing
+from functools import partial
+from typing import Any, Literal, cast
+
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForChainRun,
+    CallbackManagerForChainRun,
+)
+from langchain_core.runnables import (
+    Runnable,
+    RunnableConfig,
+    RunnableSerializable,
+    ensure_config,
+    patch_config,
+)
+from langchain_core.runnables.base import coerce_to_runnable
+from langchain_core.runnables.utils import ConfigurableFieldSpec, get_unique_config_specs
+from pydantic import ConfigDict, Field, PrivateAttr, field_validator
+
+from integrations.langchain.errors import AgentsMismatch
+from integrations.langchain.recording import OutcomeRecorder, RunCapture, TraceScoring
+from integrations.langchain.task import RoutedTask, Selector, resolve_task_type
+from profiles.trace import NoveltyCache, TraceWeights
+from router.decision import RoutingDecision
+from router.router import AgentRouter
+
+
+class _Stopwatch:
+    """Time spent inside the agent only (not in the consumer between stream chunks)."""
+
+    __slots__ = ("_start", "seconds")
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._start = 0.0
+
+    def __enter__(self) -> _Stopwatch:
+        self._start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.seconds += time.perf_counter() - self._start
+
+    @property
+    def ms(self) -> float:
+        return self.seconds * 1000.0
+
+
+def _combine(total: Any, chunk: Any) -> Any:
+    """Chunks add up to the full output when they support ``+`` (messages, strings)."""
+    try:
+        return total + chunk
+    except TypeError:
+        return chunk
+
+
+def _only(inputs: Iterator[Any]) -> Any:
+    return next(inputs)
+
+
+async def _aiter_one(value: Any) -> AsyncIterator[Any]:
+    yield value
+
+
+class RoutedRunnable(RunnableSerializable[Any, Any]):
+    """Route each input to one of ``agents`` with ``router``; learn from every run.
+
+    ``task_type`` is a fixed string, the key of a dict input holding the task type (a
+    string key present in the input wins over the literal), or a callable of the input.
+    ``evaluator(input, output) -> bool | float`` judges outputs (a float is the
+    quality, a success at ``success_threshold`` or above); ``quality="trace"`` records
+    the run's trace score as quality instead. ``max_attempts`` (default: every agent)
+    bounds fallbacks; ``capacity_timeout`` is how long to wait for a free agent.
+    """
+
+    router: AgentRouter
+    agents: dict[str, Runnable[Any, Any]]
+    task_type: str | Callable[[Any], str]
+    evaluator: Callable[[Any, Any], Any] | None = None
+    quality: Literal["trace"] | None = None
+    max_attempts: int | None = Field(default=None, ge=1)
+    success_threshold: float = Field(default=0.5, ge=0.0, le=1.0)
+    exceptions_to_handle: tuple[type[BaseException], ...] = (Exception,)
+    embedder: Any = None
+    novelty_cache: NoveltyCache = Field(default_factory=NoveltyCache)
+    trace_weights: TraceWeights | None = None
+    capacity_timeout: float | None = Field(default=30.0, ge=0.0)
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    _selector: Selector = PrivateAttr()
+    _recorder: OutcomeRecorder = PrivateAttr()
+
+    def __init__(self, **data: Any) -> None:
+        super().__init__(**data)
+        known, given = set(self.router.agents), set(self.agents)
+        if known != given:
+            raise AgentsMismatch(missing=known - given, unknown=given - known)
+        self._selector = Selector(self.router, self.capacity_timeout)
+        scoring = (TraceScoring(self.embedder, self.novelty_cache, self.trace_weights)
+                   if self.quality == "trace" else None)
+        self._recorder = OutcomeRecorder(self.router, self.evaluator,
+                                         self.success_threshold, scoring)
+
+    @field_validator("agents", mode="before")
+    @classmethod
+    def _coerce_agents(cls, value: Any) -> Any:
+        if not isinstance(value, Mapping) or not value:
+            raise TypeError("agents must be a non-empty dict of agent id -> Runnable, "
+                            f"got {value!r}")
+        return {agent_id: coerce_to_runnable(agent) for agent_id, agent in value.items()}
+
+    @field_validator("task_type", mode="before")
+    @classmethod
+    def _check_task_type(cls, value: Any) -> Any:
+        if (isinstance(value, str) and value) or callable(value):
+            return value
+        raise TypeError("task_type must be a non-empty string (a fixed task type or a key "
+                        f"of a dict input) or a callable of the input, got {value!r}")
+
+    @field_validator("embedder")
+    @classmethod
+    def _check_embedder(cls, value: Any) -> Any:
+        if value is not None and not callable(getattr(value, "embed_query", None)):
+            raise TypeError(f"embedder must be a LangChain Embeddings, got {value!r}")
+        return value
+
+    @property
+    def config_specs(self) -> list[ConfigurableFieldSpec]:
+        """Configurable fields of every agent (so ``configurable`` reaches them)."""
+        return get_unique_config_specs(
+            spec for agent in self.agents.values() for spec in agent.config_specs)
+
+    # -- helpers ---------------------------------------------------------------------
+    def _new_task(self, input_: Any) -> RoutedTask:
+        return RoutedTask(resolve_task_type(self.task_type, input_),
+                          max_attempts=self.max_attempts or len(self.agents))
+
+    @staticmethod
+    def _task_config(config: RunnableConfig | None, task: RoutedTask) -> RunnableConfig:
+        config = ensure_config(config)
+        if task.current is not None:
+            config["metadata"] = {**config.get("metadata", {}),
+                                  **task.run_metadata(task.current)}
+        return config
+
+    def _attempt_config(self, config: RunnableConfig,
+                        run_manager: CallbackManagerForChainRun
+                        | AsyncCallbackManagerForChainRun,
+                        task: RoutedTask, decision: RoutingDecision
+                        ) -> tuple[RunnableConfig, RunCapture]:
+        capture = RunCapture.start(self.quality == "trace")
+        callbacks = run_manager.get_child()
+        for handler in capture.handlers:
+            callbacks.add_handler(handler, inherit=True)
+        child = patch_config(config, callbacks=callbacks, run_name=decision.agent_id)
+        child["metadata"] = {**child.get("metadata", {}), **task.run_metadata(decision)}
+        return child, capture
+
+    # -- invoke ----------------------------------------------------------------------
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        """Run the input on the chosen agent (falling back on errors); record the outcome."""
+        task = self._new_task(input)
+        self._selector.next(task)
+        try:
+            return self._call_with_config(partial(self._invoke_task, task=task), input,
+                                          self._task_config(config, task), **kwargs)
+        finally:
+            task.release()
+
+    def _invoke_task(self, input_: Any, run_manager: CallbackManagerForChainRun,
+                     config: RunnableConfig, *, task: RoutedTask, **kwargs: Any) -> Any:
+        while True:
+            decision = task.current or self._selector.next(task)
+            child, capture = self._attempt_config(config, run_manager, task, decision)
+            clock = _Stopwatch()
+            try:
+                with clock:
+                    output = self.agents[decision.agent_id].invoke(input_, child, **kwargs)
+            except self.exceptions_to_handle as exc:
+                self._recorder.failure(task, decision, capture, input_, clock.ms, exc)
+                continue
+            self._recorder.success(task, decision, capture, input_, output, clock.ms)
+            return output
+
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None,
+                      **kwargs: Any) -> Any:
+        """Async ``invoke``."""
+        task = self._new_task(input)
+        await self._selector.anext(task)
+        try:
+            return await self._acall_with_config(partial(self._ainvoke_task, task=task),
+                                                 input, self._task_config(config, task),
+                                                 **kwargs)
+        finally:
+            task.release()
+
+    async def _ainvoke_task(self, input_: Any, run_manager: AsyncCallbackManagerForChainRun,
+                            config: RunnableConfig, *, task: RoutedTask,
+                            **kwargs: Any) -> Any:
+        while True:
+            decision = task.current or await self._selector.anext(task)
+            child, capture = self._attempt_config(config, run_manager, task, decision)
+            clock = _Stopwatch()
+            try:
+                with clock:
+                    output = await self.agents[decision.agent_id].ainvoke(input_, child,
+                                                                          **kwargs)
+            except self.exceptions_to_handle as exc:
+                await self._recorder.afailure(task, decision, capture, input_, clock.ms, exc)
+                continue
+            await self._recorder.asuccess(task, decision, capture, input_, output, clock.ms)
+            return output
+
+    # -- stream ----------------------------------------------------------------------
+    def stream(self, input: Any, config: RunnableConfig | None = None,
+               **kwargs: Any) -> Iterator[Any]:
+        """Stream the chosen agent's chunks; falls back only before the first chunk."""
+        task = self._new_task(input)
+        self._selector.next(task)
+        try:
+            yield from self._transform_stream_with_config(
+                iter([input]), partial(self._stream_task, task=task),
+                self._task_config(config, task), **kwargs)
+        finally:
+            task.release()
+
+    def _stream_task(self, inputs: Iterator[Any], run_manager: CallbackManagerForChainRun,
+                     config: RunnableConfig, *, task: RoutedTask,
+                     **kwargs: Any) -> Iterator[Any]:
+        input_ = _only(inputs)
+        while True:
+            decision = task.current or self._selector.next(task)
+            child, capture = self._attempt_config(config, run_manager, task, decision)
+            clock = _Stopwatch()
+            chunks = iter(self.agents[decision.agent_id].stream(input_, child, **kwargs))
+            try:
+                try:
+                    with clock:
+                        output = next(chunks)
+                except StopIteration:
+                    self._recorder.success(task, decision, capture, input_, None, clock.ms)
+                    return
+                except self.exceptions_to_handle as exc:
+                    self._recorder.failure(task, decision, capture, input_, clock.ms, exc)
+                    continue
+                yield output
+                while True:
+                    try:
+                        with clock:
+                            chunk = next(chunks)
+                    except StopIteration:
+                        break
+                    except self.exceptions_to_handle as exc:
+                        self._recorder.failure(task, decision, capture, input_, clock.ms, exc)
+                        raise
+                    output = _combine(output, chunk)
+                    yield chunk
+                self._recorder.success(task, decision, capture, input_, output, clock.ms)
+                return
+            finally:
+                close = getattr(chunks, "close", None)
+                if close is not None:
+                    close()
+
+    async def astream(self, input: Any, config: RunnableConfig | None = None,
+                      **kwargs: Any) -> AsyncIterator[Any]:
+        """Async ``stream``; closing or cancelling it releases the agent's slot."""
+        task = self._new_task(input)
+        await self._selector.anext(task)
+        try:
+            stream = cast(AsyncGenerator[Any, None], self._atransform_stream_with_config(
+                _aiter_one(input), partial(self._astream_task, task=task),
+                self._task_config(config, task), **kwargs))
+            async with aclosing(stream):
+                async for chunk in stream:
+                    yield chunk
+        finally:
+            task.release()
+
+    async def _astream_task(self, inputs: AsyncIterator[Any],
+                            run_manager: AsyncCallbackManagerForChainRun,
+                            config: RunnableConfig, *, task: RoutedTask,
+                            **kwargs: Any) -> AsyncIterator[Any]:
+        input_ = await anext(inputs)
+        while True:
+            decision = task.current or await self._selector.anext(task)
+            child, capture = self._attempt_config(config, run_manager, task, decision)
+            clock = _Stopwatch()
+            chunks = aiter(self.agents[decision.agent_id].astream(input_, child, **kwargs))
+            try:
+                try:
+                    with clock:
+                        output = await anext(chunks)
+                except StopAsyncIteration:
+                    await self._recorder.asuccess(task, decision, capture, input_, None,
+                                                  clock.ms)
+                    return
+                except self.exceptions_to_handle as exc:
+                    await self._recorder.afailure(task, decision, capture, input_, clock.ms,
+                                                  exc)
+                    continue
+                yield output
+                while True:
+                    try:
+                        with clock:
+                            chunk = await anext(chunks)
+                    except StopAsyncIteration:
+                        break
+                    except self.exceptions_to_handle as exc:
+                        await self._recorder.afailure(task, decision, capture, input_,
+                                                      clock.ms, exc)
+                        raise
+                    output = _combine(output, chunk)
+                    yield chunk
+                await self._recorder.asuccess(task, decision, capture, input_, output,
+                                              clock.ms)
+                return
+            finally:
+                aclose = getattr(chunks, "aclose", None)
+                if aclose is not None:
+                    await aclose()
+
