@@ -15,6 +15,7 @@ from router.cli.base import run_cli
 # Command modules register themselves on import; one line each, keep sorted.
 COMMAND_MODULES: list[str] = [
     "demo",
+    "handoff",
     "importer",
     "init",
     "profiles",

@@ -38,7 +38,7 @@ class HandoffSection(_Strict):
     """Retrieval-confidence settings: a saved calibration and/or explicit thresholds.
 
     Precedence: reference defaults, then the named ``calibration`` from the store, then
-    any threshold given here. A threshold left out (null) is not overridden.
+    any threshold or locale given here. A setting left out (null) is not overridden.
     """
 
     calibration: str | None = Field(default=None, min_length=1, max_length=256)
@@ -48,14 +48,14 @@ class HandoffSection(_Strict):
     confidence_high_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
     insufficient_penalty: float | None = Field(default=None, ge=0.0)
     max_evidence_tokens: int | None = Field(default=None, ge=0)
-    locale: str = "en"
+    locale: str | None = None
     message: str | None = None
     dispatch_attempts: int = Field(default=3, ge=1)
 
     @field_validator("locale")
     @classmethod
-    def _locale(cls, value: str) -> str:
-        return normalise_locale(value)
+    def _locale(cls, value: str | None) -> str | None:
+        return None if value is None else normalise_locale(value)
 
     def overrides(self) -> dict[str, Any]:
         """The thresholds set explicitly in this section."""

@@ -1,0 +1,290 @@
+"""``trustroute calibrate-handoff FILE.jsonl`` and ``trustroute handoffs``.
+
+``calibrate-handoff`` learns retrieval-confidence thresholds from labelled examples (one
+JSON object per line: ``{"scores": [...], "needs_human": true}``), prints them next to
+the reference defaults and, with ``--name``, saves them in the store for the config's
+``handoff: {calibration: NAME}``. ``handoffs`` lists transfer requests no hook could
+deliver (and can retry or resolve them); ``--stats`` shows the hand-off rate per task
+type from the decision log.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+from rich import box
+from rich.markup import escape
+from rich.table import Table
+
+from profiles.store.handoffs import PENDING_STATUSES, HandoffRepository
+from router.cli.base import (
+    CliError,
+    cli,
+    console,
+    json_option,
+    load_router_config,
+    open_router,
+    print_json,
+    router_options,
+)
+from router.cli.tables import age, num, pct
+from router.handoff import RetrievalConfidence, coerce_config
+from router.handoff_calibration import CalibrationReport
+
+SHORT_ID = 8
+
+
+def read_examples(path: Path) -> list[dict[str, Any]]:
+    """The JSONL file's examples; errors name the file and line."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise CliError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    examples = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise CliError(f"{path}:{number}: not valid JSON: {exc.msg}") from None
+        if not isinstance(row, dict) or "scores" not in row or "needs_human" not in row:
+            raise CliError(
+                f'{path}:{number}: expected an object with "scores" and "needs_human", '
+                f"got {line.strip()[:60]}"
+            )
+        examples.append(row)
+    if not examples:
+        raise CliError(f"{path}: no examples (one JSON object per line)")
+    return examples
+
+
+def calibration_table(base: RetrievalConfidence, tuned: RetrievalConfidence) -> Table:
+    """Reference thresholds and calibrated ones side by side, with their sample figures."""
+    report = tuned.calibration
+    assert report is not None
+    table = Table(title="hand-off calibration (figures on the calibration sample)", box=box.SIMPLE)
+    table.add_column("")
+    table.add_column("reference", justify="right")
+    table.add_column("calibrated", justify="right")
+    for name in ("score_threshold", "confidence_low_threshold", "confidence_high_threshold"):
+        table.add_row(name, num(getattr(base.config, name), 4), num(getattr(tuned.config, name), 4))
+    table.add_row(
+        "recall (needs-human transferred)", pct(report.reference_recall), pct(report.recall)
+    )
+    table.add_row(
+        "false transfers (covered transferred)",
+        pct(report.reference_false_transfer_rate),
+        pct(report.false_transfer_rate),
+    )
+    table.add_row("AUROC of confidence", "", num(report.auroc))
+    return table
+
+
+def _guarantee_line(report: CalibrationReport) -> str:
+    if report.guarantee_met:
+        return (
+            f"{report.needs_human} needs-human and {report.covered} covered examples; the "
+            f"{report.required_transfers} lowest-confidence needs-human cases transfer, so "
+            f"recall on new data is >= {report.target_recall:.0%} with probability "
+            f"{report.recall_confidence:.0%}."
+        )
+    return (
+        f"only {report.needs_human} needs-human examples: too few for recall >= "
+        f"{report.target_recall:.0%} with probability {report.recall_confidence:.0%}; every "
+        "one of them transfers. Label more needs-human cases for a tighter threshold."
+    )
+
+
+@cli.command(name="calibrate-handoff")
+@click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
+@click.option(
+    "--target-recall",
+    type=click.FloatRange(0.0, 1.0, min_open=True),
+    default=0.9,
+    show_default=True,
+    help="Share of needs-human cases that must be handed over.",
+)
+@click.option(
+    "--recall-confidence",
+    type=click.FloatRange(0.0, 1.0, min_open=True),
+    default=0.95,
+    show_default=True,
+    help="Probability that the target recall holds on new data.",
+)
+@click.option("--name", default=None, metavar="NAME", help="Save the result in the store.")
+@router_options
+@json_option
+def calibrate_handoff(
+    file: Path,
+    target_recall: float,
+    recall_confidence: float,
+    name: str | None,
+    config: Path | None,
+    store: str | None,
+    as_json: bool,
+) -> None:
+    """Learn hand-off thresholds from labelled retrieval scores in FILE (JSONL).
+
+    Each line: {"scores": [0.82, 0.75, ...], "needs_human": false} -- the relevance
+    scores your retriever returned for one query, and whether a person should have taken
+    it. Thresholds are chosen so that at least --target-recall of the needs-human cases
+    transfer while as few covered ones as possible do. With --name the result is saved
+    and a router config can use it as `handoff: {calibration: NAME}`.
+    """
+    examples = read_examples(file)
+    settings = load_router_config(config, store)
+    base = RetrievalConfidence(coerce_config(None, **settings.handoff.overrides()))
+    try:
+        tuned = base.calibrate(
+            examples, target_recall=target_recall, recall_confidence=recall_confidence
+        )
+    except ValueError as exc:
+        raise CliError(f"{file}: {exc}") from None
+    report = tuned.calibration
+    assert report is not None
+    if name is not None:
+        with open_router(config, store) as router:
+            tuned.save(router.store, name)
+            where = router.store.url
+    if as_json:
+        print_json(
+            {
+                "name": name,
+                "settings": tuned.config.model_dump(),
+                "report": report.as_dict(),
+            }
+        )
+        return
+    console.print(calibration_table(base, tuned))
+    console.print(_guarantee_line(report), highlight=False)
+    if name is not None:
+        console.print(
+            f"saved as {escape(name)!r} in {escape(where)}; use it with "
+            f"`handoff: {{calibration: {escape(name)}}}` in the router config",
+            highlight=False,
+        )
+
+
+def pending_table(rows: list[dict[str, Any]], title: str) -> Table:
+    """Stored transfer requests, oldest first (ids shortened; --json has everything)."""
+    table = Table(title=title, box=box.SIMPLE)
+    table.add_column("request", no_wrap=True)
+    table.add_column("age", no_wrap=True)
+    table.add_column("hook")
+    table.add_column("task type")
+    table.add_column("tries", justify="right")
+    table.add_column("reason / last error", overflow="fold", ratio=1)
+    for r in rows:
+        status = "" if r["status"] == "pending" else f"[{r['status']}] "
+        table.add_row(
+            escape(r["request_id"][:SHORT_ID]),
+            age(r.get("created_at")),
+            escape(r["hook"]),
+            escape(r.get("task_type") or "—"),
+            str(r.get("attempts", 0)),
+            escape(f"{status}{(r.get('reason') or '')[:100]}\n{(r.get('error') or '')[:160]}"),
+        )
+    return table
+
+
+def resolve_id(repo: HandoffRepository, given: str) -> str:
+    """The full request id for ``given`` (a whole id or a unique prefix of a stored one)."""
+    ids = {r["request_id"] for r in repo.pending(None, limit=100_000)}
+    if given in ids:
+        return given
+    matches = sorted(i for i in ids if i.startswith(given))
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise CliError(f"no stored hand-off request {given!r}")
+    raise CliError(f"{given!r} matches {len(matches)} requests; give more of the id")
+
+
+def stats_table(rows: list[dict[str, Any]], title: str) -> Table:
+    """Hand-off rate per task type."""
+    table = Table(title=title, box=box.SIMPLE)
+    for column in ("task type", "decisions", "handed off", "rate", "mean confidence"):
+        table.add_column(column, justify="left" if column == "task type" else "right")
+    for r in rows:
+        table.add_row(
+            escape(r["task_type"]),
+            str(r["decisions"]),
+            str(r["transferred"]),
+            pct(r["handoff_rate"]),
+            num(r["mean_confidence"]),
+        )
+    return table
+
+
+@cli.command(name="handoffs")
+@click.option(
+    "--status",
+    type=click.Choice([*PENDING_STATUSES, "all"]),
+    default="pending",
+    show_default=True,
+    help="Which stored requests to list.",
+)
+@click.option("--limit", type=click.IntRange(1), default=100, show_default=True)
+@click.option("--stats", is_flag=True, help="Hand-off rate per task type instead.")
+@click.option("--retry", is_flag=True, help="Re-deliver pending requests through the hooks.")
+@click.option(
+    "--resolve",
+    default=None,
+    metavar="REQUEST_ID",
+    help="Mark a request handled (its id, or a unique prefix of it).",
+)
+@router_options
+@json_option
+def handoffs(
+    status: str,
+    limit: int,
+    stats: bool,
+    retry: bool,
+    resolve: str | None,
+    config: Path | None,
+    store: str | None,
+    as_json: bool,
+) -> None:
+    """List hand-offs to a person that no hook could deliver (stored as pending).
+
+    A request whose hooks all failed after their retries is never lost: it waits here
+    with the last error. --retry sends pending requests again through the configured
+    hook of the same name; --resolve REQUEST_ID closes one a person has taken care of.
+    """
+    with open_router(config, store) as router:
+        repo = router.store.repository(HandoffRepository)
+        url = router.store.url
+        if stats:
+            rows = repo.decision_stats()
+            if as_json:
+                print_json(rows)
+            elif rows:
+                console.print(stats_table(rows, f"hand-off rate by task type in {escape(url)}"))
+            else:
+                console.print(f"no hand-off decisions recorded in {escape(url)} yet")
+            return
+        if resolve is not None:
+            full = resolve_id(repo, resolve)
+            changed = repo.set_status(full, "resolved")
+            console.print(f"resolved {escape(full)} ({changed} hook row(s))", highlight=False)
+            return
+        if retry:
+            if router.transfer is None:
+                raise CliError("no transfer hooks are configured")
+            delivered, still = router.transfer.retry_pending(limit)
+            if as_json:
+                print_json({"delivered": delivered, "pending": still})
+            else:
+                console.print(f"{delivered} delivered, {still} still pending", highlight=False)
+            return
+        rows = repo.pending(None if status == "all" else status, limit)
+    if as_json:
+        print_json(rows)
+    elif rows:
+        console.print(pending_table(rows, f"{status} hand-offs in {escape(url)}"))
+    else:
+        console.print(f"no {status} hand-offs in {escape(url)}", highlight=False)

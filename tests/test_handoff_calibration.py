@@ -1,0 +1,208 @@
+"""RetrievalConfidence.calibrate: recall on new data, few false transfers, persistence."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from profiles.store import Store
+from router.config import RouterConfig
+from router.handoff import RetrievalConfidence
+from router.handoff_calibration import auroc, rank_is_guaranteed, required_rank
+
+
+def synthetic(
+    n: int, seed: int, *, shift: float = 0.0, hits: int = 5
+) -> list[tuple[list[float], bool]]:
+    """Top-k scores of covered (high) and needs-human (low) queries, like a small embedder."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        needs = i % 2 == 0
+        top = rng.normal(0.55, 0.08) if needs else rng.normal(0.80, 0.05)
+        top = float(np.clip(top + shift, -1.0, 1.0))
+        scores = sorted((top - abs(rng.normal(0.03, 0.02)) * j for j in range(hits)), reverse=True)
+        out.append((scores, needs))
+    return out
+
+
+def rates(rc: RetrievalConfidence, examples: list[tuple[list[float], bool]]) -> tuple[float, float]:
+    moved = np.array([rc.evaluate(s).should_transfer for s, _ in examples])
+    needs = np.array([n for _, n in examples])
+    return float(moved[needs].mean()), float(moved[~needs].mean())
+
+
+def test_calibrated_thresholds_generalise_to_fresh_data() -> None:
+    rc = RetrievalConfidence.calibrate(synthetic(400, seed=1), target_recall=0.9)
+    recall, false_rate = rates(rc, synthetic(6000, seed=2))
+    assert recall >= 0.9
+    assert false_rate <= 0.05
+    report = rc.calibration
+    assert report is not None and rc.report is report
+    assert report.guarantee_met and report.needs_human == 200 and report.covered == 200
+    # the recall point carries a margin above the target on the sample itself
+    assert report.recall >= report.required_transfers / report.needs_human > 0.9
+    assert report.auroc is not None and report.auroc > 0.95
+
+
+def test_report_matches_what_evaluate_does_on_the_sample() -> None:
+    sample = synthetic(300, seed=3)
+    rc = RetrievalConfidence.calibrate(sample)
+    recall, false_rate = rates(rc, sample)
+    assert rc.calibration is not None
+    assert rc.calibration.recall == pytest.approx(recall)
+    assert rc.calibration.false_transfer_rate == pytest.approx(false_rate)
+    ref_recall, ref_false = rates(RetrievalConfidence(), sample)
+    assert rc.calibration.reference_recall == pytest.approx(ref_recall)
+    assert rc.calibration.reference_false_transfer_rate == pytest.approx(ref_false)
+
+
+def test_thresholds_follow_the_embedders_scale() -> None:
+    """An embedder whose scores sit 0.15 higher: the defaults miss, calibration follows."""
+    shifted = synthetic(400, seed=4, shift=0.15)
+    fresh = synthetic(4000, seed=5, shift=0.15)
+    reference_recall, _ = rates(RetrievalConfidence(), fresh)
+    assert reference_recall < 0.7
+    rc = RetrievalConfidence.calibrate(shifted)
+    recall, false_rate = rates(rc, fresh)
+    assert recall >= 0.9 and false_rate <= 0.05
+    base = RetrievalConfidence.calibrate(synthetic(400, seed=4))
+    assert rc.config.score_threshold == pytest.approx(base.config.score_threshold + 0.15, abs=0.03)
+
+
+def test_insufficient_and_transfer_agree_after_calibration() -> None:
+    rc = RetrievalConfidence.calibrate(synthetic(400, seed=6))
+    for scores, _ in synthetic(500, seed=7):
+        result = rc.evaluate(scores)
+        assert result.should_transfer == result.is_retrieval_insufficient
+
+
+def test_hits_are_used_when_they_vary() -> None:
+    """Needs-human queries retrieve few documents (a score cut-off in the retriever)."""
+    rng = np.random.default_rng(8)
+
+    def draw(n: int) -> list[tuple[list[float], bool]]:
+        out = []
+        for i in range(n):
+            needs = i % 2 == 0
+            k = int(rng.integers(1, 3)) if needs else int(rng.integers(4, 6))
+            top = float(rng.uniform(0.6, 0.8))  # best scores alone do not separate
+            out.append(([top] * k, needs))
+        return out
+
+    rc = RetrievalConfidence.calibrate(draw(400))
+    recall, false_rate = rates(rc, draw(4000))
+    assert recall >= 0.9 and false_rate <= 0.05
+
+
+def test_small_sample_transfers_every_needs_human_case() -> None:
+    sample = synthetic(20, seed=9)  # 10 needs-human: too few for the 95% guarantee
+    rc = RetrievalConfidence.calibrate(sample)
+    assert rc.calibration is not None
+    assert rc.calibration.recall == 1.0 and not rc.calibration.guarantee_met
+    assert rc.calibration.required_transfers == 10
+
+
+def test_full_recall_target() -> None:
+    rc = RetrievalConfidence.calibrate(synthetic(200, seed=10), target_recall=1.0)
+    assert rc.calibration is not None and rc.calibration.recall == 1.0
+
+
+def test_examples_without_retrieval_count_as_transferred() -> None:
+    sample = [*synthetic(200, seed=11), ([], True), (None, True)]
+    rc = RetrievalConfidence.calibrate(sample)
+    assert rc.calibration is not None and rc.calibration.extra["no_retrieval_examples"] == 2
+    assert rc.evaluate([]).should_transfer
+
+
+def test_instance_calibration_keeps_its_settings() -> None:
+    rc = RetrievalConfidence(locale="zh", max_evidence_tokens=500).calibrate(synthetic(200, 12))
+    assert rc.locale == "zh" and rc.config.max_evidence_tokens == 500
+    assert rc.config.confidence_high_threshold >= rc.config.confidence_low_threshold
+
+
+def test_mapping_examples_and_labels() -> None:
+    sample = [
+        {"scores": s, "needs_human": int(n), "evidence_tokens": 10}
+        for s, n in synthetic(100, seed=13)
+    ]
+    rc = RetrievalConfidence.calibrate(sample)
+    assert rc.calibration is not None and rc.calibration.needs_human == 50
+
+
+@pytest.mark.parametrize(
+    ("examples", "match"),
+    [
+        ([([0.9], False), ([0.8], False)], "both needs-human and covered"),
+        ([], "at least one example"),
+        ([([0.9], "maybe")], "example 0: needs_human must be true or false"),
+        ([([0.9], True), ([0.1, math.nan], False)], r"example 1: scores\[1\]"),
+        ([([0.9],)], "example 0: expected"),
+        ([{"scores": [0.9]}], "example 0: needs the keys"),
+    ],
+)
+def test_bad_examples_are_named(examples: list[object], match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        RetrievalConfidence.calibrate(examples)
+
+
+@pytest.mark.parametrize("bad", [0.0, 1.5, -0.1])
+def test_bad_targets(bad: float) -> None:
+    with pytest.raises(ValueError, match="target_recall"):
+        RetrievalConfidence.calibrate(synthetic(20, 0), target_recall=bad)
+    with pytest.raises(ValueError, match="recall_confidence"):
+        RetrievalConfidence.calibrate(synthetic(20, 0), recall_confidence=bad)
+
+
+def _binom_cdf(k: int, n: int, p: float) -> float:
+    return sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k + 1))
+
+
+@pytest.mark.parametrize(("n", "t", "c"), [(50, 0.9, 0.95), (200, 0.9, 0.9), (1000, 0.8, 0.95)])
+def test_required_rank_is_the_smallest_safe_order_statistic(n: int, t: float, c: float) -> None:
+    k = required_rank(n, t, c)
+    assert _binom_cdf(k - 1, n, t) >= c
+    assert _binom_cdf(k - 2, n, t) < c
+    assert rank_is_guaranteed(n, t, c)
+
+
+def test_required_rank_edges() -> None:
+    assert required_rank(0, 0.9, 0.95) == 0
+    assert required_rank(10, 0.9, 0.95) == 10 and not rank_is_guaranteed(10, 0.9, 0.95)
+    assert required_rank(10, 1.0, 0.95) == 10
+    assert required_rank(1000, 0.9, 0.5) == pytest.approx(900, abs=2)
+
+
+def test_auroc() -> None:
+    assert auroc(np.array([0.1, 0.4, 0.35, 0.8]), np.array([False, False, True, True])) == 0.75
+    assert auroc(np.array([1.0, 1.0]), np.array([True, False])) == 0.5
+    assert auroc(np.array([1.0]), np.array([True])) is None
+
+
+def test_save_load_and_name_in_config(kv_url: str) -> None:
+    rc = RetrievalConfidence(locale="zh", max_evidence_tokens=None).calibrate(synthetic(300, 14))
+    with Store(kv_url) as store:
+        rc.save(store, "support-kb")
+    with Store(kv_url) as store:
+        loaded = RetrievalConfidence.load(store, "support-kb")
+        assert loaded.config == rc.config
+        assert loaded.config.max_evidence_tokens is None  # null survives the round trip
+        assert loaded.calibration == rc.calibration
+        with pytest.raises(KeyError, match="no saved hand-off calibration named 'other'"):
+            RetrievalConfidence.load(store, "other")
+    config = RouterConfig.model_validate(
+        {
+            "store": kv_url,
+            "agents": ["a"],
+            "handoff": {"calibration": "support-kb", "confidence_high_threshold": 0.99},
+        }
+    )
+    with config.build_router() as router:
+        assert router.transfer is not None and router.transfer.settings is not None
+        named = router.transfer.settings.confidence(router.store)
+    assert named.config.score_threshold == rc.config.score_threshold
+    assert named.config.confidence_low_threshold == rc.config.confidence_low_threshold
+    assert named.config.confidence_high_threshold == 0.99  # explicit setting wins
+    assert named.locale == "zh"

@@ -1,0 +1,303 @@
+"""TransferDispatcher: sync and async hooks, retries, pending storage, retry of pending."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from typing import Any
+
+import pytest
+
+from profiles.store import Store
+from profiles.store.handoffs import HandoffRepository
+from router import AgentRouter
+from router.config import RouterConfig
+from router.transfer import (
+    CallableHook,
+    LoggingHook,
+    TransferDispatcher,
+    TransferHook,
+    TransferRequest,
+)
+from router.transfer.callable_hook import import_target
+
+
+def make_request(**fields: Any) -> TransferRequest:
+    return TransferRequest(input="my card never arrived", reason="no retrieval", **fields)
+
+
+class Flaky:
+    """Fails ``failures`` times, then returns ``answer``."""
+
+    def __init__(self, failures: int, answer: Any = "ok") -> None:
+        self.failures = failures
+        self.calls = 0
+        self.answer = answer
+        self.name = "flaky"
+
+    def __call__(self, request: TransferRequest) -> Any:
+        self.calls += 1
+        if self.calls <= self.failures:
+            raise ConnectionError(f"helpdesk down (call {self.calls})")
+        return self.answer
+
+
+class Pause(Exception):
+    """Stands in for a framework's control-flow exception."""
+
+
+class Pausing:
+    name = "pausing"
+    passthrough = (Pause,)
+    runs_last = True
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self, request: TransferRequest) -> None:
+        self.calls += 1
+        raise Pause()
+
+
+def test_hooks_satisfy_the_protocol() -> None:
+    assert isinstance(LoggingHook(), TransferHook)
+    assert isinstance(CallableHook(print), TransferHook)
+    assert isinstance(lambda request: None, TransferHook)
+
+
+def test_sync_and_async_hooks_receive_the_request() -> None:
+    seen: list[tuple[str, str]] = []
+
+    def sync_hook(request: TransferRequest) -> str:
+        seen.append(("sync", request.request_id))
+        return "ticket-1"
+
+    async def async_hook(request: TransferRequest) -> str:
+        await asyncio.sleep(0)
+        seen.append(("async", request.request_id))
+        return "ticket-2"
+
+    dispatcher = TransferDispatcher([sync_hook, CallableHook(async_hook)])
+    req = make_request()
+    outcome = dispatcher.dispatch(req)
+    assert outcome.delivered and not outcome.pending
+    assert seen == [("sync", req.request_id), ("async", req.request_id)]
+    assert outcome.responses == {"sync_hook": "ticket-1", "async_hook": "ticket-2"}
+
+    seen.clear()
+    outcome = asyncio.run(dispatcher.adispatch(req))
+    assert outcome.delivered and [s[0] for s in seen] == ["sync", "async"]
+
+
+def test_async_hook_from_sync_dispatch_inside_a_running_loop() -> None:
+    calls: list[str] = []
+
+    async def async_hook(request: TransferRequest) -> None:
+        calls.append(request.reason)
+
+    async def main() -> bool:
+        # a sync dispatch called from async code must not deadlock the running loop
+        return TransferDispatcher([async_hook]).dispatch(make_request()).delivered
+
+    assert asyncio.run(main())
+    assert calls == ["no retrieval"]
+
+
+def test_adispatch_runs_sync_hooks_off_the_event_loop() -> None:
+    threads: list[str] = []
+
+    def sync_hook(request: TransferRequest) -> None:
+        threads.append(threading.current_thread().name)
+
+    async def main() -> None:
+        await TransferDispatcher([sync_hook]).adispatch(make_request())
+
+    asyncio.run(main())
+    assert threads and threads[0] != threading.main_thread().name
+
+
+def test_flaky_hook_is_retried() -> None:
+    flaky = Flaky(failures=2)
+    outcome = TransferDispatcher([flaky], attempts=3, backoff_s=0).dispatch(make_request())
+    assert outcome.delivered and flaky.calls == 3
+    assert outcome.deliveries[0].attempts == 3
+
+
+def test_async_flaky_hook_is_retried() -> None:
+    calls = 0
+
+    async def hook(request: TransferRequest) -> None:
+        nonlocal calls
+        calls += 1
+        if calls < 3:
+            raise TimeoutError("slow")
+
+    outcome = asyncio.run(TransferDispatcher([hook], backoff_s=0).adispatch(make_request()))
+    assert outcome.delivered and calls == 3
+
+
+def test_failing_hook_is_stored_pending_and_others_still_deliver(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    delivered: list[str] = []
+    broken = Flaky(failures=99)
+    with Store("mem://") as store:
+        dispatcher = TransferDispatcher(
+            [broken, lambda r: delivered.append(r.request_id)], store=store, backoff_s=0
+        )
+        req = make_request(task_type="cards", run_id="run-7")
+        outcome = dispatcher.dispatch(req)
+        rows = store.repository(HandoffRepository).pending()
+    assert broken.calls == 3 and delivered == [req.request_id]
+    assert outcome.pending and outcome.stored and not outcome.delivered
+    assert len(rows) == 1
+    row = rows[0]
+    assert row["hook"] == "flaky" and row["attempts"] == 3 and row["task_type"] == "cards"
+    assert row["error"] == "ConnectionError: helpdesk down (call 3)"
+    assert TransferRequest.model_validate(row["request"]) == req
+    assert "failed after 3 attempt(s)" in caplog.text
+
+
+def test_no_hooks_means_pending_not_lost() -> None:
+    with Store("mem://") as store:
+        outcome = TransferDispatcher(store=store).dispatch(make_request())
+        rows = store.repository(HandoffRepository).pending()
+    assert outcome.pending and outcome.stored
+    assert rows[0]["error"] == "no transfer hooks configured"
+
+
+def test_without_a_store_the_request_is_kept_in_memory(caplog: pytest.LogCaptureFixture) -> None:
+    dispatcher = TransferDispatcher([Flaky(99)], attempts=2, backoff_s=0)
+    req = make_request()
+    outcome = dispatcher.dispatch(req)
+    assert outcome.pending and not outcome.stored
+    assert dispatcher.undelivered == [(req, "flaky")]
+    assert "kept in memory only" in caplog.text
+
+
+def test_passthrough_exception_propagates_unretried_and_unstored() -> None:
+    first: list[str] = []
+    pausing = Pausing()
+    with Store("mem://") as store:
+        dispatcher = TransferDispatcher([pausing, first.append], store=store)
+        with pytest.raises(Pause):
+            dispatcher.dispatch(make_request())
+        assert store.repository(HandoffRepository).pending() == []
+    assert pausing.calls == 1
+    assert len(first) == 1  # the pausing hook runs last, after the notifications
+
+
+def test_keyboard_interrupt_is_not_retried() -> None:
+    calls = 0
+
+    def hook(request: TransferRequest) -> None:
+        nonlocal calls
+        calls += 1
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        TransferDispatcher([hook], backoff_s=0).dispatch(make_request())
+    assert calls == 1
+
+
+def test_retry_pending_delivers_and_closes() -> None:
+    flaky = Flaky(failures=3)
+    with Store("mem://") as store:
+        dispatcher = TransferDispatcher([flaky], store=store, backoff_s=0)
+        req = make_request()
+        assert dispatcher.dispatch(req).pending
+        assert [r["request_id"] for r in dispatcher.pending()] == [req.request_id]
+        assert dispatcher.retry_pending() == (1, 0)
+        repo = store.repository(HandoffRepository)
+        assert repo.pending() == []
+        assert repo.pending("delivered")[0]["request_id"] == req.request_id
+
+
+def test_retry_pending_keeps_failures_and_unknown_hooks() -> None:
+    with Store("mem://") as store:
+        TransferDispatcher([Flaky(99)], store=store, backoff_s=0).dispatch(make_request())
+        TransferDispatcher(store=store).dispatch(make_request())  # "(no hook)" row
+        again = TransferDispatcher([Flaky(99)], store=store, backoff_s=0, attempts=2)
+        assert again.retry_pending() == (0, 2)
+        rows = {r["hook"]: r for r in again.pending()}
+    assert rows["flaky"]["attempts"] == 5
+
+
+def test_logging_hook_leaves_the_input_out_by_default(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    LoggingHook()(make_request(confidence=0.25))
+    assert "confidence 0.25" in caplog.text and "no retrieval" in caplog.text
+    assert "my card never arrived" not in caplog.text
+    LoggingHook(include_input=True, level="INFO")(make_request())
+    assert "my card never arrived" in caplog.text
+    with pytest.raises(ValueError, match="unknown log level"):
+        LoggingHook(level="LOUD")
+
+
+def notify(request: TransferRequest) -> str:
+    """Imported by path in the config test."""
+    return f"notified {request.request_id}"
+
+
+def test_callable_hook_by_import_path() -> None:
+    assert import_target("test_transfer_dispatcher:notify") is notify
+    assert import_target("test_transfer_dispatcher.notify") is notify
+    with pytest.raises(ValueError, match="has no 'missing'"):
+        import_target("test_transfer_dispatcher:missing")
+    with pytest.raises(ValueError, match="cannot import"):
+        import_target("no_such_module_xyz:f")
+
+
+def test_request_validation() -> None:
+    with pytest.raises(ValueError, match="confidence"):
+        make_request(confidence=1.5)
+    with pytest.raises(ValueError, match="timezone-aware"):
+        from datetime import datetime
+
+        make_request(timestamp=datetime(2024, 1, 1))
+    with pytest.raises(ValueError, match="extra"):
+        TransferRequest(reason="x", colour="blue")  # type: ignore[call-arg]
+    payload = make_request(diagnostics={"obj": object()}).payload()
+    assert isinstance(payload["diagnostics"]["obj"], str)
+    assert payload["timestamp"].endswith("Z") or "+00:00" in payload["timestamp"]
+
+
+def test_router_from_config_dispatches_through_its_hooks() -> None:
+    config = RouterConfig.model_validate(
+        {
+            "store": "mem://",
+            "agents": ["a", "b"],
+            "hooks": [
+                {"type": "callable", "target": "test_transfer_dispatcher:notify"},
+                {"type": "logging", "level": "INFO"},
+            ],
+            "handoff": {"dispatch_attempts": 2},
+        }
+    )
+    with config.build_router() as router:
+        assert router.transfer is not None and router.transfer.store is router.store
+        assert router.transfer.attempts == 2
+        decision = router.select("cards")
+        req = TransferRequest.from_decision(decision, reason="weak_resonance", input={"q": 1})
+        outcome = router.transfer.dispatch(req)
+    assert outcome.delivered
+    assert outcome.responses["notify"] == f"notified {req.request_id}"
+    assert req.decision_id == decision.decision_id and req.task_type == "cards"
+    assert req.source == "abstain"
+
+
+def test_router_without_config_has_no_dispatcher_unless_given() -> None:
+    with AgentRouter(agents=["a"], store="mem://") as router:
+        assert router.transfer is None
+    dispatcher = TransferDispatcher()
+    with AgentRouter(agents=["a"], store="mem://", transfer=dispatcher) as router:
+        assert router.transfer is dispatcher and dispatcher.store is router.store
+
+
+def test_duplicate_hook_names_are_rejected() -> None:
+    config = RouterConfig.model_validate(
+        {"store": "mem://", "hooks": [{"type": "logging"}, {"type": "logging"}]}
+    )
+    with pytest.raises(ValueError, match=r"names must be unique.*logging"):
+        config.build_router()

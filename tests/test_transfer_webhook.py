@@ -1,0 +1,195 @@
+"""The webhook hook against a real HTTP server on 127.0.0.1, end to end to the store."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+
+import pytest
+from cli_helpers import run
+from webhook_server import webhook_receiver
+
+from profiles.store import Store
+from profiles.store.handoffs import HandoffRepository
+from router import AgentRouter
+from router.transfer import TransferDispatcher, TransferRequest, WebhookError, WebhookHook
+
+SECRET_ENV = "TRUSTROUTE_TEST_WEBHOOK_SECRET"
+SECRET = "s3cr3t-do-not-log"
+
+
+def request(**fields: object) -> TransferRequest:
+    base: dict[str, object] = {
+        "input": {"question": "Can I get a refund in Bitcoin?"},
+        "reason": "Retrieval insufficient",
+        "confidence": 0.21,
+        "diagnostics": {"max_score": 0.41, "hits": 5},
+        "run_id": "run-1",
+        "task_type": "support",
+    }
+    return TransferRequest(**{**base, **fields})  # type: ignore[arg-type]
+
+
+def test_success_posts_the_json_payload() -> None:
+    with webhook_receiver([200]) as server:
+        req = request()
+        status = WebhookHook(server.url, timeout_s=2.0)(req)
+    assert status == 200
+    assert len(server.received) == 1
+    got = server.received[0]
+    assert got.path == "/hooks/handoff"
+    assert got.json() == req.payload()
+    assert got.json()["input"] == {"question": "Can I get a refund in Bitcoin?"}
+    assert got.headers["Content-Type"].startswith("application/json")
+    assert got.headers["X-Trustroute-Request-Id"] == req.request_id
+    assert "X-Trustroute-Signature" not in got.headers
+
+
+def test_hmac_signature_verified_by_the_receiver(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv(SECRET_ENV, SECRET)
+    caplog.set_level(logging.DEBUG)
+    with webhook_receiver([200], secret=SECRET) as server:
+        hook = WebhookHook(server.url, secret_env=SECRET_ENV, backoff_s=0)
+        assert hook(request()) == 200
+    assert server.received[0].signature_ok is True
+    assert SECRET not in caplog.text and SECRET not in repr(hook)
+    assert SECRET not in str(hook.describe())
+
+
+def test_wrong_secret_is_rejected_by_the_receiver_and_not_retried(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(SECRET_ENV, "not-the-secret")
+    with webhook_receiver([200], secret=SECRET) as server:
+        hook = WebhookHook(server.url, secret_env=SECRET_ENV, backoff_s=0)
+        with pytest.raises(WebhookError, match="rejected with HTTP 401; not retried") as err:
+            hook(request())
+    assert server.received[0].signature_ok is False
+    assert len(server.received) == 1  # a 4xx is final
+    assert "not-the-secret" not in str(err.value)
+
+
+def test_missing_secret_env_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(SECRET_ENV, raising=False)
+    with webhook_receiver([200]) as server:
+        hook = WebhookHook(server.url, secret_env=SECRET_ENV)
+        with pytest.raises(WebhookError, match=f"{SECRET_ENV} \\(secret_env\\) is not set"):
+            hook(request())
+        assert server.received == []
+
+
+def test_500_then_success_is_retried_with_the_same_request() -> None:
+    with webhook_receiver([500, 503, 200]) as server:
+        hook = WebhookHook(server.url, attempts=3, backoff_s=0.01)
+        assert hook(request()) == 200
+    assert len(server.received) == 3
+    ids = {r.headers["X-Trustroute-Request-Id"] for r in server.received}
+    assert len(ids) == 1
+    assert server.received[0].body == server.received[2].body
+
+
+def test_timeout_is_retried_then_fails() -> None:
+    with webhook_receiver([0.6]) as server:
+        hook = WebhookHook(server.url, timeout_s=0.1, attempts=2, backoff_s=0.01)
+        with pytest.raises(WebhookError, match=r"after 2 attempt\(s\): timed out after 0.1 s"):
+            hook(request())
+    assert len(server.received) == 2
+
+
+def test_timeout_then_success() -> None:
+    with webhook_receiver([0.6, 200]) as server:
+        hook = WebhookHook(server.url, timeout_s=0.1, attempts=3, backoff_s=0.01)
+        assert hook(request()) == 200
+
+
+def test_refused_connection_fails_after_retries() -> None:
+    with webhook_receiver([200]) as server:
+        url = server.url
+    hook = WebhookHook(url + "?token=abc", attempts=2, backoff_s=0.01)
+    with pytest.raises(WebhookError, match="connection failed") as err:
+        hook(request())
+    assert "token=abc" not in str(err.value)  # query strings (tokens) are never echoed
+
+
+def test_async_delivery() -> None:
+    with webhook_receiver([500, 200]) as server:
+        hook = WebhookHook(server.url, backoff_s=0.01)
+        assert asyncio.run(hook.acall(request())) == 200
+    assert len(server.received) == 2
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"url": "ftp://example.com"}, "http:// or https://"),
+        ({"url": "http://x", "timeout_s": 0}, "timeout_s must be > 0"),
+        ({"url": "http://x", "attempts": 0}, "attempts must be >= 1"),
+    ],
+)
+def test_bad_settings(kwargs: dict[str, object], match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        WebhookHook(**kwargs)  # type: ignore[arg-type]
+
+
+def test_permanent_failure_is_pending_in_the_store(tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    with webhook_receiver([500]) as server:
+        hook = WebhookHook(server.url, attempts=3, backoff_s=0.01)
+        with Store(f"surrealkv://{db}") as store:
+            dispatcher = TransferDispatcher([hook], store=store)
+            req = request()
+            outcome = dispatcher.dispatch(req)
+    assert len(server.received) == 3
+    assert outcome.pending and outcome.stored and not outcome.delivered
+    assert outcome.deliveries[0].error is not None
+    assert "HTTP 500" in outcome.deliveries[0].error
+    with Store(f"surrealkv://{db}") as store:  # survives close and reopen
+        rows = store.repository(HandoffRepository).pending()
+    assert [r["request_id"] for r in rows] == [req.request_id]
+    assert rows[0]["hook"] == "webhook" and rows[0]["status"] == "pending"
+    assert "HTTP 500" in rows[0]["error"]
+    assert TransferRequest.model_validate(rows[0]["request"]) == req
+
+
+def test_permanent_failure_listed_by_trustroute_handoffs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with webhook_receiver([500, 500, 500, 200]) as server:
+        config = tmp_path / "router.yaml"
+        config.write_text(
+            "store: surrealkv://db\n"
+            "agents: [support-bot]\n"
+            "hooks:\n"
+            "  - type: webhook\n"
+            f"    url: {server.url}\n"
+            "    attempts: 3\n"
+            "    backoff_s: 0.01\n"
+            "  - type: logging\n",
+            encoding="utf-8",
+        )
+        with AgentRouter.from_config(config) as router:
+            assert router.transfer is not None
+            outcome = router.transfer.dispatch(request(input="where is my card?"))
+        assert outcome.pending
+        assert [d.hook for d in outcome.deliveries if d.delivered] == ["logging"]
+
+        listed = run(capsys, "handoffs", "--config", str(config), "--json")
+        assert listed.code == 0, listed.err
+        rows = listed.json()
+        assert len(rows) == 1
+        assert rows[0]["request_id"] == outcome.request.request_id
+        assert rows[0]["hook"] == "webhook" and "HTTP 500" in rows[0]["error"]
+        table = run(capsys, "handoffs", "--config", str(config))
+        assert table.code == 0 and outcome.request.request_id[:8] in table.out
+
+        # the receiver is back: --retry delivers the stored request and closes it
+        retried = run(capsys, "handoffs", "--config", str(config), "--retry")
+        assert retried.code == 0, retried.err
+        assert "1 delivered, 0 still pending" in retried.out
+    assert len(server.received) == 4
+    assert server.received[3].json()["request_id"] == outcome.request.request_id
+    after = run(capsys, "handoffs", "--config", str(config), "--json")
+    assert after.json() == []
