@@ -1,19 +1,25 @@
 # Two commands do everything on a fresh machine: `make demo` and `make test`.
+# Both create the virtual environment and install the project on first use (or when
+# pyproject.toml changes); nothing else needs to be installed but Python >= 3.11.
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+DEMO_ARGS ?=
 
 .PHONY: demo test bench lint typecheck check clean
 
 $(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
+		{ echo "trustroute needs Python >= 3.11; run: make PYTHON=python3.11 ..." >&2; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 
+# The main job: a simulated workload routed and learned on the embedded store (.trustroute/).
 demo: $(STAMP)
-	$(BIN)/trustroute demo
+	$(BIN)/trustroute demo $(DEMO_ARGS)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
@@ -21,9 +27,9 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
 
+# The house style is `ruff check` (pyproject.toml); the code is not ruff-format'ed.
 lint: $(STAMP)
 	$(BIN)/ruff check router profiles integrations tests benchmarks examples
-	$(BIN)/ruff format --check router profiles integrations tests benchmarks examples
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -26,7 +26,7 @@ def test_demo_on_the_default_store_prints_leaderboards_and_the_comparison(
     out = result.out
     assert f"strategy {DEFAULT_STRATEGY}" in out  # whatever the library default is
     for task_type in DEFAULT_WORKLOAD.task_types:
-        assert f"{task_type}  next pick: " in out
+        assert f"{task_type}: settled on " in out
     assert "routed mean quality" in out and "best single agent generalist" in out
     assert "random" in out and "of oracle" in out and "learning curve" in out
     assert "trustroute profiles" in out  # points at the persisted profiles

@@ -94,7 +94,12 @@ def test_summary_baselines_by_hand() -> None:
     assert x_rows[1].observed_quality is None
     y_rows = s.leaderboard["y"]
     assert [r.agent_id for r in y_rows] == ["bad", "good"]  # equal counts: better quality first
+    # the last quarter of each type's tasks: x -> [good], y -> [bad]
+    assert (s.preferred["x"].agent_id, s.preferred["x"].is_best) == ("good", True)
+    assert (s.preferred["y"].agent_id, s.preferred["y"].is_best) == ("bad", True)
+    assert s.preferred["x"].share == 1.0 and s.preferred["x"].tasks == 1
     data = s.as_dict()
+    assert data["preferred"]["y"]["agent_id"] == "bad"
     assert data["share_of_oracle"] == pytest.approx(s.routed_expected_quality / 0.75)
     assert data["leaderboard"]["x"][0]["agent_id"] == "good"
 

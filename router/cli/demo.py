@@ -23,7 +23,7 @@ from router.cli.base import (
     print_json,
     router_options,
 )
-from router.cli.tables import LEADERBOARD_LEGEND, leaderboard_table, pct
+from router.cli.tables import LEADERBOARD_LEGEND, leaderboard_heading, leaderboard_table, pct
 from router.demo import DEFAULT_WORKLOAD, DemoSummary, TaskResult, run_demo, summarize
 from router.strategies import available_strategies
 
@@ -31,7 +31,9 @@ from router.strategies import available_strategies
 def _report(summary: DemoSummary, store_url: str, store_given: bool) -> None:
     s = summary
     for task_type, rows in s.leaderboard.items():
-        console.print(leaderboard_table(task_type, rows, s.next_pick.get(task_type)))
+        console.print(leaderboard_heading(task_type, rows, s.preferred.get(task_type)),
+                      highlight=False)
+        console.print(leaderboard_table(rows))
     console.print(LEADERBOARD_LEGEND, style="dim", highlight=False)
     console.print(
         f"[bold]routed mean quality {s.routed_expected_quality:.3f}[/] (observed "

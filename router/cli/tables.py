@@ -15,7 +15,7 @@ from rich.table import Table
 
 from profiles.profile import TaskTypeProfile
 from router.decision import RoutingDecision
-from router.demo.summary import LeaderboardRow
+from router.demo.summary import LeaderboardRow, Preference
 
 
 def num(value: float | None, digits: int = 3) -> str:
@@ -51,7 +51,8 @@ def decision_table(decision: RoutingDecision) -> Table:
     rather than squeezed into a column.
     """
     table = Table(title=f"candidates for {escape(decision.task_type)}", title_justify="left",
-                  box=box.SIMPLE_HEAD, padding=(0, 0), pad_edge=False)
+                  box=box.SIMPLE_HEAD, padding=(0, 0), pad_edge=False,
+                  show_edge=False)
     for header in ("#", "agent", "final", "score", "expertise", "conf.", "adjusted", "runs",
                    "load"):
         table.add_column(header, justify="left" if header == "agent" else "right",
@@ -101,16 +102,22 @@ LEADERBOARD_LEGEND = ("routed: tasks sent to the agent in this run (share); qual
                       "confidence, adjusted: its learned profile")
 
 
-def leaderboard_table(task_type: str, rows: list[LeaderboardRow], next_pick: str | None
-                      ) -> Table:
+def leaderboard_heading(task_type: str, rows: list[LeaderboardRow],
+                        preferred: Preference | None) -> str:
+    """The line above a task type's leaderboard: where routing settled, and the truth."""
+    best = next((r.agent_id for r in rows if r.is_best), "?")
+    heading = f"[bold]{escape(task_type)}[/]"
+    if preferred is None:
+        return heading
+    mark = "[green]✓[/]" if preferred.is_best else "[yellow]✗[/]"
+    return (f"{heading}: settled on {escape(preferred.agent_id)} ({pct(preferred.share)} of "
+            f"its last {preferred.tasks} tasks); hidden best {escape(best)} {mark}")
+
+
+def leaderboard_table(rows: list[LeaderboardRow]) -> Table:
     """The demo's leaderboard for one task type; the truly best agent is starred."""
-    best = next((r.agent_id for r in rows if r.is_best), None)
-    verdict = ""
-    if next_pick is not None:
-        mark = "[green]✓[/]" if next_pick == best else "[yellow]✗[/]"
-        verdict = f"  next pick: {escape(next_pick)} · hidden best: {escape(best or '?')} {mark}"
-    table = Table(title=f"[bold]{escape(task_type)}[/]{verdict}", title_justify="left",
-                  box=box.SIMPLE_HEAD, padding=(0, 0), pad_edge=False)
+    table = Table(box=box.SIMPLE_HEAD, padding=(0, 0), pad_edge=False,
+                  show_edge=False)
     for header in ("#", "agent", "routed", "quality", "hidden", "runs", "expertise", "conf.",
                    "adjusted"):
         table.add_column(header, justify="left" if header == "agent" else "right",

@@ -6,7 +6,7 @@ the comparison with the best single agent, random choice and the oracle (pure).
 """
 
 from router.demo.runner import DemoRun, TaskResult, run_demo
-from router.demo.summary import DemoSummary, LeaderboardRow, summarize
+from router.demo.summary import DemoSummary, LeaderboardRow, Preference, summarize
 from router.demo.workload import DEFAULT_WORKLOAD, Outcome, SimulatedAgent, Workload
 
 __all__ = [
@@ -15,6 +15,7 @@ __all__ = [
     "DemoSummary",
     "LeaderboardRow",
     "Outcome",
+    "Preference",
     "SimulatedAgent",
     "TaskResult",
     "Workload",

@@ -41,6 +41,18 @@ class LeaderboardRow:
     adjusted_score: float
 
 
+@dataclass(frozen=True, slots=True)
+class Preference:
+    """Which agent the router settled on for a task type: the most routed-to agent over
+    the last quarter of that type's tasks (robust to a sampling strategy's single draws).
+    """
+
+    agent_id: str
+    share: float
+    tasks: int
+    is_best: bool
+
+
 @dataclass(frozen=True)
 class DemoSummary:
     """The leaderboard per task type and the comparison with the baselines."""
@@ -58,6 +70,7 @@ class DemoSummary:
     best_pick_rate: float
     learning_curve: list[float]
     next_pick: dict[str, str]
+    preferred: dict[str, Preference]
     leaderboard: dict[str, list[LeaderboardRow]]
 
     @property
@@ -67,7 +80,8 @@ class DemoSummary:
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
-        data = {k: v for k, v in asdict(self).items() if k != "leaderboard"}
+        data = {k: v for k, v in asdict(self).items() if k not in ("leaderboard", "preferred")}
+        data["preferred"] = {t: asdict(p) for t, p in self.preferred.items()}
         data["share_of_oracle"] = self.share_of_oracle
         data["leaderboard"] = {t: [asdict(r) for r in rows]
                                for t, rows in self.leaderboard.items()}
@@ -98,6 +112,18 @@ def _rows(run: DemoRun, task_type: str, results: list[TaskResult]) -> list[Leade
     return rows
 
 
+def _preference(run: DemoRun, task_type: str, results: list[TaskResult]) -> Preference | None:
+    if not results:
+        return None
+    tail = results[-max(1, len(results) // SEGMENTS):]
+    counts: dict[str, int] = {}
+    for r in tail:
+        counts[r.agent_id] = counts.get(r.agent_id, 0) + 1
+    agent_id = max(counts, key=lambda a: (counts[a], a == run.workload.best_agent(task_type)))
+    return Preference(agent_id, counts[agent_id] / len(tail), len(tail),
+                      agent_id == run.workload.best_agent(task_type))
+
+
 def summarize(run: DemoRun) -> DemoSummary:
     """Leaderboards and baselines for a finished run."""
     if not run.results:
@@ -110,8 +136,10 @@ def summarize(run: DemoRun) -> DemoSummary:
     expected = np.array([r.expected_quality for r in run.results])
     best_picks = [r.agent_id == workload.best_agent(r.task_type) for r in run.results]
     curve = [float(seg.mean()) for seg in np.array_split(expected, SEGMENTS) if seg.size]
-    leaderboard = {t: _rows(run, t, [r for r in run.results if r.task_type == t])
-                   for t in workload.task_types}
+    by_type = {t: [r for r in run.results if r.task_type == t] for t in workload.task_types}
+    leaderboard = {t: _rows(run, t, results) for t, results in by_type.items()}
+    preferred = {t: p for t, results in by_type.items()
+                 if (p := _preference(run, t, results)) is not None}
     return DemoSummary(
         tasks=len(run.results), strategy=run.strategy, seed=run.seed,
         executions_before=run.executions_before,
@@ -120,5 +148,5 @@ def summarize(run: DemoRun) -> DemoSummary:
         best_single_agent=best_single, best_single_quality=per_agent[best_single],
         random_quality=float(skills.mean()), oracle_quality=float(skills.max(axis=1).mean()),
         best_pick_rate=float(np.mean(best_picks)), learning_curve=curve,
-        next_pick=dict(run.next_pick), leaderboard=leaderboard,
+        next_pick=dict(run.next_pick), preferred=preferred, leaderboard=leaderboard,
     )
