@@ -17,7 +17,8 @@ from typing import Any
 
 from profiles.profile import ProfileState, WindowEntry
 from profiles.records import ExecutionRecord
-from profiles.store.connection import Connection
+from profiles.store.connection import Connection, QueryFailed
+from profiles.store.execution_batch import plan_batch, record_params
 
 SCHEMA = """
 DEFINE TABLE IF NOT EXISTS execution SCHEMAFULL;
@@ -33,8 +34,10 @@ DEFINE FIELD IF NOT EXISTS timestamp ON execution TYPE datetime;
 DEFINE FIELD IF NOT EXISTS decision_id ON execution TYPE option<string>;
 DEFINE FIELD IF NOT EXISTS metadata ON execution FLEXIBLE TYPE object;
 DEFINE FIELD IF NOT EXISTS seq ON execution TYPE int ASSERT $value >= 1;
+-- Per-pair reads (retiring a profile, replays of one agent) use this index. There is
+-- deliberately no index on decision_id: nothing looks executions up by it, and each
+-- index costs every write (decisions live in their own table, keyed by decision id).
 DEFINE INDEX IF NOT EXISTS execution_pair ON execution FIELDS agent_id, task_type;
-DEFINE INDEX IF NOT EXISTS execution_decision ON execution FIELDS decision_id;
 
 DEFINE TABLE IF NOT EXISTS task_clock SCHEMAFULL;
 DEFINE FIELD IF NOT EXISTS n ON task_clock TYPE int ASSERT $value >= 0;
@@ -62,60 +65,81 @@ DEFINE FIELD IF NOT EXISTS s ON recent TYPE bool;
 DEFINE FIELD IF NOT EXISTS k ON recent TYPE int ASSERT $value >= 1;
 """
 
-# The body shared by single and bulk writes; $r is one row, $w the window size.
-_APPLY_ONE = """
-IF !record::exists(type::thing('execution', $r.record_id)) {
+# One record, one transaction ($r: see execution_batch.record_params). An id that is
+# already stored writes nothing and returns NONE; otherwise the record's seq.
+RECORD_ONE = """
+BEGIN TRANSACTION;
+IF record::exists(type::thing('execution', $r.record_id)) {
+    RETURN NONE;
+} ELSE {
     LET $seq = (UPSERT type::thing('task_clock', [$r.task_type]) SET n += 1 RETURN VALUE n)[0];
     CREATE type::thing('execution', $r.record_id) CONTENT {
         agent_id: $r.agent_id, task_type: $r.task_type, success: $r.success,
         quality: $r.quality, latency_ms: $r.latency_ms, cost: $r.cost,
         timestamp: $r.timestamp, decision_id: $r.decision_id, metadata: $r.metadata,
         seq: $seq
-    };
+    } RETURN NONE;
     LET $n = (UPSERT type::thing('profile', [$r.agent_id, $r.task_type]) SET
         agent_id = $r.agent_id, task_type = $r.task_type,
         executions_total += 1,
-        executions_successful += (IF $r.success THEN 1 ELSE 0 END),
+        executions_successful += $r.successes,
         quality_sum += $r.quality,
         latency_sum_ms += $r.latency_ms,
-        cost_sum += ($r.cost ?? 0.0),
-        cost_count += (IF $r.cost = NONE THEN 0 ELSE 1 END),
+        cost_sum += $r.cost_sum,
+        cost_count += $r.cost_count,
         last_updated = IF last_updated = NONE OR $r.timestamp > last_updated
             THEN $r.timestamp ELSE last_updated END
         RETURN VALUE executions_total)[0];
     UPSERT type::thing('recent', [$r.agent_id, $r.task_type, ($n - 1) % $w]) CONTENT {
         agent_id: $r.agent_id, task_type: $r.task_type,
         t: $r.timestamp, q: $r.quality, s: $r.success, k: $seq
-    };
+    } RETURN NONE;
     RETURN $seq;
-} ELSE {
-    RETURN NONE;
 };
+COMMIT TRANSACTION;
 """
 
-RECORD_ONE = "BEGIN TRANSACTION;\n" + _APPLY_ONE + "COMMIT TRANSACTION;"
+# A batch, one transaction ($rows, $tasks, $pairs, $recent, $w: see execution_batch.py).
+# The INSERT fails, and with it the whole transaction, when any id is already stored:
+# the caller then asks which (STORED_IDS), drops them and writes the rest. Otherwise
+# each task clock's value before the batch is returned; a record's seq is that value
+# plus its ordinal in the batch. (Closures cannot read LET variables, SELECT can.)
+RECORD_BATCH = """
+BEGIN TRANSACTION;
+LET $bases = array::map($tasks, |$t|
+    (UPSERT type::thing('task_clock', [$t.task_type]) SET n += $t.count
+     RETURN VALUE n)[0] - $t.count);
+INSERT INTO execution (
+    SELECT type::thing('execution', record_id) AS id, agent_id, task_type, success,
+        quality, latency_ms, cost, timestamp, decision_id, metadata,
+        $bases[task] + ordinal AS seq
+    FROM $rows
+) RETURN NONE;
+LET $totals = array::map($pairs, |$p|
+    (UPSERT type::thing('profile', [$p.agent_id, $p.task_type]) SET
+        agent_id = $p.agent_id, task_type = $p.task_type,
+        executions_total += $p.executions,
+        executions_successful += $p.successes,
+        quality_sum += $p.quality_sum,
+        latency_sum_ms += $p.latency_sum_ms,
+        cost_sum += $p.cost_sum,
+        cost_count += $p.cost_count,
+        last_updated = IF last_updated = NONE OR $p.last_updated > last_updated
+            THEN $p.last_updated ELSE last_updated END
+     RETURN VALUE executions_total)[0]);
+INSERT INTO recent (
+    SELECT type::thing('recent', [agent_id, task_type,
+            ($totals[pair] - pair_executions + position - 1) % $w]) AS id,
+        agent_id, task_type, timestamp AS t, quality AS q, success AS s,
+        $bases[task] + ordinal AS k
+    FROM $recent
+) ON DUPLICATE KEY UPDATE t = $input.t, q = $input.q, s = $input.s, k = $input.k
+RETURN NONE;
+RETURN $bases;
+COMMIT TRANSACTION;
+"""
 
-RECORD_MANY = (
-    "BEGIN TRANSACTION;\nLET $seqs = [];\nFOR $r IN $rows {"
-    + _APPLY_ONE.replace("RETURN $seq;", "$seqs = array::push($seqs, $seq);")
-    .replace("RETURN NONE;", "$seqs = array::push($seqs, NONE);")
-    + "};\nRETURN $seqs;\nCOMMIT TRANSACTION;"
-)
-
-
-def _row(record: ExecutionRecord) -> dict[str, Any]:
-    return {
-        "record_id": record.record_id,
-        "agent_id": record.agent_id,
-        "task_type": record.task_type,
-        "success": record.success,
-        "quality": record.effective_quality,
-        "latency_ms": record.latency_ms,
-        "cost": record.cost,
-        "timestamp": record.timestamp,
-        "decision_id": record.decision_id,
-        "metadata": record.metadata,
-    }
+STORED_IDS = "RETURN array::filter($ids, |$id| record::exists(type::thing('execution', $id)));"
 
 
 class ExecutionRepository:
@@ -126,35 +150,51 @@ class ExecutionRepository:
         self.window_size = window_size
 
     def record(self, record: ExecutionRecord) -> int | None:
-        """Write one execution; returns its task clock, or None if it already existed."""
-        rows = self._conn.run(RECORD_ONE, {"r": _row(record), "w": self.window_size})
-        seq = [r for r in rows if r is not None]
-        return int(seq[-1]) if seq else None
+        """Write one execution; returns its seq, or None if its id was already stored."""
+        rows = self._conn.run(RECORD_ONE, {"r": record_params(record), "w": self.window_size})
+        seq = rows[-1]
+        return None if seq is None else int(seq)
 
     def record_many(self, records: Sequence[ExecutionRecord]) -> list[int | None]:
-        """Write a batch in one transaction; per record its clock or None (duplicate)."""
-        if not records:
-            return []
-        rows = self._conn.run(RECORD_MANY, {"rows": [_row(r) for r in records],
-                                            "w": self.window_size})
-        seqs = rows[-1]
-        return [None if s is None else int(s) for s in seqs]
+        """Write a batch in one transaction; per record its seq, or None when its id is
+        already stored or repeats an earlier record of the batch.
+
+        The transaction is all or nothing: if an id turns out to be stored already it
+        writes nothing, the stored ids are looked up, dropped, and the rest is written
+        again. Each retry drops at least one record, so this ends.
+        """
+        seqs: list[int | None] = [None] * len(records)
+        plan = plan_batch(records, self.window_size)
+        while plan.records:
+            try:
+                bases = self._conn.run(RECORD_BATCH, plan.params())[-1]
+            except QueryFailed:
+                stored = self._conn.run(STORED_IDS, {"ids": plan.record_ids})[-1]
+                if not stored:
+                    raise
+                plan = plan.without(set(stored))
+                continue
+            for position, seq in zip(plan.positions, plan.seqs(bases), strict=True):
+                seqs[position] = seq
+            break
+        return seqs
 
     def load(self) -> tuple[list[ProfileState], dict[str, int]]:
         """Every profile aggregate and task clock, for rebuilding the in-memory book."""
         profiles, recent, clocks = self._conn.run(
-            "SELECT * FROM profile; SELECT agent_id, task_type, t, q, s, k FROM recent;"
-            " SELECT * FROM task_clock;")
+            "SELECT * OMIT id FROM profile;"
+            " SELECT VALUE [agent_id, task_type, t, q, s, k] FROM recent;"
+            " SELECT VALUE [record::id(id)[0], n] FROM task_clock;")
         windows: dict[tuple[str, str], list[WindowEntry]] = {}
-        for e in recent:
-            windows.setdefault((e["agent_id"], e["task_type"]), []).append(
-                WindowEntry(e["t"].timestamp(), float(e["q"]), bool(e["s"]), int(e["k"])))
+        for agent_id, task_type, t, q, s, k in recent:
+            windows.setdefault((agent_id, task_type), []).append(
+                WindowEntry(t.timestamp(), float(q), bool(s), int(k)))
         states = [self._state(row, windows.get((row["agent_id"], row["task_type"]), []))
                   for row in profiles]
-        return states, {row["id"].id[0]: int(row["n"]) for row in clocks}
+        return states, {task_type: int(n) for task_type, n in clocks}
 
     def _state(self, row: dict[str, Any], entries: list[WindowEntry]) -> ProfileState:
-        window = deque(sorted(entries, key=lambda e: e.seq), maxlen=self.window_size)
+        entries.sort(key=lambda e: e.seq)
         return ProfileState(
             agent_id=row["agent_id"], task_type=row["task_type"],
             window_size=self.window_size,
@@ -163,7 +203,8 @@ class ExecutionRepository:
             quality_sum=float(row["quality_sum"]),
             latency_sum_ms=float(row["latency_sum_ms"]),
             cost_sum=float(row["cost_sum"]), cost_count=int(row["cost_count"]),
-            last_updated=row.get("last_updated"), window=window,
+            last_updated=row.get("last_updated"),
+            window=deque(entries, maxlen=self.window_size),
         )
 
     def count(self) -> int:

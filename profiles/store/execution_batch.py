@@ -1,0 +1,176 @@
+"""Planning a write of executions: everything the client can compute before the transaction.
+
+A batch is written in one transaction. What does not depend on the stored state is
+computed here, once, in Python:
+
+- duplicates inside the batch are dropped (the first occurrence wins);
+- each record gets its ordinal among the batch's records of its task type; the store adds
+  the task clock's previous value to it, so ``seq`` numbers stay contiguous per task type;
+- per (agent, task type) the profile deltas are summed and only the last ``window_size``
+  records are sent for the recency window (older ones would be overwritten anyway).
+
+The transaction applies the deltas as server-side increments (``+=``), never as values
+read earlier by Python, so writers in several processes against one server add up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from profiles.records import ExecutionRecord
+
+
+def execution_fields(record: ExecutionRecord) -> dict[str, Any]:
+    """The stored columns of one execution, as bound parameters."""
+    return {
+        "record_id": record.record_id, "agent_id": record.agent_id,
+        "task_type": record.task_type, "success": record.success,
+        "quality": record.effective_quality, "latency_ms": record.latency_ms,
+        "cost": record.cost, "timestamp": record.timestamp,
+        "decision_id": record.decision_id, "metadata": record.metadata,
+    }
+
+
+def record_params(record: ExecutionRecord) -> dict[str, Any]:
+    """Bound parameters of a single-record write: the columns plus its profile deltas."""
+    row = execution_fields(record)
+    row["successes"] = int(record.success)
+    row["cost_sum"] = record.cost or 0.0
+    row["cost_count"] = int(record.cost is not None)
+    return row
+
+
+@dataclass(slots=True)
+class PairDelta:
+    """What one batch adds to one (agent, task type) profile."""
+
+    agent_id: str
+    task_type: str
+    executions: int = 0
+    successes: int = 0
+    quality_sum: float = 0.0
+    latency_sum_ms: float = 0.0
+    cost_sum: float = 0.0
+    cost_count: int = 0
+    last_updated: datetime | None = None
+    tail: list[tuple[ExecutionRecord, int, int]] = field(default_factory=list)
+    """The last ``window_size`` records with (task index, ordinal)."""
+
+    def add(self, record: ExecutionRecord, task: int, ordinal: int, window_size: int) -> None:
+        """Fold one record in."""
+        self.executions += 1
+        self.successes += int(record.success)
+        self.quality_sum += record.effective_quality
+        self.latency_sum_ms += record.latency_ms
+        if record.cost is not None:
+            self.cost_sum += record.cost
+            self.cost_count += 1
+        if self.last_updated is None or record.timestamp > self.last_updated:
+            self.last_updated = record.timestamp
+        self.tail.append((record, task, ordinal))
+        if len(self.tail) > 2 * window_size:  # trim in chunks: amortised O(1) per record
+            del self.tail[:-window_size]
+
+    def params(self) -> dict[str, Any]:
+        """The profile deltas as bound parameters."""
+        return {
+            "agent_id": self.agent_id, "task_type": self.task_type,
+            "executions": self.executions, "successes": self.successes,
+            "quality_sum": self.quality_sum, "latency_sum_ms": self.latency_sum_ms,
+            "cost_sum": self.cost_sum, "cost_count": self.cost_count,
+            "last_updated": self.last_updated,
+        }
+
+    def window_rows(self, pair: int, window_size: int) -> list[dict[str, Any]]:
+        """Recency-window rows of the last ``window_size`` records (``position`` counts
+        this pair's records in the batch from 1, so the store can compute each slot)."""
+        first = self.executions - min(len(self.tail), window_size) + 1
+        return [
+            {"agent_id": self.agent_id, "task_type": self.task_type, "pair": pair,
+             "pair_executions": self.executions, "position": position,
+             "timestamp": record.timestamp, "quality": record.effective_quality,
+             "success": record.success, "task": task, "ordinal": ordinal}
+            for position, (record, task, ordinal)
+            in enumerate(self.tail[-window_size:], start=first)
+        ]
+
+
+@dataclass(slots=True)
+class BatchPlan:
+    """A deduplicated batch with its per-task-type and per-pair aggregates."""
+
+    records: list[ExecutionRecord]  # unique record ids, in batch order
+    positions: list[int]  # index of each of ``records`` in the caller's sequence
+    task_types: list[str]
+    task_counts: list[int]
+    placements: list[tuple[int, int]]  # per record: (task index, ordinal from 1)
+    pairs: list[PairDelta]
+    window_size: int
+
+    def params(self) -> dict[str, Any]:
+        """Bound parameters of the batch write."""
+        rows = []
+        for record, (task, ordinal) in zip(self.records, self.placements, strict=True):
+            row = execution_fields(record)
+            row["task"] = task
+            row["ordinal"] = ordinal
+            rows.append(row)
+        recent: list[dict[str, Any]] = []
+        for index, pair in enumerate(self.pairs):
+            recent.extend(pair.window_rows(index, self.window_size))
+        return {
+            "rows": rows,
+            "tasks": [{"task_type": t, "count": n}
+                      for t, n in zip(self.task_types, self.task_counts, strict=True)],
+            "pairs": [p.params() for p in self.pairs],
+            "recent": recent,
+            "w": self.window_size,
+        }
+
+    @property
+    def record_ids(self) -> list[str]:
+        """The batch's record ids (unique)."""
+        return [r.record_id for r in self.records]
+
+    def seqs(self, bases: Sequence[int]) -> list[int]:
+        """Each record's seq, given each task clock's value before this batch."""
+        return [int(bases[task]) + ordinal for task, ordinal in self.placements]
+
+    def without(self, stored: set[str]) -> BatchPlan:
+        """The same batch minus records whose id is already stored (re-planned)."""
+        keep = [(r, p) for r, p in zip(self.records, self.positions, strict=True)
+                if r.record_id not in stored]
+        return plan_batch([r for r, _ in keep], self.window_size, [p for _, p in keep])
+
+
+def plan_batch(records: Sequence[ExecutionRecord], window_size: int,
+               positions: Sequence[int] | None = None) -> BatchPlan:
+    """Deduplicate ``records`` by record id and aggregate them per task type and pair."""
+    seen: set[str] = set()
+    unique: list[ExecutionRecord] = []
+    kept: list[int] = []
+    for index, record in enumerate(records):
+        if record.record_id not in seen:
+            seen.add(record.record_id)
+            unique.append(record)
+            kept.append(positions[index] if positions is not None else index)
+    task_index: dict[str, int] = {}
+    task_counts: list[int] = []
+    pairs: dict[tuple[str, str], PairDelta] = {}
+    placements: list[tuple[int, int]] = []
+    for record in unique:
+        task = task_index.setdefault(record.task_type, len(task_counts))
+        if task == len(task_counts):
+            task_counts.append(0)
+        task_counts[task] += 1
+        placements.append((task, task_counts[task]))
+        key = (record.agent_id, record.task_type)
+        pair = pairs.get(key)
+        if pair is None:
+            pair = pairs[key] = PairDelta(record.agent_id, record.task_type)
+        pair.add(record, task, task_counts[task], window_size)
+    return BatchPlan(unique, kept, list(task_index), task_counts, placements,
+                     list(pairs.values()), window_size)
