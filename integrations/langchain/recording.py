@@ -171,22 +171,34 @@ def objective_text(input_: Any) -> str:
     return text[:MAX_STEP_CHARS]
 
 
+def is_priced(spec: AgentSpec) -> bool:
+    """True when the agent has token prices (only then is usage worth collecting)."""
+    return spec.price_per_1k_input_tokens is not None or \
+        spec.price_per_1k_output_tokens is not None
+
+
 @dataclass(frozen=True, slots=True)
 class RunCapture:
-    """The handlers attached to one agent attempt: token usage, and the trace if scored."""
+    """The handlers attached to one agent attempt: token usage (for priced agents) and
+    the trace (with ``quality="trace"``). No handler at all keeps a plain call cheap."""
 
-    usage: UsageCollector
+    usage: UsageCollector | None
     trace: TraceCollector | None
 
     @classmethod
-    def start(cls, with_trace: bool) -> RunCapture:
+    def start(cls, *, with_usage: bool, with_trace: bool) -> RunCapture:
         """Fresh collectors for one attempt."""
-        return cls(UsageCollector(), TraceCollector() if with_trace else None)
+        return cls(UsageCollector() if with_usage else None,
+                   TraceCollector() if with_trace else None)
 
     @property
     def handlers(self) -> list[BaseCallbackHandler]:
         """The handlers to add to the attempt's callbacks."""
-        return [self.usage] if self.trace is None else [self.usage, self.trace]
+        return [h for h in (self.usage, self.trace) if h is not None]
+
+    def tokens(self, input_: Any, output: Any) -> tuple[int, int] | None:
+        """Tokens used by the attempt, when usage was collected and reported."""
+        return None if self.usage is None else self.usage.tokens(input_, output)
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,7 +230,7 @@ class OutcomeRecorder:
 
     def _fields(self, task: RoutedTask, decision: RoutingDecision, capture: RunCapture,
                 input_: Any, output: Any, latency_ms: float) -> dict[str, Any]:
-        tokens = capture.usage.tokens(input_, output)
+        tokens = capture.tokens(input_, output)
         return {"latency_ms": latency_ms, "metadata": task.record_metadata(),
                 "cost": run_cost(self.router.agent(decision.agent_id), tokens)}
 

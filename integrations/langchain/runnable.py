@@ -44,7 +44,12 @@ from langchain_core.runnables.utils import ConfigurableFieldSpec, get_unique_con
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
 from integrations.langchain.errors import AgentsMismatch
-from integrations.langchain.recording import OutcomeRecorder, RunCapture, TraceScoring
+from integrations.langchain.recording import (
+    OutcomeRecorder,
+    RunCapture,
+    TraceScoring,
+    is_priced,
+)
 from integrations.langchain.task import RoutedTask, Selector, resolve_task_type
 from profiles.trace import NoveltyCache, TraceWeights
 from router.decision import RoutingDecision
@@ -175,7 +180,8 @@ class RoutedRunnable(RunnableSerializable[Any, Any]):
                         | AsyncCallbackManagerForChainRun,
                         task: RoutedTask, decision: RoutingDecision
                         ) -> tuple[RunnableConfig, RunCapture]:
-        capture = RunCapture.start(self.quality == "trace")
+        capture = RunCapture.start(with_usage=is_priced(self.router.agent(decision.agent_id)),
+                                   with_trace=self.quality == "trace")
         callbacks = run_manager.get_child()
         for handler in capture.handlers:
             callbacks.add_handler(handler, inherit=True)
