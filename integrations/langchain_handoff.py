@@ -1,0 +1,379 @@
+"""HandoffRunnable: retrieve, judge the retrieval, then answer or hand over to a person.
+
+```python
+rag = HandoffRunnable(vectorstore, prompt | llm, confidence=RetrievalConfidence(...),
+                      hooks=[WebhookHook(url)], router=router, task_type="billing")
+out = rag.invoke("Can I pay my card bill in Bitcoin?")
+if isinstance(out, HandoffResult): ...   # handed over; out.message is what the user sees
+```
+
+Retrieval carries relevance scores: a vector store is searched with
+``similarity_search_with_relevance_scores`` (or ``similarity_search_with_score`` mapped by
+``relevance_score_fn``); a retriever's documents must carry a score in their metadata
+(``score``, ``relevance_score``, ... or ``score_key``). The answer chain gets a dict with
+``question``, ``context`` (the documents' text), ``documents`` and ``confidence`` (plus the
+keys of a dict input). Every decision -- answered or handed over -- is written to the
+store's hand-off log with its task type, so ``trustroute handoffs --stats`` and
+``trustroute profiles`` show the hand-off rate per task type. Sync and async paths are
+symmetric; callbacks and config flow to the retriever and the answer chain.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.callbacks import AsyncCallbackManagerForChainRun, CallbackManagerForChainRun
+from langchain_core.documents import Document
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import Runnable, RunnableConfig, ensure_config, patch_config
+from langchain_core.runnables.base import coerce_to_runnable
+from langchain_core.vectorstores import InMemoryVectorStore
+from pydantic import BaseModel, ConfigDict, Field
+
+from router.handoff import ConfidenceResult, RetrievalConfidence
+from router.handoff_inputs import SCORE_KEYS
+from router.handoff_messages import message
+from router.transfer import TransferDispatcher, TransferOutcome, TransferRequest
+
+if TYPE_CHECKING:
+    from profiles.store import Store
+    from router.router import AgentRouter
+
+log = logging.getLogger(__name__)
+
+QUERY_KEYS = ("question", "query", "input")
+
+
+class HandoffResult(BaseModel):
+    """What a HandoffRunnable returns instead of an answer when it hands over."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    message: str
+    reason: str
+    confidence: float
+    request: TransferRequest
+    documents: list[Document] = Field(default_factory=list)
+    outcome: TransferOutcome | None = None
+    human_response: Any = None
+
+    @property
+    def handed_off(self) -> bool:
+        """Always True: lets callers test ``getattr(out, "handed_off", False)``."""
+        return True
+
+
+def estimate_tokens(text: str) -> int:
+    """Rough token count without a tokenizer: ~4 characters per token for Latin text,
+    one per CJK character (where a character is often a whole word)."""
+    cjk = sum(1 for ch in text if "\u3000" <= ch <= "\u9fff" or "\uac00" <= ch <= "\ud7af")
+    return cjk + math.ceil((len(text) - cjk) / 4)
+
+
+def _query_of(input_: Any, key: str | None) -> str:
+    if isinstance(input_, str):
+        return input_
+    if isinstance(input_, BaseMessage):
+        return str(input_.content)
+    if isinstance(input_, Mapping):
+        keys = (key,) if key else QUERY_KEYS
+        for k in keys:
+            if k is not None and isinstance(input_.get(k), str):
+                return str(input_[k])
+        raise ValueError(f"HandoffRunnable input needs a text under one of {', '.join(keys)}")
+    raise TypeError(
+        f"HandoffRunnable input must be a string or a dict, got {type(input_).__name__}"
+    )
+
+
+class HandoffRunnable(Runnable[Any, Any]):
+    """Answer from retrieved documents when retrieval supports it; else hand over."""
+
+    def __init__(
+        self,
+        retriever_or_vectorstore: Any,
+        answer_chain: Runnable[Any, Any] | Callable[[Any], Any],
+        *,
+        confidence: RetrievalConfidence | Mapping[str, Any] | str | None = None,
+        hooks: Sequence[Any] | TransferDispatcher | None = None,
+        router: AgentRouter | None = None,
+        store: Store | None = None,
+        task_type: str | Callable[[Any], str] = "rag",
+        k: int = 4,
+        search_kwargs: Mapping[str, Any] | None = None,
+        score_key: str | None = None,
+        relevance_score_fn: Callable[[float], float] | None = None,
+        token_counter: Callable[[str], int] = estimate_tokens,
+        input_key: str | None = None,
+        message: str | None = None,
+        name: str | None = None,
+    ) -> None:
+        if k < 1:
+            raise ValueError(f"k must be >= 1, got {k}")
+        self.source = retriever_or_vectorstore
+        self.answer_chain = coerce_to_runnable(answer_chain)
+        self.store = store if store is not None else (router.store if router else None)
+        self.confidence = self._resolve_confidence(confidence, router)
+        self.dispatcher = self._resolve_dispatcher(hooks, router)
+        self.task_type = task_type
+        self.k = k
+        self.search_kwargs = dict(search_kwargs or {})
+        self.score_key = score_key
+        self.relevance_score_fn = relevance_score_fn
+        self.token_counter = token_counter
+        self.input_key = input_key
+        self.message = message or (
+            router.transfer.settings.message
+            if router and router.transfer and router.transfer.settings
+            else None
+        )
+        self.name = name or "HandoffRunnable"
+
+    # -- construction helpers --------------------------------------------------------
+    def _resolve_confidence(self, given: Any, router: AgentRouter | None) -> RetrievalConfidence:
+        if isinstance(given, RetrievalConfidence):
+            return given
+        if isinstance(given, str):  # a calibration saved in the store
+            if self.store is None:
+                raise ValueError(
+                    f"confidence={given!r} names a calibration; pass store= or router="
+                )
+            return RetrievalConfidence.load(self.store, given)
+        if given is not None:
+            return RetrievalConfidence(given)
+        if router is not None and router.transfer is not None and router.transfer.settings:
+            return router.transfer.settings.confidence(router.store)
+        return RetrievalConfidence()
+
+    def _resolve_dispatcher(
+        self, hooks: Any, router: AgentRouter | None
+    ) -> TransferDispatcher | None:
+        if isinstance(hooks, TransferDispatcher):
+            return hooks
+        if hooks:
+            return TransferDispatcher(list(hooks), store=self.store)
+        if router is not None and router.transfer is not None:
+            return router.transfer
+        return None  # the HandoffResult goes back to the caller, who is the hand-off
+
+    def _task_type(self, input_: Any) -> str:
+        return self.task_type(input_) if callable(self.task_type) else self.task_type
+
+    # -- retrieval -------------------------------------------------------------------
+    def _score(self, doc: Document, index: int) -> float:
+        keys = (self.score_key,) if self.score_key else SCORE_KEYS
+        for key in keys:
+            if key in doc.metadata:
+                return float(doc.metadata[key])
+        raise ValueError(
+            f"retrieved document {index} has no relevance score in its metadata (looked for "
+            f"{', '.join(k for k in keys if k)}); retrieve from a vector store or set score_key"
+        )
+
+    def _is_vectorstore(self) -> bool:
+        return callable(getattr(self.source, "similarity_search_with_relevance_scores", None))
+
+    def _from_pairs(
+        self, pairs: Sequence[tuple[Document, float]]
+    ) -> tuple[list[Document], list[float]]:
+        fn = self.relevance_score_fn
+        docs = [d for d, _ in pairs]
+        scores = [float(fn(s) if fn else s) for _, s in pairs]
+        return docs, scores
+
+    def _retrieve(self, query: str, config: RunnableConfig) -> tuple[list[Document], list[float]]:
+        if self._is_vectorstore():
+            if self.relevance_score_fn is not None:
+                return self._from_pairs(
+                    self.source.similarity_search_with_score(query, k=self.k, **self.search_kwargs)
+                )
+            try:
+                return self._from_pairs(
+                    self.source.similarity_search_with_relevance_scores(
+                        query, k=self.k, **self.search_kwargs
+                    )
+                )
+            except NotImplementedError:
+                return self._from_pairs(self._cosine_fallback(query))
+        docs = list(self.source.invoke(query, config))
+        return docs, [self._score(d, i) for i, d in enumerate(docs)]
+
+    async def _aretrieve(
+        self, query: str, config: RunnableConfig
+    ) -> tuple[list[Document], list[float]]:
+        if self._is_vectorstore():
+            if self.relevance_score_fn is not None:
+                return self._from_pairs(
+                    await self.source.asimilarity_search_with_score(
+                        query, k=self.k, **self.search_kwargs
+                    )
+                )
+            try:
+                return self._from_pairs(
+                    await self.source.asimilarity_search_with_relevance_scores(
+                        query, k=self.k, **self.search_kwargs
+                    )
+                )
+            except NotImplementedError:
+                return self._from_pairs(await asyncio.to_thread(self._cosine_fallback, query))
+        docs = list(await self.source.ainvoke(query, config))
+        return docs, [self._score(d, i) for i, d in enumerate(docs)]
+
+    def _cosine_fallback(self, query: str) -> list[tuple[Document, float]]:
+        # InMemoryVectorStore scores by cosine similarity but defines no relevance function
+        if isinstance(self.source, InMemoryVectorStore):
+            return list(
+                self.source.similarity_search_with_score(query, k=self.k, **self.search_kwargs)
+            )
+        raise ValueError(
+            f"{type(self.source).__name__} has no relevance-score function; pass "
+            "relevance_score_fn= to map its similarity_search_with_score scores to [0, 1]"
+        )
+
+    # -- the decision ----------------------------------------------------------------
+    def _judge(self, docs: list[Document], scores: list[float]) -> ConfidenceResult:
+        tokens = sum(self.token_counter(d.page_content) for d in docs)
+        return self.confidence.evaluate(scores, evidence_tokens=tokens if docs else None)
+
+    def _chain_input(
+        self, input_: Any, query: str, docs: list[Document], result: ConfidenceResult
+    ) -> dict[str, Any]:
+        base = dict(input_) if isinstance(input_, Mapping) else {}
+        return {
+            **base,
+            "question": query,
+            "context": "\n\n".join(d.page_content for d in docs),
+            "documents": docs,
+            "confidence": result.confidence,
+        }
+
+    def _request(
+        self,
+        input_: Any,
+        result: ConfidenceResult,
+        run_id: uuid.UUID | None,
+        task_type: str,
+        query: str,
+    ) -> TransferRequest:
+        return TransferRequest.from_result(
+            result,
+            input=input_,
+            run_id=run_id,
+            task_type=task_type,
+            metadata={"query": query, "runnable": self.name},
+        )
+
+    def _handoff_result(
+        self,
+        request: TransferRequest,
+        result: ConfidenceResult,
+        docs: list[Document],
+        outcome: TransferOutcome | None,
+    ) -> HandoffResult:
+        human = None
+        if outcome is not None:
+            by_name = {
+                getattr(h, "name", None): h
+                for h in (self.dispatcher.hooks if self.dispatcher else [])
+            }
+            for name, response in outcome.responses.items():
+                if getattr(by_name.get(name), "returns_human_response", False):
+                    human = response
+        return HandoffResult(
+            message=self.message or message("handoff_message", self.confidence.locale),
+            reason=request.reason,
+            confidence=result.confidence,
+            request=request,
+            documents=docs,
+            outcome=outcome,
+            human_response=human,
+        )
+
+    def _record(
+        self,
+        task_type: str,
+        result: ConfidenceResult,
+        run_id: uuid.UUID | None,
+        request_id: str | None,
+    ) -> None:
+        if self.store is None:
+            return
+        from profiles.store.handoffs import HandoffRepository
+
+        try:
+            self.store.repository(HandoffRepository).record_decision(
+                task_type=task_type,
+                transferred=result.should_transfer,
+                confidence=result.confidence,
+                insufficient=result.is_retrieval_insufficient,
+                reason=result.transfer_reason,
+                source=self.name or "HandoffRunnable",
+                run_id=None if run_id is None else str(run_id),
+                request_id=request_id,
+            )
+        except Exception:  # the answer or hand-off itself must not fail on the log
+            log.exception("could not record the hand-off decision for task type %s", task_type)
+
+    # -- invoke ----------------------------------------------------------------------
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        """Retrieve, evaluate, then answer with the chain or hand over (HandoffResult)."""
+        return self._call_with_config(
+            self._invoke, input, ensure_config(config), run_type="chain", **kwargs
+        )
+
+    def _invoke(
+        self,
+        input_: Any,
+        run_manager: CallbackManagerForChainRun,
+        config: RunnableConfig,
+        **kwargs: Any,
+    ) -> Any:
+        query = _query_of(input_, self.input_key)
+        task_type = self._task_type(input_)
+        child = patch_config(config, callbacks=run_manager.get_child())
+        docs, scores = self._retrieve(query, child)
+        result = self._judge(docs, scores)
+        if not result.should_transfer:
+            self._record(task_type, result, run_manager.run_id, None)
+            return self.answer_chain.invoke(
+                self._chain_input(input_, query, docs, result), child, **kwargs
+            )
+        request = self._request(input_, result, run_manager.run_id, task_type, query)
+        outcome = self.dispatcher.dispatch(request) if self.dispatcher else None
+        self._record(task_type, result, run_manager.run_id, request.request_id)
+        return self._handoff_result(request, result, docs, outcome)
+
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        """Async ``invoke``: async retrieval, hooks and chain; store writes off the loop."""
+        return await self._acall_with_config(
+            self._ainvoke, input, ensure_config(config), run_type="chain", **kwargs
+        )
+
+    async def _ainvoke(
+        self,
+        input_: Any,
+        run_manager: AsyncCallbackManagerForChainRun,
+        config: RunnableConfig,
+        **kwargs: Any,
+    ) -> Any:
+        query = _query_of(input_, self.input_key)
+        task_type = self._task_type(input_)
+        child = patch_config(config, callbacks=run_manager.get_child())
+        docs, scores = await self._aretrieve(query, child)
+        result = self._judge(docs, scores)
+        if not result.should_transfer:
+            await asyncio.to_thread(self._record, task_type, result, run_manager.run_id, None)
+            return await self.answer_chain.ainvoke(
+                self._chain_input(input_, query, docs, result), child, **kwargs
+            )
+        request = self._request(input_, result, run_manager.run_id, task_type, query)
+        outcome = await self.dispatcher.adispatch(request) if self.dispatcher else None
+        await asyncio.to_thread(
+            self._record, task_type, result, run_manager.run_id, request.request_id
+        )
+        return self._handoff_result(request, result, docs, outcome)

@@ -1,0 +1,223 @@
+"""HandoffRunnable with real LangChain objects and a deterministic embedder."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+from uuid import UUID
+
+import pytest
+from cli_helpers import run
+from handoff_helpers import ScoredRetriever, faq_store
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.prompts import PromptTemplate
+from langchain_core.runnables import RunnableLambda
+
+from integrations.langchain_handoff import HandoffResult, HandoffRunnable, estimate_tokens
+from profiles.store import Store
+from profiles.store.handoffs import HandoffRepository
+from router import AgentRouter
+from router.config import RouterConfig
+from router.handoff import RetrievalConfidence
+from router.transfer import CallableHook, TransferRequest
+
+# the toy embedder's cosine scores sit lower than a sentence model's
+CONFIDENCE = RetrievalConfidence(score_threshold=0.4)
+COVERED = "my card has not arrived"
+UNCOVERED = "can I buy bitcoin with crypto"
+
+
+def echo_chain() -> Any:
+    prompt = PromptTemplate.from_template("Q: {question}\nContext: {context}")
+    return prompt | RunnableLambda(lambda p: "ANSWER<" + p.to_string() + ">")
+
+
+class RunLog(BaseCallbackHandler):
+    """Chain starts as (name, run_id, parent_run_id)."""
+
+    def __init__(self) -> None:
+        self.starts: list[tuple[str, UUID, UUID | None]] = []
+
+    def on_chain_start(
+        self,
+        serialized: dict[str, Any] | None,
+        inputs: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self.starts.append((kwargs.get("name") or "", run_id, parent_run_id))
+
+
+def test_covered_question_is_answered_by_the_chain() -> None:
+    fired: list[TransferRequest] = []
+    with Store("mem://") as store:
+        rag = HandoffRunnable(
+            faq_store(), echo_chain(), confidence=CONFIDENCE, hooks=[fired.append], store=store
+        )
+        out = rag.invoke(COVERED)
+        stats = store.repository(HandoffRepository).decision_stats()
+    assert isinstance(out, str) and out.startswith("ANSWER<Q: my card has not arrived")
+    assert "Cards arrive within seven working days" in out
+    assert fired == []
+    assert stats == [
+        {
+            "task_type": "rag",
+            "decisions": 1,
+            "transferred": 0,
+            "handoff_rate": 0.0,
+            "mean_confidence": pytest.approx(stats[0]["mean_confidence"]),
+        }
+    ]
+
+
+def test_uncovered_question_fires_the_hooks_and_returns_a_handoff() -> None:
+    fired: list[TransferRequest] = []
+    run_id = uuid.uuid4()
+    with Store("mem://") as store:
+        rag = HandoffRunnable(
+            faq_store(),
+            echo_chain(),
+            confidence=CONFIDENCE,
+            hooks=[CallableHook(fired.append, name="desk")],
+            store=store,
+            task_type="cards",
+        )
+        out = rag.invoke({"question": UNCOVERED, "user": "u-17"}, {"run_id": run_id})
+        pending = store.repository(HandoffRepository).pending()
+    assert isinstance(out, HandoffResult) and out.handed_off
+    assert out.message.startswith("I'm not confident I can answer this correctly")
+    assert out.reason.startswith("Retrieval insufficient (best score")
+    assert out.confidence < CONFIDENCE.config.confidence_low_threshold
+    assert out.outcome is not None and out.outcome.delivered and pending == []
+    assert len(fired) == 1
+    req = fired[0]
+    assert req is out.request
+    assert req.input == {"question": UNCOVERED, "user": "u-17"}
+    assert req.run_id == str(run_id) and req.task_type == "cards"
+    assert req.diagnostics["max_score"] == pytest.approx(out.request.diagnostics["max_score"])
+    assert req.metadata["query"] == UNCOVERED
+
+
+def test_handoff_rate_per_task_type_in_the_store_and_cli(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "router.yaml"
+    config.write_text("store: surrealkv://db\nagents: [bot]\n", encoding="utf-8")
+    with AgentRouter.from_config(config) as router:
+        cards = HandoffRunnable(
+            faq_store(), echo_chain(), confidence=CONFIDENCE, router=router, task_type="cards"
+        )
+        topup = HandoffRunnable(
+            faq_store(), echo_chain(), confidence=CONFIDENCE, router=router, task_type="top-up"
+        )
+        for question in (COVERED, UNCOVERED, "what is the weather on mars", COVERED):
+            cards.invoke(question)
+        topup.invoke("how do I top up my account with a bank transfer")
+        # no hooks configured: the hand-offs are kept pending for a person, not lost
+        assert len(router.transfer.pending()) == 2  # type: ignore[union-attr]
+    result = run(capsys, "handoffs", "--config", str(config), "--stats", "--json")
+    assert result.code == 0, result.err
+    by_type = {r["task_type"]: r for r in result.json()}
+    assert by_type["cards"]["decisions"] == 4 and by_type["cards"]["transferred"] == 2
+    assert by_type["cards"]["handoff_rate"] == 0.5
+    assert by_type["top-up"]["handoff_rate"] == 0.0
+    table = run(capsys, "handoffs", "--config", str(config), "--stats")
+    assert "cards" in table.out and "50%" in table.out
+
+
+def test_retriever_with_scores_in_metadata() -> None:
+    store = faq_store()
+    rag = HandoffRunnable(ScoredRetriever(store=store), echo_chain(), confidence=CONFIDENCE)
+    assert isinstance(rag.invoke(COVERED), str)
+    assert isinstance(rag.invoke(UNCOVERED), HandoffResult)
+    unscored = HandoffRunnable(store.as_retriever(), echo_chain(), confidence=CONFIDENCE)
+    with pytest.raises(ValueError, match="document 0 has no relevance score"):
+        unscored.invoke(COVERED)
+
+
+def test_relevance_score_fn_maps_raw_scores() -> None:
+    rag = HandoffRunnable(
+        faq_store(), echo_chain(), confidence=CONFIDENCE, relevance_score_fn=lambda s: 1.0
+    )
+    assert isinstance(rag.invoke(UNCOVERED), str)  # every document now "fully relevant"
+
+
+def test_evidence_token_limit_applies() -> None:
+    tight = RetrievalConfidence(score_threshold=0.4, max_evidence_tokens=5)
+    out = HandoffRunnable(faq_store(), echo_chain(), confidence=tight).invoke(COVERED)
+    assert isinstance(out, HandoffResult)
+    assert "token_overflow" in out.request.diagnostics["insufficient_reasons"]
+    assert estimate_tokens("abcdefgh") == 2 and estimate_tokens("转人工") == 3
+
+
+def test_config_flows_to_the_answer_chain_as_a_child_run() -> None:
+    log = RunLog()
+    rag = HandoffRunnable(faq_store(), echo_chain(), confidence=CONFIDENCE, name="faq-bot")
+    rag.invoke(COVERED, {"callbacks": [log]})
+    names = {name: (rid, parent) for name, rid, parent in log.starts}
+    root_id, root_parent = names["faq-bot"]
+    assert root_parent is None
+    assert any(parent == root_id for _, _, parent in log.starts)
+
+
+def test_async_paths() -> None:
+    fired: list[str] = []
+
+    async def hook(request: TransferRequest) -> None:
+        await asyncio.sleep(0)
+        fired.append(request.reason)
+
+    async def main() -> tuple[Any, Any]:
+        with Store("mem://") as store:
+            rag = HandoffRunnable(
+                faq_store(), echo_chain(), confidence=CONFIDENCE, hooks=[hook], store=store
+            )
+            answered = await rag.ainvoke(COVERED)
+            handed = await rag.ainvoke(UNCOVERED)
+            assert store.repository(HandoffRepository).decision_stats()[0]["decisions"] == 2
+            return answered, handed
+
+    answered, handed = asyncio.run(main())
+    assert isinstance(answered, str) and isinstance(handed, HandoffResult)
+    assert fired == [handed.reason]
+
+
+def test_chinese_message_and_custom_message() -> None:
+    zh = RetrievalConfidence(score_threshold=0.4, locale="zh")
+    out = HandoffRunnable(faq_store(), echo_chain(), confidence=zh).invoke(UNCOVERED)
+    assert isinstance(out, HandoffResult)
+    assert out.message == "这个问题我无法可靠地回答，正在为您转接人工客服。"
+    assert out.reason.startswith("检索结果不足")
+    custom = HandoffRunnable(faq_store(), echo_chain(), confidence=CONFIDENCE, message="One moment")
+    assert custom.invoke(UNCOVERED).message == "One moment"
+
+
+def test_confidence_from_a_named_calibration_and_router_config() -> None:
+    config = RouterConfig.model_validate(
+        {
+            "store": "mem://",
+            "agents": ["bot"],
+            "handoff": {"calibration": "faq", "message": "Passing you to a colleague."},
+        }
+    )
+    with config.build_router() as router:
+        RetrievalConfidence(score_threshold=0.42, locale="zh").save(router.store, "faq")
+        rag = HandoffRunnable(faq_store(), echo_chain(), router=router)
+        assert rag.confidence.config.score_threshold == 0.42 and rag.confidence.locale == "zh"
+        assert rag.message == "Passing you to a colleague."
+        by_name = HandoffRunnable(faq_store(), echo_chain(), confidence="faq", store=router.store)
+        assert by_name.confidence.config.score_threshold == 0.42
+    with pytest.raises(ValueError, match="names a calibration"):
+        HandoffRunnable(faq_store(), echo_chain(), confidence="faq")
+
+
+@pytest.mark.parametrize(
+    ("bad", "error"),
+    [({"text": "hi"}, ValueError), (42, TypeError)],
+)
+def test_bad_input(bad: Any, error: type[Exception]) -> None:
+    with pytest.raises(error):
+        HandoffRunnable(faq_store(), echo_chain(), confidence=CONFIDENCE).invoke(bad)
