@@ -35,11 +35,14 @@ class Store:
     def __init__(self, url: str | None = None, *, namespace: str = "trustroute",
                  database: str = "trustroute", username: str | None = None,
                  password: str | None = None, window_size: int = 100,
-                 base_dir: Path | None = None) -> None:
+                 base_dir: Path | None = None, retry_attempts: int = 5,
+                 retry_max_wait_s: float = 2.0) -> None:
         self.location: StoreLocation = parse_store_url(url, base_dir=base_dir)
         self._lock = PathLock(self.location.path) if self.location.path else None
         self.conn = Connection(self.location, namespace=namespace, database=database,
-                               username=username, password=password)
+                               username=username, password=password,
+                               retry_attempts=retry_attempts,
+                               retry_max_wait_s=retry_max_wait_s)
         if self._lock:
             self._lock.acquire()
         try:
