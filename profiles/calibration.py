@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,9 +136,34 @@ class CalibrationMap:
             other = self._anchor[j]
             if other != anchor:
                 t = (p - anchor) / (other - anchor)
+                t = 0.0 if t < 0.0 else 1.0 if t > 1.0 else t  # float noise at equal anchors
                 shift += t * (self._shift[j] - shift)
         value = p + shift
         return 0.0 if value < 0.0 else 1.0 if value > 1.0 else value
+
+    # -- persistence -------------------------------------------------------------
+    def state(self) -> dict[str, Any]:
+        """The learned sums, JSON-ready (what the store keeps between runs)."""
+        return {"buckets": len(self._n), "n": list(self._n), "pred": list(self._pred),
+                "out": list(self._out), "outcomes": self.outcomes}
+
+    def load_state(self, state: dict[str, Any]) -> bool:
+        """Restore sums saved by ``state``; False (map unchanged) when they do not fit
+        these settings (another bucket count) or are malformed."""
+        b = len(self._n)
+        try:
+            n, pred, out = ([float(x) for x in state[k]] for k in ("n", "pred", "out"))
+            outcomes = int(state.get("outcomes", 0))
+        except (KeyError, TypeError, ValueError):
+            return False
+        if int(state.get("buckets", -1)) != b or not len(n) == len(pred) == len(out) == b:
+            return False
+        if any(not math.isfinite(x) or x < 0 for x in (*n, *pred, *out)):
+            return False
+        self._n, self._pred, self._out, self.outcomes = n, pred, out, outcomes
+        for i in range(b):
+            self._refresh(i)
+        return True
 
     @property
     def is_identity(self) -> bool:
@@ -210,3 +236,73 @@ def brier_score(predicted: Sequence[float], outcomes: Sequence[bool]) -> float:
     if not pairs:
         return 0.0
     return sum((p - o) ** 2 for p, o in pairs) / len(pairs)
+
+
+@dataclass(frozen=True, slots=True)
+class CalibrationReport:
+    """How honest the stated confidences were, over decisions with known outcomes."""
+
+    decisions: int  # logged decisions (with or without outcome)
+    with_outcome: int
+    table: list[ReliabilityRow]
+    brier: float
+    ece: float
+    abstained: int  # decisions flagged abstained (with or without outcome)
+    abstained_with_outcome: int
+    abstained_failed: int  # of those, how many failed
+    answered_failed: int  # failures among non-abstained decisions with outcome
+
+    @property
+    def abstention_rate(self) -> float:
+        """Share of decisions that abstained."""
+        return self.abstained / self.decisions if self.decisions else 0.0
+
+    @property
+    def abstained_failure_rate(self) -> float:
+        """How often abstained decisions (routed anyway) failed."""
+        n = self.abstained_with_outcome
+        return self.abstained_failed / n if n else 0.0
+
+    @property
+    def answered_failure_rate(self) -> float:
+        """How often the decisions that did not abstain failed (for comparison)."""
+        n = self.with_outcome - self.abstained_with_outcome
+        return self.answered_failed / n if n else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "decisions": self.decisions, "with_outcome": self.with_outcome,
+            "brier": self.brier, "ece": self.ece,
+            "abstention_rate": self.abstention_rate, "abstained": self.abstained,
+            "abstained_failure_rate": self.abstained_failure_rate,
+            "answered_failure_rate": self.answered_failure_rate,
+            "reliability": [{"bucket": r.label, "predicted": r.predicted,
+                             "realised": r.realised, "count": r.count} for r in self.table],
+        }
+
+
+def calibration_report(rows: Iterable[tuple[float | None, bool | None, bool]],
+                       buckets: int = 10) -> CalibrationReport:
+    """Report over (confidence, success or None, abstained) triples."""
+    decisions = abstained = abstained_known = abstained_failed = answered_failed = 0
+    preds: list[float] = []
+    outs: list[bool] = []
+    for confidence, success, did_abstain in rows:
+        decisions += 1
+        abstained += int(did_abstain)
+        if success is None or confidence is None:
+            continue
+        preds.append(confidence)
+        outs.append(bool(success))
+        if did_abstain:
+            abstained_known += 1
+            abstained_failed += int(not success)
+        else:
+            answered_failed += int(not success)
+    return CalibrationReport(
+        decisions=decisions, with_outcome=len(preds),
+        table=reliability_table(preds, outs, buckets), brier=brier_score(preds, outs),
+        ece=expected_calibration_error(preds, outs, buckets), abstained=abstained,
+        abstained_with_outcome=abstained_known, abstained_failed=abstained_failed,
+        answered_failed=answered_failed)

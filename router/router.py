@@ -23,12 +23,15 @@ from profiles.book import ProfileBook
 from profiles.profile import ProfileSettings, TaskTypeProfile, empty_profile, now_utc
 from profiles.records import ExecutionRecord, check_identifier
 from profiles.store import Store
+from profiles.trust import TrustScores
+from router.abstention import AbstentionPolicy
 from router.agents import AgentLike, AgentSpec, as_specs
 from router.decision import CandidateScore, RoutingDecision
 from router.errors import NoAgentAvailable, UnknownAgent
 from router.load import InFlightTracker, Lease
 from router.strategies import DEFAULT_STRATEGY, Arm, Strategy, StrategyContext, make_strategy
 from router.transfer import TransferDispatcher
+from router.trust_layer import TrustLayer, TrustOptions
 
 _SNAPSHOT_SECONDS = 60.0  # expertise drifts by < 0.02% a minute at the 7-day time constant
 _ELIGIBLE_CACHE_LIMIT = 1024  # task types whose ranked arms are cached at once
@@ -48,6 +51,8 @@ class AgentRouter:
         settings: ProfileSettings | None = None,
         exploit_only: bool = False,
         store_options: Mapping[str, Any] | None = None,
+        trust: TrustOptions | None = None,
+        abstention: AbstentionPolicy | None = None,
         transfer: TransferDispatcher | None = None,
     ) -> None:
         self.settings = settings or ProfileSettings()
@@ -71,6 +76,8 @@ class AgentRouter:
         self._snapshots: dict[tuple[str, str], tuple[int, float, TaskTypeProfile]] = {}
         self._eligible_cache: dict[str, tuple[int, tuple[AgentSpec, ...], float,
                                               list[tuple[AgentSpec, Arm]]]] = {}
+        self.trust_layer = TrustLayer(self.store, self.strategy.name, trust, abstention,
+                                      transfer)
         self.refresh()
 
     # -- life cycle ------------------------------------------------------------------
@@ -83,6 +90,7 @@ class AgentRouter:
 
     def refresh(self) -> None:
         """Reload every profile from the store (on open, or to see other processes' work)."""
+        self.trust_layer.reload()
         states, clocks = self.store.executions.load()
         with self._lock:
             self.book.replace(states, clocks)
@@ -91,9 +99,12 @@ class AgentRouter:
             self.strategy.reset(self.book)
 
     def close(self) -> None:
-        """Close the store if this router opened it."""
-        if self._owns_store:
-            self.store.close()
+        """Write buffered trust/decision-log updates; close the store if this router opened it."""
+        try:
+            self.trust_layer.close()
+        finally:
+            if self._owns_store:
+                self.store.close()
 
     def __enter__(self) -> AgentRouter:
         return self
@@ -215,6 +226,7 @@ class AgentRouter:
                 detail = (f"{skipped_full} eligible agent(s) at capacity" if skipped_full
                           else "no registered, enabled agent accepts it")
                 raise NoAgentAvailable(task_type, detail)
+            arms, loads = self.trust_layer.admit(task_type, arms, loads, self.exploit_only)
             ctx = StrategyContext(task_type, now, self.book, self.settings, self._rng,
                                   self.exploit_only)
             scores = self.strategy.score(arms, ctx)
@@ -235,14 +247,13 @@ class AgentRouter:
             candidates.sort()
             best = candidates[0]
             lease = self.acquire(best[3].agent_id) if acquire else None
-        probability = best[4]
-        return RoutingDecision(
+        decision = RoutingDecision(
             decision_id=str(uuid.uuid4()), task_type=task_type, agent_id=best[3].agent_id,
             candidates=tuple(c[3] for c in candidates), strategy=self.strategy.name,
-            created_at=now,
-            confidence=None if probability is None else min(1.0, max(0.0, probability)),
-            context=context, lease=lease,
+            created_at=now, context=context, lease=lease,
         )
+        # calibrated confidence, tier, abstention; buffered for the decision log (no I/O)
+        return self.trust_layer.decide(decision, [c[4] for c in candidates])
 
     async def aselect(self, task_type: str, *, exclude: Sequence[str] = (),
                       context: Mapping[str, Any] | None = None, acquire: bool = False
@@ -277,6 +288,7 @@ class AgentRouter:
         finally:
             if isinstance(decision, RoutingDecision):
                 decision.release()
+        self.trust_layer.maybe_flush()
         return rec
 
     async def arecord(self, decision: RoutingDecision | ExecutionRecord | None = None,
@@ -295,12 +307,42 @@ class AgentRouter:
                 if seq is not None:
                     self._apply(rec, seq)
                     written += 1
+            self.trust_layer.maybe_flush()
         return written
 
     def _apply(self, rec: ExecutionRecord, seq: int) -> None:
         with self._lock:
             self.book.apply(rec, seq)
             self.strategy.observe(rec, seq, self.book)
+            self.trust_layer.observe(rec)
+
+    # -- trust ---------------------------------------------------------------------
+    def feedback(self, decision_id: str, approved: bool, comment: str | None = None
+                 ) -> TrustScores:
+        """A person's verdict on a decision: moves the chosen agent's human score."""
+        return self.trust_layer.feedback(decision_id, approved, comment)
+
+    async def afeedback(self, decision_id: str, approved: bool, comment: str | None = None
+                        ) -> TrustScores:
+        """Async ``feedback``: the database write runs in a worker thread."""
+        return await asyncio.to_thread(self.feedback, decision_id, approved, comment)
+
+    def review(self, agent_id: str, task_type: str, approved: bool,
+               comment: str | None = None) -> TrustScores:
+        """An explicit review of one (agent, task type) pair."""
+        return self.trust_layer.review(agent_id, task_type, approved, comment)
+
+    def signal(self, agent_id: str, task_type: str, name: str) -> TrustScores:
+        """A named trust signal (``user_accepted``, ``pattern_contradicted``, ...)."""
+        return self.trust_layer.signal(agent_id, task_type, name)
+
+    def trust(self, agent_id: str, task_type: str) -> TrustScores:
+        """Frequency, effectiveness and human scores, composite and tier of one pair."""
+        return self.trust_layer.trust(agent_id, task_type)
+
+    def flush(self) -> None:
+        """Write buffered decision-log and trust updates now (``close`` also does)."""
+        self.trust_layer.flush()
 
     def _build_record(self, decision: RoutingDecision | None, *, agent_id: str | None,
                       task_type: str | None, success: bool | None, quality: float | None,

@@ -25,6 +25,7 @@ DEFINE FIELD IF NOT EXISTS confidence ON decision TYPE option<float>
 DEFINE FIELD IF NOT EXISTS tier ON decision TYPE option<string>;
 DEFINE FIELD IF NOT EXISTS abstained ON decision TYPE bool;
 DEFINE FIELD IF NOT EXISTS abstain_reason ON decision TYPE option<string>;
+DEFINE FIELD IF NOT EXISTS abstain_detail ON decision TYPE option<string>;
 DEFINE FIELD IF NOT EXISTS candidates ON decision FLEXIBLE TYPE array<object>;
 DEFINE FIELD IF NOT EXISTS created_at ON decision TYPE datetime;
 DEFINE FIELD IF NOT EXISTS success ON decision TYPE option<bool>;
@@ -34,6 +35,12 @@ DEFINE FIELD IF NOT EXISTS record_id ON decision TYPE option<string>;
 DEFINE FIELD IF NOT EXISTS recorded_at ON decision TYPE option<datetime>;
 DEFINE INDEX IF NOT EXISTS decision_created ON decision FIELDS created_at;
 DEFINE INDEX IF NOT EXISTS decision_recorded ON decision FIELDS recorded_at;
+
+-- The calibration map's learned sums per strategy, so a reopened router starts calibrated
+-- without scanning the log.
+DEFINE TABLE IF NOT EXISTS calibration_state SCHEMAFULL;
+DEFINE FIELD IF NOT EXISTS state ON calibration_state FLEXIBLE TYPE object;
+DEFINE FIELD IF NOT EXISTS updated_at ON calibration_state TYPE datetime;
 """
 
 # $rows: full decision rows (outcome fields may be set); $outcomes: outcomes for rows
@@ -72,6 +79,18 @@ class DecisionRepository:
                          for o in outcomes],
         })
 
+    def save_calibration(self, strategy: str, state: dict[str, Any]) -> None:
+        """Keep the calibration map's sums for ``strategy`` (last writer wins)."""
+        self._conn.run("UPSERT type::thing('calibration_state', $s) CONTENT "
+                       "{state: $state, updated_at: time::now()};",
+                       {"s": strategy, "state": state})
+
+    def load_calibration(self, strategy: str) -> dict[str, Any] | None:
+        """The saved calibration sums for ``strategy``, or None."""
+        rows = self._conn.run("SELECT state FROM ONLY type::thing('calibration_state', $s);",
+                              {"s": strategy})
+        return rows[0]["state"] if rows and rows[0] else None
+
     def get(self, decision_id: str) -> dict[str, Any] | None:
         """One decision with its outcome, or None."""
         rows = self._conn.run(
@@ -100,8 +119,9 @@ class DecisionRepository:
         while True:
             page = self._conn.run(
                 "SELECT record::id(id) AS decision_id, task_type, agent_id, strategy, "
-                "predicted, confidence, tier, abstained, abstain_reason, created_at, success, "
-                f"quality, recorded_at FROM decision{where} ORDER BY created_at "
+                "predicted, confidence, tier, abstained, abstain_reason, abstain_detail, "
+                f"created_at, success, quality, recorded_at FROM decision{where} "
+                "ORDER BY created_at "
                 "LIMIT $lim START $start;",
                 {"s": strategy, "lim": batch, "start": start})[0]
             yield from page

@@ -25,6 +25,7 @@ from profiles.store.errors import InvalidStoreURL
 from profiles.store.location import parse_store_url
 from router.agents import AgentSpec
 from router.config.loader import ConfigError, describe_validation_error, read_mapping
+from router.config.trust import AbstentionSection, TrustSection
 from router.errors import UnknownStrategy
 from router.strategies import available_strategies
 from router.transfer.config import HandoffSection, HookSpec, build_dispatcher
@@ -102,6 +103,8 @@ class RouterConfig(Section):
     seed: int | None = None
     handoff: HandoffSection = Field(default_factory=HandoffSection)
     hooks: list[HookSpec] = Field(default_factory=list)
+    trust: TrustSection = Field(default_factory=TrustSection)
+    abstention: AbstentionSection = Field(default_factory=AbstentionSection)
 
     # The file this config was read from (None when built in code); names it in errors.
     _source: Path | None = PrivateAttr(default=None)
@@ -154,6 +157,8 @@ class RouterConfig(Section):
                               "database": self.store.database,
                               "username": self.store.username,
                               "password": self.store.password},
+            "trust": self.trust.options(),
+            "abstention": self.abstention.policy(),
         }
         if "transfer" not in overrides:  # hand-off hooks; pending requests go to the store
             kwargs["transfer"] = build_dispatcher(self.hooks, self.handoff)

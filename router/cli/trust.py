@@ -1,0 +1,171 @@
+"""``trustroute review | decay | calibration | trust``: the trust layer from the shell."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import click
+from rich import box
+from rich.markup import escape
+from rich.table import Table
+
+from profiles.calibration import CalibrationReport, calibration_report
+from profiles.store.decisions import DecisionRepository
+from profiles.trust import TrustScores
+from router.cli.base import (
+    CliError,
+    cli,
+    console,
+    json_option,
+    open_router,
+    print_json,
+    router_options,
+)
+from router.lifecycle import run_decay
+
+
+def _scores_line(agent_id: str, task_type: str, s: TrustScores) -> str:
+    return (f"{escape(agent_id)} on {escape(task_type)}: frequency {s.frequency:.3f}, "
+            f"effectiveness {s.effectiveness:.3f}, human {s.human:.3f} -> composite "
+            f"{s.composite:.3f} ([bold]{s.tier}[/])")
+
+
+@cli.command(name="review")
+@click.argument("agent_id", metavar="AGENT")
+@click.argument("task_type")
+@click.option("--approve/--reject", "approved", default=None,
+              help="The verdict: approval pins the human score at 0.95; rejection counts "
+                   "one rejection and withdraws an earlier approval.")
+@click.option("--comment", "-m", default=None, help="Why (kept with the review).")
+@router_options
+@json_option
+def review(agent_id: str, task_type: str, approved: bool | None, comment: str | None,
+           config: Path | None, store: str | None, as_json: bool) -> None:
+    """Record an explicit human review of AGENT on TASK_TYPE."""
+    if approved is None:
+        raise click.UsageError("say --approve or --reject")
+    with open_router(config, store) as router:
+        scores = router.review(agent_id, task_type, approved, comment)
+    if as_json:
+        print_json({"agent_id": agent_id, "task_type": task_type, **scores.as_dict()})
+        return
+    console.print(_scores_line(agent_id, task_type, scores), highlight=False)
+
+
+@cli.command(name="decay")
+@click.option("--now", "now_text", default=None, metavar="ISO-TIME",
+              help="Run as of this moment (default: now); e.g. 2025-03-01T00:00:00+00:00.")
+@router_options
+@json_option
+def decay(now_text: str | None, config: Path | None, store: str | None, as_json: bool) -> None:
+    """Weekly trust lifecycle: decay unseen pairs, deprecate weak ones, retire dead ones.
+
+    Safe to schedule daily: it does its work once per ISO week. Retired pairs' executions
+    are archived (table execution_archive), not lost.
+    """
+    now = None
+    if now_text is not None:
+        try:
+            now = datetime.fromisoformat(now_text)
+        except ValueError:
+            raise CliError(f"--now: {now_text!r} is not an ISO date/time") from None
+        if now.tzinfo is None:
+            now = now.replace(tzinfo=UTC)
+    with open_router(config, store) as router:
+        report = run_decay(router, now=now)
+    if as_json:
+        print_json(report.as_dict())
+        return
+    if report.already_applied:
+        console.print(f"decay already applied for {report.week}: nothing changed",
+                      highlight=False)
+        return
+    console.print(f"decay {report.week}: {report.decayed} decayed, {report.deprecated} "
+                  f"deprecated, {report.deleted} deleted ({report.archived_executions} "
+                  "executions archived)", highlight=False)
+
+
+def reliability_table(report: CalibrationReport, title: str) -> Table:
+    """The reliability table of a calibration report."""
+    table = Table(title=title, box=box.SIMPLE_HEAVY)
+    for name in ("bucket", "predicted", "realised", "count", "gap"):
+        table.add_column(name, justify="left" if name == "bucket" else "right")
+    for row in report.table:
+        table.add_row(row.label, f"{row.predicted:.3f}", f"{row.realised:.3f}",
+                      str(row.count), f"{row.gap:+.3f}")
+    return table
+
+
+def print_calibration(report: CalibrationReport, title: str) -> None:
+    """Reliability table and the summary figures, as ``trustroute calibration`` shows."""
+    console.print(reliability_table(report, title))
+    console.print(
+        f"decisions {report.decisions} ({report.with_outcome} with outcome)  "
+        f"Brier {report.brier:.4f}  ECE {report.ece:.4f}  "
+        f"abstention rate {100 * report.abstention_rate:.1f}%  "
+        f"abstained that failed {100 * report.abstained_failure_rate:.1f}% "
+        f"(vs {100 * report.answered_failure_rate:.1f}% of the others)", highlight=False)
+
+
+@cli.command(name="calibration")
+@click.option("--strategy", default=None, metavar="NAME",
+              help="Only decisions of this strategy (default: all).")
+@click.option("--buckets", default=10, show_default=True, type=click.IntRange(1, 100),
+              help="Reliability-table buckets.")
+@router_options
+@json_option
+def calibration(strategy: str | None, buckets: int, config: Path | None, store: str | None,
+                as_json: bool) -> None:
+    """How honest the router's confidence has been: reliability table, Brier, ECE,
+    abstention rate and how often abstained decisions failed."""
+    with open_router(config, store) as router:
+        router.flush()
+        repo = router.store.repository(DecisionRepository)
+        rows = [(d.get("confidence"), d.get("success"), bool(d.get("abstained")))
+                for d in repo.iter_decisions(strategy=strategy)]
+        url = router.store.url
+    report = calibration_report(rows, buckets)
+    if as_json:
+        print_json(report.as_dict())
+        return
+    if not report.with_outcome:
+        console.print(f"no decisions with recorded outcomes in {escape(url)} yet "
+                      f"({report.decisions} logged)", highlight=False)
+        return
+    print_calibration(report, f"calibration of decision confidence in {escape(url)}")
+
+
+@cli.command(name="trust")
+@click.option("--task-type", "-t", default=None, metavar="T", help="Only this task type.")
+@click.option("--agent", "-a", default=None, metavar="ID", help="Only this agent.")
+@router_options
+@json_option
+def trust(task_type: str | None, agent: str | None, config: Path | None, store: str | None,
+          as_json: bool) -> None:
+    """Composite trust per (agent, task type): the three scores, composite and tier."""
+    with open_router(config, store) as router:
+        rows = [(pair, counts, scores) for pair, counts, scores in router.trust_layer.book
+                if (task_type is None or pair[1] == task_type)
+                and (agent is None or pair[0] == agent)]
+    rows.sort(key=lambda r: (r[0][1], -r[2].composite, r[0][0]))
+    if as_json:
+        print_json([{"agent_id": a, "task_type": t, **s.as_dict(),
+                     "observations": c.observations, "contradictions": c.contradictions,
+                     "approvals": c.approvals, "rejections": c.rejections,
+                     "reviewed": c.reviewed, "deprecated_at": c.deprecated_at}
+                    for (a, t), c, s in rows])
+        return
+    if not rows:
+        console.print("no trust data yet: record outcomes or reviews first", highlight=False)
+        return
+    table = Table(title="trust per (agent, task type)", box=box.SIMPLE_HEAVY)
+    for name in ("task type", "agent", "obs", "contra", "freq", "effect", "human",
+                 "composite", "tier"):
+        table.add_column(name, justify="left" if name in ("task type", "agent", "tier")
+                         else "right")
+    for (a, t), c, s in rows:
+        table.add_row(escape(t), escape(a), str(c.observations), str(c.contradictions),
+                      f"{s.frequency:.2f}", f"{s.effectiveness:.2f}", f"{s.human:.2f}",
+                      f"{s.composite:.3f}", str(s.tier))
+    console.print(table)

@@ -1,0 +1,157 @@
+"""The router's side of the decision log: buffer decisions, join outcomes, calibrate.
+
+``select()`` must never wait on the database, so a decision is only appended to an
+in-memory buffer here; the buffer is written in batches from ``record()`` (or
+``flush()``/``close()``). When an outcome is recorded for a decision this router made,
+the calibration map learns from (predicted, realised) at once, so the next decision is
+already calibrated with it; the outcome is written into the decision's row.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+from profiles.calibration import CalibrationMap, CalibrationSettings
+from profiles.records import ExecutionRecord
+from profiles.store.decisions import DecisionRepository
+from router.decision import RoutingDecision
+
+log = logging.getLogger(__name__)
+
+# decision id -> [raw prediction, agent id, task type, outcome already joined]
+_Known = list[Any]
+
+
+def candidate_row(c: Any, probability: float | None) -> dict[str, Any]:
+    """The logged form of one candidate (compact: what explains the choice)."""
+    return {"agent_id": c.agent_id, "score": c.score, "final_score": c.final_score,
+            "executions": c.executions, "load": c.load, "reason": c.reason,
+            "success_probability": probability, "components": dict(c.components)}
+
+
+class DecisionLog:
+    """In-memory buffer of decisions and outcomes, and the calibration map they train."""
+
+    def __init__(self, repo: DecisionRepository, strategy: str,
+                 settings: CalibrationSettings | None = None, *, enabled: bool = True,
+                 memory: int = 50_000, max_pending: int = 10_000) -> None:
+        self._repo = repo
+        self.strategy = strategy
+        self.settings = settings or CalibrationSettings()
+        self.calibration = CalibrationMap(self.settings)
+        self.enabled = enabled
+        self._memory = memory
+        self._max_pending = max_pending
+        self._lock = threading.Lock()
+        self._pending: list[tuple[RoutingDecision, float, Sequence[float | None], str | None]] = []
+        self._outcomes: dict[str, dict[str, Any]] = {}
+        self._known: OrderedDict[str, _Known] = OrderedDict()
+        self._dirty = False
+        self._warned = False
+
+    # -- hot path ------------------------------------------------------------------
+    def remember(self, decision: RoutingDecision, raw: float,
+                 probabilities: Sequence[float | None], detail: str | None) -> None:
+        """Buffer one decision (no I/O)."""
+        with self._lock:
+            known = self._known
+            known[decision.decision_id] = [raw, decision.agent_id, decision.task_type, False]
+            if len(known) > self._memory:
+                known.popitem(last=False)
+            if not self.enabled:
+                return
+            pending = self._pending
+            if len(pending) >= self._max_pending:
+                del pending[0]  # nobody records or flushes: keep memory bounded
+                if not self._warned:
+                    self._warned = True
+                    log.warning("decision log buffer full (%d decisions): call record() or "
+                                "flush() to persist decisions", self._max_pending)
+            pending.append((decision, raw, probabilities, detail))
+
+    def outcome(self, record: ExecutionRecord) -> None:
+        """Join a recorded outcome with its decision; the calibration map learns it."""
+        decision_id = record.decision_id
+        if decision_id is None:
+            return
+        with self._lock:
+            info = self._known.get(decision_id)
+            if info is not None and not info[3]:
+                info[3] = True
+                self.calibration.update(info[0], record.success)
+                self._dirty = True
+            if self.enabled:
+                self._outcomes[decision_id] = {
+                    "decision_id": decision_id, "success": record.success,
+                    "quality": record.effective_quality, "record_id": record.record_id,
+                    "recorded_at": record.timestamp}
+
+    # -- lookups -------------------------------------------------------------------
+    def lookup(self, decision_id: str) -> tuple[str, str] | None:
+        """(agent id, task type) of a decision: from memory, else from the store."""
+        with self._lock:
+            info = self._known.get(decision_id)
+        if info is not None:
+            return info[1], info[2]
+        row = self._repo.get(decision_id)
+        return (row["agent_id"], row["task_type"]) if row else None
+
+    @property
+    def backlog(self) -> int:
+        """Buffered items not yet written."""
+        return len(self._pending) + len(self._outcomes) + int(self._dirty)
+
+    # -- persistence ---------------------------------------------------------------
+    def flush(self) -> None:
+        """Write buffered decisions, outcomes and the calibration sums (the caller
+        serialises flushes). On failure the items are put back for the next try."""
+        with self._lock:
+            pending, self._pending = self._pending, []
+            outcomes, self._outcomes = self._outcomes, {}
+            dirty, self._dirty = self._dirty, False
+            state = self.calibration.state() if dirty else None
+        rows = []
+        for decision, raw, probabilities, detail in pending:
+            row = self._row(decision, raw, probabilities, detail)
+            found = outcomes.pop(decision.decision_id, None)
+            if found is not None:
+                row.update({k: v for k, v in found.items() if k != "decision_id"})
+            rows.append(row)
+        try:
+            self._repo.write(rows, list(outcomes.values()))
+            if state is not None:
+                self._repo.save_calibration(self.strategy, state)
+        except Exception:
+            with self._lock:
+                self._pending[:0] = pending
+                for decision_id, found in outcomes.items():
+                    self._outcomes.setdefault(decision_id, found)
+                self._dirty = self._dirty or dirty
+            raise
+
+    def _row(self, d: RoutingDecision, raw: float, probabilities: Sequence[float | None],
+             detail: str | None) -> dict[str, Any]:
+        return {
+            "decision_id": d.decision_id, "task_type": d.task_type, "agent_id": d.agent_id,
+            "strategy": d.strategy, "predicted": raw, "confidence": d.confidence,
+            "tier": d.tier, "abstained": d.abstained, "abstain_reason": d.abstain_reason,
+            "abstain_detail": detail, "created_at": d.created_at,
+            "candidates": [candidate_row(c, p)
+                           for c, p in zip(d.candidates, probabilities, strict=False)],
+            "success": None, "quality": None, "record_id": None, "recorded_at": None,
+        }
+
+    def load(self) -> None:
+        """Restore the calibration map: saved sums, else the latest logged outcomes."""
+        fresh = CalibrationMap(self.settings)
+        state = self._repo.load_calibration(self.strategy)
+        if state is None or not fresh.load_state(state):
+            horizon = self.settings.horizon
+            limit = int(5 * horizon) if horizon else 10_000
+            fresh.update_many(self._repo.calibration_pairs(self.strategy, limit))
+        with self._lock:
+            self.calibration = fresh

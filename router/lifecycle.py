@@ -1,0 +1,117 @@
+"""The trust lifecycle job: decay what is not seen, deprecate what fell, retire the dead.
+
+``run_decay`` is safe to run on any schedule: it does its work at most once per ISO week
+(the week is recorded in the store, and each pair's decay is guarded by the week too), so
+a second run in the same week changes nothing. For every pair unseen for
+``unseen_days`` it adds one week of decay to the offsets subtracted from the three
+scores; a pair whose composite falls below ``deprecate_below`` is marked deprecated
+(from that moment the tier policy stops selecting it); a pair deprecated for more than
+``delete_after_days`` is retired: its executions are moved to ``execution_archive`` and
+its profile and counts to ``trust_archive`` in one transaction. Every score change is
+appended to the confidence history.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from profiles.records import utc_now
+from profiles.store import Store
+from profiles.store.trust import TrustRepository, history_row
+from profiles.trust import (
+    DEFAULT_WEIGHTS,
+    DecaySettings,
+    decay_once,
+    due_for_deletion,
+    is_unseen,
+    iso_week,
+)
+
+if TYPE_CHECKING:
+    from router.router import AgentRouter
+
+
+@dataclass(slots=True)
+class DecayReport:
+    """What one run of the decay job did."""
+
+    week: str
+    already_applied: bool = False
+    decayed: int = 0
+    deprecated: int = 0
+    deleted: int = 0
+    archived_executions: int = 0
+    retired: list[tuple[str, str]] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {**asdict(self), "retired": [list(p) for p in self.retired]}
+
+
+def run_decay(target: AgentRouter | Store, *, now: datetime | None = None,
+              settings: DecaySettings | None = None,
+              weights: tuple[float, float, float] | None = None) -> DecayReport:
+    """Run the weekly trust lifecycle on a router (its settings; it is refreshed after)
+    or directly on a store."""
+    from router.router import AgentRouter
+
+    router = target if isinstance(target, AgentRouter) else None
+    if router is not None:
+        router.flush()
+        options = router.trust_layer.options
+        settings = settings or options.decay
+        weights = weights or options.weights
+    store = router.store if router is not None else target
+    assert isinstance(store, Store)
+    report = decay_store(store, now=now or utc_now(), settings=settings or DecaySettings(),
+                         weights=weights or DEFAULT_WEIGHTS)
+    if router is not None and not report.already_applied:
+        router.refresh()
+    return report
+
+
+def decay_store(store: Store, *, now: datetime, settings: DecaySettings,
+                weights: tuple[float, float, float]) -> DecayReport:
+    """The job itself, on one store."""
+    if now.tzinfo is None:
+        raise ValueError("now must be timezone-aware")
+    repo = store.repository(TrustRepository)
+    week = iso_week(now)
+    report = DecayReport(week)
+    if repo.week_applied(week) is not None:
+        report.already_applied = True
+        return report
+    changes, marks, history, doomed = [], [], [], []
+    for (agent_id, task_type), counts in sorted(repo.load().items()):
+        before = counts.scores(weights)
+        current = counts
+        if is_unseen(counts, now, settings):
+            current = decay_once(counts, settings)
+            changes.append({"agent_id": agent_id, "task_type": task_type,
+                            "frequency": settings.frequency,
+                            "effectiveness": settings.effectiveness, "human": settings.human})
+            report.decayed += 1
+        after = current.scores(weights)
+        if after != before:
+            history.append(history_row(agent_id, task_type, after, "decay: unseen", now))
+        below = after.composite < settings.deprecate_below
+        if below and counts.deprecated_at is None:
+            marks.append({"agent_id": agent_id, "task_type": task_type, "at": now})
+            history.append(history_row(agent_id, task_type, after, "deprecated", now))
+            report.deprecated += 1
+        elif below and due_for_deletion(counts, now, settings):
+            doomed.append((agent_id, task_type, after))
+        elif not below and counts.deprecated_at is not None:  # recovered: lift the mark
+            marks.append({"agent_id": agent_id, "task_type": task_type, "at": None})
+            history.append(history_row(agent_id, task_type, after, "restored", now))
+    repo.decay(week, changes, marks, history)
+    for agent_id, task_type, scores in doomed:
+        report.archived_executions += repo.retire(
+            agent_id, task_type,
+            history_row(agent_id, task_type, scores, "deleted: deprecated too long", now), now)
+        report.deleted += 1
+        report.retired.append((agent_id, task_type))
+    repo.record_run(week, report.decayed, report.deprecated, report.deleted, now)
+    return report

@@ -1,0 +1,362 @@
+"""The trust layer inside a router: tiers on the way in, calibrated confidence on the way
+out, counts and history on every outcome.
+
+``AgentRouter`` calls it at three points, none of which touches the database on the
+decision path:
+
+- ``admit`` (in ``select``): the tier policy narrows the candidates (a dict lookup per
+  agent, and nothing at all while no pair is deprecated and exploitation is off);
+- ``decide`` (end of ``select``): calibrated confidence, decision tier, abstention
+  gates, the decision buffered for the log, and the ``on_abstain`` action;
+- ``observe`` (in ``record``, under the router lock): trust counts, contradictions,
+  the decision joined with its outcome and the calibration map refreshed.
+
+Buffered writes go to the store in batches from ``record()`` once ``flush_every`` items
+or ``flush_seconds`` have accumulated, and on ``flush()``/``close()``. Feedback and
+reviews are written at once: a person's verdict is never left in a buffer.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from profiles.calibration import CalibrationSettings
+from profiles.records import ExecutionRecord, check_identifier, utc_now
+from profiles.rescues import RescueTracker
+from profiles.store import Store
+from profiles.store.decisions import DecisionRepository
+from profiles.store.trust import TrustDelta, TrustRepository, history_row
+from profiles.trust import (
+    DEFAULT_WEIGHTS,
+    SIGNALS,
+    DecaySettings,
+    TrustCounts,
+    TrustScores,
+    apply_execution,
+    apply_feedback,
+    apply_review,
+    apply_signal,
+    check_weights,
+    outcome_kind,
+)
+from profiles.trust_book import TrustBook
+from router.abstention import Abstained, AbstentionPolicy, GateView
+from router.decision import RoutingDecision
+from router.decision_log import DecisionLog
+from router.errors import NoAgentAvailable, UnknownDecision
+from router.trust_policy import TierPolicy
+
+log = logging.getLogger(__name__)
+
+Pair = tuple[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class TrustOptions:
+    """Everything the trust layer can be configured with (defaults documented in
+    docs/trust.md)."""
+
+    weights: tuple[float, float, float] = DEFAULT_WEIGHTS
+    policy: TierPolicy = field(default_factory=TierPolicy)
+    calibration: CalibrationSettings = field(default_factory=CalibrationSettings)
+    decay: DecaySettings = field(default_factory=DecaySettings)
+    confidence_tiers: tuple[float, float] = (0.5, 0.8)  # medium from, strong from
+    unknown_probability: float = 0.5  # raw confidence when the strategy has no estimate
+    log_decisions: bool = True
+    flush_every: int = 64
+    flush_seconds: float = 1.0
+    rescue_memory: int = 10_000
+
+    def __post_init__(self) -> None:
+        check_weights(self.weights)
+        medium, strong = self.confidence_tiers
+        if not 0.0 <= medium <= strong <= 1.0:
+            raise ValueError("trust.confidence_tiers must satisfy 0 <= medium <= strong <= 1, "
+                             f"got {self.confidence_tiers}")
+        if not 0.0 <= self.unknown_probability <= 1.0:
+            raise ValueError("trust.unknown_probability must be within [0, 1]")
+        if self.flush_every < 1 or not self.flush_seconds >= 0:
+            raise ValueError("trust.flush_every must be >= 1 and flush_seconds >= 0")
+
+
+class TrustLayer:
+    """Per-router trust state, policy and buffered persistence."""
+
+    def __init__(self, store: Store, strategy: str, options: TrustOptions | None = None,
+                 abstention: AbstentionPolicy | None = None, transfer: Any = None) -> None:
+        self.options = options or TrustOptions()
+        self.abstention = abstention or AbstentionPolicy()
+        self.transfer = transfer
+        self.book = TrustBook(self.options.weights)
+        self.rescues = RescueTracker(self.options.rescue_memory)
+        self.repo = store.repository(TrustRepository)
+        self.decisions = DecisionLog(store.repository(DecisionRepository), strategy,
+                                     self.options.calibration,
+                                     enabled=self.options.log_decisions)
+        self._lock = threading.Lock()
+        self._flush_lock = threading.Lock()
+        self._deltas: dict[Pair, TrustDelta] = {}
+        self._changed: dict[Pair, tuple[TrustScores, Counter[str], datetime]] = {}
+        self._history: list[dict[str, Any]] = []
+        self._last_flush = time.monotonic()
+        self._executor: Executor | None = None
+
+    # -- decisions (hot path) -----------------------------------------------------
+    def admit(self, task_type: str, arms: list[Any], loads: list[float],
+              exploit_only: bool) -> tuple[list[Any], list[float]]:
+        """The candidates the tier policy allows (``arms`` have ``agent_id``)."""
+        keep = self.options.policy.admit([a.agent_id for a in arms], task_type, self.book,
+                                         exploit_only) \
+            if exploit_only or self.book.deprecated_pairs else None
+        if keep is None:
+            return arms, loads
+        if not keep:
+            raise NoAgentAvailable(task_type, f"all {len(arms)} eligible agent(s) are in the "
+                                              "deprecated trust tier")
+        return [arms[i] for i in keep], [loads[i] for i in keep]
+
+    def decide(self, decision: RoutingDecision,
+               probabilities: Sequence[float | None]) -> RoutingDecision:
+        """Fill in confidence, tier and abstention; buffer the decision for the log."""
+        first = probabilities[0] if probabilities else None
+        raw = self.options.unknown_probability if first is None else \
+            0.0 if first < 0.0 else 1.0 if first > 1.0 else first
+        calibrate = self.decisions.calibration
+        confidence = calibrate(raw)
+        medium, strong = self.options.confidence_tiers
+        decision.confidence = confidence
+        decision.tier = "strong" if confidence >= strong else \
+            "medium" if confidence >= medium else "weak"
+        verdict = self.abstention.evaluate(GateView(
+            decision.task_type, decision.candidates, probabilities, calibrate)) \
+            if self.abstention.gates else None
+        detail = None
+        if verdict is not None:
+            decision.abstained = True
+            decision.abstain_reason, detail = verdict
+        self.decisions.remember(decision, raw, probabilities, detail)
+        if verdict is not None:
+            self._on_abstain(decision, detail or "")
+        return decision
+
+    def _on_abstain(self, decision: RoutingDecision, detail: str) -> None:
+        action = self.abstention.on_abstain
+        if action == "raise":
+            decision.release()
+            raise Abstained(decision, detail)
+        if action == "human":
+            if self.transfer is None:
+                log.warning("on_abstain is 'human' but the router has no transfer "
+                            "dispatcher; decision %s routed anyway", decision.decision_id)
+                return
+            self._background(self._hand_off, decision, detail)
+
+    def _hand_off(self, decision: RoutingDecision, detail: str) -> Any:
+        """Deliver the abstained decision to people through the transfer hooks."""
+        from router.transfer import TransferRequest
+
+        request = TransferRequest.from_decision(
+            decision, reason=f"{decision.abstain_reason}: {detail}" if detail else None)
+        return self.transfer.dispatch(request)
+
+    def _background(self, func: Callable[..., Any], *args: Any) -> None:
+        """Run a hand-off off the decision path (hooks may do network I/O)."""
+        if self._executor is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._executor = ThreadPoolExecutor(1, thread_name_prefix="trustroute-handoff")
+        future = self._executor.submit(func, *args)
+        future.add_done_callback(_log_failure)
+
+    # -- outcomes -----------------------------------------------------------------
+    def observe(self, record: ExecutionRecord) -> None:
+        """Fold one committed execution in (called under the router's lock)."""
+        quality = record.effective_quality
+        line = self.options.decay.deprecate_below
+        restored = False
+
+        def change(c: TrustCounts) -> None:
+            nonlocal restored
+            apply_execution(c, record.success, quality, record.timestamp)
+            if c.deprecated_at is not None and c.scores(self.book.weights).composite >= line:
+                c.deprecated_at, restored = None, True
+
+        pair = (record.agent_id, record.task_type)
+        before, after = self.book.update(*pair, change)
+        with self._lock:
+            delta = self._delta(pair)
+            delta.observations += 1
+            kind = outcome_kind(record.success, quality)
+            setattr(delta, kind, getattr(delta, kind) + 1)
+            delta.fresh = True
+            delta.restored = delta.restored or restored
+            if delta.at is None or record.timestamp > delta.at:
+                delta.at = record.timestamp
+            self._note(pair, before, after, f"execution {kind}", record.timestamp)
+        for charged in self.rescues.observe(record.agent_id, record.task_type, record.success,
+                                            record.metadata):
+            self._count(charged, "contradictions", f"rescued by {record.agent_id}",
+                        record.timestamp)
+        self.decisions.outcome(record)
+
+    def _count(self, pair: Pair, counter: str, reason: str, at: datetime) -> None:
+        def change(c: TrustCounts) -> None:
+            setattr(c, counter, getattr(c, counter) + 1)
+
+        before, after = self.book.update(*pair, change)
+        with self._lock:
+            delta = self._delta(pair)
+            setattr(delta, counter, getattr(delta, counter) + 1)
+            self._note(pair, before, after, reason, at)
+
+    def _delta(self, pair: Pair) -> TrustDelta:
+        delta = self._deltas.get(pair)
+        if delta is None:
+            delta = self._deltas[pair] = TrustDelta(*pair)
+        return delta
+
+    def _note(self, pair: Pair, before: TrustScores, after: TrustScores, reason: str,
+              at: datetime) -> None:
+        """Coalesce score changes per pair until the next flush (one history row each)."""
+        if after == before and pair not in self._changed:
+            return
+        _, reasons, _ = self._changed.get(pair, (after, Counter(), at))
+        reasons[reason] += 1
+        self._changed[pair] = (after, reasons, at)
+
+    # -- people and signals ---------------------------------------------------------
+    def feedback(self, decision_id: str, approved: bool, comment: str | None = None) -> TrustScores:
+        """A person's verdict on one decision; written at once."""
+        check_identifier(decision_id, "decision_id")
+        self.flush()  # the decision may still be in the buffer
+        found = self.decisions.lookup(decision_id)
+        if found is None:
+            raise UnknownDecision(decision_id)
+        return self._verdict(found, bool(approved), "feedback", comment, decision_id)
+
+    def review(self, agent_id: str, task_type: str, approved: bool,
+               comment: str | None = None) -> TrustScores:
+        """An explicit review of a pair (approval pins the human score at 0.95)."""
+        pair = (check_identifier(agent_id, "agent_id"), check_identifier(task_type, "task_type"))
+        return self._verdict(pair, bool(approved), "review", comment, None)
+
+    def _verdict(self, pair: Pair, approved: bool, kind: str, comment: str | None,
+                 decision_id: str | None) -> TrustScores:
+        at = utc_now()
+        if kind == "review":
+            after = self.book.update(*pair, lambda c: apply_review(c, approved, at))[1]
+        else:
+            after = self.book.update(*pair, lambda c: apply_feedback(c, approved, at))[1]
+        counts = self.book.counts(*pair)
+        delta = TrustDelta(*pair, approvals=int(approved), rejections=int(not approved),
+                           reviewed=counts.reviewed, fresh=True, at=at)
+        word = "approved" if approved else "rejected"
+        row = {"agent_id": pair[0], "task_type": pair[1], "decision_id": decision_id,
+               "approved": approved, "kind": kind, "signal": None, "comment": comment, "at": at}
+        with self._flush_lock:
+            self.repo.apply([delta], [history_row(*pair, after, f"{kind} {word}", at)], [row])
+        return after
+
+    def signal(self, agent_id: str, task_type: str, name: str,
+               at: datetime | None = None) -> TrustScores:
+        """A named signal (see profiles.trust.SIGNALS); buffered like executions."""
+        pair = (check_identifier(agent_id, "agent_id"), check_identifier(task_type, "task_type"))
+        when = at or utc_now()
+        before, after = self.book.update(*pair, lambda c: apply_signal(c, name, when))
+        counts = self.book.counts(*pair)
+        effect = SIGNALS[name]
+        with self._lock:
+            delta = self._delta(pair)
+            for counter in ("observations", "contradictions", "positive", "negative",
+                            "approvals", "rejections"):
+                setattr(delta, counter, getattr(delta, counter) + getattr(effect, counter))
+            delta.fresh = True
+            delta.reviewed = counts.reviewed if effect.rejections else delta.reviewed
+            if delta.at is None or when > delta.at:
+                delta.at = when
+            self._note(pair, before, after, f"signal {name}", when)
+        return after
+
+    # -- persistence ----------------------------------------------------------------
+    def maybe_flush(self) -> None:
+        """Flush when enough is buffered or enough time passed (never raises)."""
+        backlog = len(self._deltas) + self.decisions.backlog
+        if not backlog:
+            return
+        if backlog < self.options.flush_every and \
+                time.monotonic() - self._last_flush < self.options.flush_seconds:
+            return
+        try:
+            self.flush()
+        except Exception as exc:  # the buffers were restored; the next record retries
+            log.warning("trust layer: could not write buffered decisions/trust counts: %s", exc)
+
+    def flush(self) -> None:
+        """Write every buffered decision, outcome, trust increment and history row."""
+        with self._flush_lock:
+            with self._lock:
+                deltas, self._deltas = self._deltas, {}
+                changed, self._changed = self._changed, {}
+                history, self._history = self._history, []
+                self._last_flush = time.monotonic()
+            history += [history_row(*pair, scores, _describe(reasons), at)
+                        for pair, (scores, reasons, at) in changed.items()]
+            try:
+                self.decisions.flush()
+                self.repo.apply(list(deltas.values()), history)
+            except Exception:
+                with self._lock:
+                    for pair, delta in deltas.items():
+                        _merge(self._delta(pair), delta)
+                    self._history[:0] = history
+                raise
+
+    def reload(self) -> None:
+        """Flush, then reload counts and the calibration map from the store."""
+        self.flush()
+        self.book.replace(self.repo.load())
+        self.decisions.load()
+
+    def close(self) -> None:
+        """Flush and stop the hand-off worker."""
+        try:
+            self.flush()
+        finally:
+            if self._executor is not None:
+                self._executor.shutdown(wait=True)
+                self._executor = None
+
+    # -- reading --------------------------------------------------------------------
+    def trust(self, agent_id: str, task_type: str) -> TrustScores:
+        """The pair's three scores, composite and tier."""
+        return self.book.scores(agent_id, task_type)
+
+
+def _describe(reasons: Counter[str]) -> str:
+    return ", ".join(f"{name} x{n}" if n > 1 else name for name, n in sorted(reasons.items()))
+
+
+def _merge(into: TrustDelta, extra: TrustDelta) -> None:
+    for counter in ("observations", "contradictions", "positive", "negative", "neutral",
+                    "approvals", "rejections"):
+        setattr(into, counter, getattr(into, counter) + getattr(extra, counter))
+    into.fresh = into.fresh or extra.fresh
+    into.restored = into.restored or extra.restored
+    if extra.reviewed is not None and into.reviewed is None:
+        into.reviewed = extra.reviewed
+    if extra.at is not None and (into.at is None or extra.at > into.at):
+        into.at = extra.at
+
+
+def _log_failure(future: Any) -> None:
+    exc = future.exception()
+    if exc is not None:
+        log.error("hand-off after abstention failed: %s", exc)

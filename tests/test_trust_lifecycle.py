@@ -1,0 +1,128 @@
+"""The weekly decay job and the trust CLI commands, on real embedded stores."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from profiles.store.trust import TrustRepository
+from profiles.trust import Tier
+from router import AgentRouter
+from router.cli.app import main
+from router.lifecycle import run_decay
+
+T0 = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)  # Monday of ISO week 2025-W10
+
+
+def _seed(r: AgentRouter) -> None:
+    """'good' succeeds 25 times, 'bad' fails twice, all on T0."""
+    for i in range(25):
+        r.record(agent_id="good", task_type="code", success=True, quality=0.9,
+                 timestamp=T0 + timedelta(minutes=i))
+    for i in range(2):
+        r.record(agent_id="bad", task_type="code", success=False,
+                 timestamp=T0 + timedelta(minutes=i))
+
+
+def test_decay_twice_in_one_week_changes_nothing_the_second_time() -> None:
+    with AgentRouter(agents=["good", "bad"], store="mem://", seed=0) as r:
+        _seed(r)
+        before = r.trust("good", "code")
+        now = T0 + timedelta(days=8)  # unseen for 8 days; Tuesday of 2025-W11
+        first = run_decay(r, now=now)
+        assert (first.week, first.decayed, first.deprecated, first.deleted) == \
+            ("2025-W11", 2, 1, 0)
+        after = r.trust("good", "code")
+        assert before.frequency - after.frequency == pytest.approx(0.02)
+        assert before.effectiveness - after.effectiveness == pytest.approx(0.01)
+        assert before.human - after.human == pytest.approx(0.005)
+        repo = r.store.repository(TrustRepository)
+        stored = repo.load()
+        history = repo.history("good", "code")
+        second = run_decay(r, now=now + timedelta(days=3))  # Friday, same week
+        assert second.already_applied
+        assert (second.decayed, second.deprecated, second.deleted) == (0, 0, 0)
+        assert repo.load() == stored
+        assert repo.history("good", "code") == history
+        assert r.trust("good", "code") == after
+        assert history[-1]["reason"] == "decay: unseen"
+
+
+def test_fresh_evidence_lifts_decay_and_recent_pairs_are_not_decayed() -> None:
+    with AgentRouter(agents=["good", "bad"], store="mem://", seed=0) as r:
+        _seed(r)
+        run_decay(r, now=T0 + timedelta(days=8))
+        decayed = r.trust("good", "code")
+        r.record(agent_id="good", task_type="code", success=True, quality=0.9,
+                 timestamp=T0 + timedelta(days=9))
+        fresh = r.trust("good", "code")
+        assert fresh.frequency == pytest.approx(0.95)
+        assert fresh.effectiveness > decayed.effectiveness
+        report = run_decay(r, now=T0 + timedelta(days=10, hours=12))  # Thursday, still 2025-W11
+        assert report.already_applied
+        report = run_decay(r, now=T0 + timedelta(days=14))  # 2025-W12, seen 5 days ago
+        r.flush()
+        assert report.decayed == 1  # only 'bad'
+        assert r.trust("good", "code") == fresh
+
+
+def test_deprecated_too_long_is_deleted_and_its_history_archived(kv_url: str) -> None:
+    with AgentRouter(agents=["good", "bad"], store=kv_url, seed=0) as r:
+        _seed(r)
+        assert run_decay(r, now=T0 + timedelta(days=8)).deprecated == 1
+        assert r.trust("bad", "code").tier == Tier.DEPRECATED
+        assert run_decay(r, now=T0 + timedelta(days=8 + 21)).deleted == 0  # 21 days
+        report = run_decay(r, now=T0 + timedelta(days=8 + 35))
+        assert (report.deleted, report.archived_executions) == (1, 2)
+        assert report.retired == [("bad", "code")]
+        assert r.profile("bad", "code").executions_total == 0  # gone from the live view
+        assert r.profile("good", "code").executions_total == 25
+    with AgentRouter(agents=["good", "bad"], store=kv_url, seed=0) as r:
+        repo = r.store.repository(TrustRepository)
+        archived = repo.archived_executions("bad", "code")
+        assert len(archived) == 2 and all(e["success"] is False for e in archived)
+        assert repo.get("bad", "code") is None
+        assert repo.history("bad", "code")[-1]["reason"].startswith("deleted")
+        kept = r.store.run("SELECT counts FROM trust_archive WHERE agent_id = 'bad';")[0]
+        assert kept[0]["counts"]["negative"] == 2
+        assert r.store.executions.count() == 25
+        assert r.trust("bad", "code").tier == Tier.MODERATE  # a fresh start if it returns
+
+
+def _cli(*args: str) -> int:
+    return main(list(args))
+
+
+def test_cli_review_decay_trust_and_calibration(kv_url: str,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    with AgentRouter(agents=["good", "bad"], store=kv_url, seed=0) as r:
+        for _ in range(30):
+            d = r.select("code")
+            r.record(d, success=d.agent_id == "good", quality=0.9)
+    assert _cli("review", "good", "code", "--approve", "-m", "solid", "-s", kv_url) == 0
+    assert "0.950" in capsys.readouterr().out
+    assert _cli("trust", "-s", kv_url, "--json") == 0
+    rows = {r["agent_id"]: r for r in json.loads(capsys.readouterr().out)}
+    assert rows["good"]["human"] == 0.95 and rows["good"]["reviewed"] is True
+    assert _cli("decay", "--now", "2030-01-07T00:00:00", "-s", kv_url) == 0
+    assert "2 decayed" in capsys.readouterr().out
+    assert _cli("decay", "--now", "2030-01-08T00:00:00", "-s", kv_url) == 0
+    assert "already applied for 2030-W02" in capsys.readouterr().out
+    assert _cli("calibration", "-s", kv_url) == 0
+    out = capsys.readouterr().out
+    for word in ("bucket", "predicted", "realised", "count", "Brier", "ECE",
+                 "abstention rate", "abstained that failed"):
+        assert word in out
+    assert _cli("calibration", "-s", kv_url, "--json") == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["with_outcome"] == 30
+    assert sum(b["count"] for b in report["reliability"]) == 30
+    assert 0.0 <= report["ece"] <= 1.0
+
+
+def test_cli_review_needs_a_verdict(kv_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _cli("review", "good", "code", "-s", kv_url) != 0
+    assert "--approve or --reject" in capsys.readouterr().err
+    assert _cli("decay", "--now", "yesterday", "-s", kv_url) == 2

@@ -1,0 +1,186 @@
+"""The trust layer inside AgentRouter, on real embedded SurrealDB stores."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from profiles.store.decisions import DecisionRepository
+from profiles.store.trust import TrustRepository
+from profiles.trust import Tier, composite_confidence, effectiveness_score, human_score, tier_for
+from router import AgentRouter, NoAgentAvailable
+from router.errors import UnknownDecision
+from router.trust_layer import TrustOptions
+from router.trust_policy import TierPolicy
+
+
+def test_decision_carries_confidence_tier_and_abstention_fields(router: AgentRouter) -> None:
+    d = router.select("code")
+    assert d.confidence is not None and 0.0 <= d.confidence <= 1.0
+    assert d.tier in ("weak", "medium", "strong")
+    assert d.abstained is False and d.abstain_reason is None
+    assert d.as_dict()["tier"] == d.tier
+
+
+def test_record_updates_trust_counts_and_scores(router: AgentRouter) -> None:
+    assert router.trust("a", "code").tier == Tier.MODERATE  # new profiles start moderate
+    for q in (0.9, 0.8, 0.3):
+        router.record(agent_id="a", task_type="code", success=True, quality=q)
+    router.record(agent_id="a", task_type="code", success=False)
+    f, e, h, c, tier = router.trust("a", "code")
+    assert f == pytest.approx(0.5)  # 4 observations
+    assert e == pytest.approx(effectiveness_score(2, 1, 1))  # 0.3 is neutral
+    assert h == 0.5
+    assert c == pytest.approx(composite_confidence(f, e, h))
+    assert tier == tier_for(c)
+    router.flush()
+    stored = router.store.repository(TrustRepository).get("a", "code")
+    assert stored is not None
+    assert (stored.observations, stored.positive, stored.negative, stored.neutral) == (4, 2, 1, 1)
+
+
+def test_feedback_on_a_decision_moves_the_chosen_agents_human_score(
+        router: AgentRouter) -> None:
+    d = router.select("code")
+    router.record(d, success=True, quality=0.9)
+    router.feedback(d.decision_id, approved=True)
+    router.feedback(d.decision_id, approved=True, comment="great")
+    scores = router.feedback(d.decision_id, approved=False)
+    assert scores.human == pytest.approx(0.5429375)
+    assert router.trust(d.agent_id, "code").human == pytest.approx(0.5429375)
+    rows = router.store.repository(TrustRepository).feedback(d.agent_id, "code")
+    assert [r["approved"] for r in rows] == [True, True, False]
+    assert rows[1]["comment"] == "great"
+
+
+def test_feedback_on_an_unknown_decision_is_a_clear_error(router: AgentRouter) -> None:
+    with pytest.raises(UnknownDecision, match="nope"):
+        router.feedback("nope", approved=True)
+
+
+def test_feedback_survives_a_reopen_and_finds_old_decisions(kv_url: str) -> None:
+    with AgentRouter(agents=["a"], store=kv_url, seed=0) as r:
+        d = r.select("code")
+        r.record(d, success=True)
+    with AgentRouter(agents=["a"], store=kv_url, seed=0) as r:
+        r.feedback(d.decision_id, approved=True)  # found in the stored decision log
+    with AgentRouter(agents=["a"], store=kv_url, seed=0) as r:
+        assert r.trust("a", "code").human == pytest.approx(0.575)
+        assert r.trust("a", "code").frequency == pytest.approx(0.3)
+
+
+def test_explicit_review_pins_human_score(router: AgentRouter) -> None:
+    assert router.review("a", "code", approved=True).human == 0.95
+    assert router.review("a", "code", approved=False).human == pytest.approx(
+        human_score(1, 1))
+
+
+def test_named_signals_through_the_router(router: AgentRouter) -> None:
+    router.signal("a", "code", "pattern_contradicted")
+    router.signal("a", "code", "applied_successfully")
+    counts = router.trust_layer.book.counts("a", "code")
+    assert (counts.contradictions, counts.positive, counts.observations) == (1, 1, 1)
+    with pytest.raises(ValueError, match="unknown trust signal"):
+        router.signal("a", "code", "bogus")
+
+
+def test_rescue_by_another_agent_is_a_contradiction(router: AgentRouter) -> None:
+    task = str(uuid.uuid4())
+    first = router.select("code")
+    other = "b" if first.agent_id == "a" else "a"
+    router.record(first, success=False, metadata={"task_id": task, "attempt": 0})
+    second = router.select("code", exclude=[first.agent_id])
+    assert second.agent_id == other
+    router.record(second, success=True, metadata={"task_id": task, "attempt": 1})
+    assert router.trust_layer.book.counts(first.agent_id, "code").contradictions == 1
+    assert router.trust_layer.book.counts(other, "code").contradictions == 0
+    assert router.trust(first.agent_id, "code").frequency == pytest.approx(0.2)
+
+
+def test_decision_log_is_joined_with_outcomes(router: AgentRouter) -> None:
+    d1 = router.select("code")
+    d2 = router.select("code")
+    router.record(d1, success=True, quality=0.8)
+    router.flush()
+    log = router.store.repository(DecisionRepository)
+    row1, row2 = log.get(d1.decision_id), log.get(d2.decision_id)
+    assert row1 is not None and row2 is not None
+    assert row1["success"] is True and row1["quality"] == pytest.approx(0.8)
+    assert row1["confidence"] == pytest.approx(d1.confidence)
+    assert [c["agent_id"] for c in row1["candidates"]] == d1.ranking
+    assert row2.get("success") is None  # no outcome yet
+    router.record(d2, success=False)  # outcome after the decision was written
+    router.flush()
+    row2 = log.get(d2.decision_id)
+    assert row2 is not None and row2["success"] is False
+
+
+def test_select_does_not_touch_the_database(router: AgentRouter,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    router.record(agent_id="a", task_type="code", success=True)
+    router.flush()
+
+    def forbidden(*args: object, **kwargs: object) -> None:
+        raise AssertionError("select() queried the database")
+
+    monkeypatch.setattr(router.store.conn, "run", forbidden)
+    for _ in range(200):
+        router.select("code")
+
+
+def test_calibration_map_learns_from_outcomes_and_is_restored(kv_url: str) -> None:
+    options = TrustOptions()
+    with AgentRouter(agents=["a"], store=kv_url, seed=0, strategy="confidence_weighted",
+                     trust=options) as r:
+        r.record(agent_id="a", task_type="code", success=True, quality=0.85)
+        first = r.select("code")
+        assert first.confidence == pytest.approx(0.85, abs=1e-9)  # identity without data
+        for _ in range(60):  # says 0.85, succeeds a third of the time
+            d = r.select("code")
+            r.record(d, success=False, quality=0.85)
+            r.record(r.select("code"), success=False, quality=0.85)
+            r.record(r.select("code"), success=True, quality=0.85)
+        later = r.select("code")
+        assert later.confidence is not None
+        assert later.confidence < 0.5  # pulled most of the way to the realised third
+    with AgentRouter(agents=["a"], store=kv_url, seed=0, strategy="confidence_weighted") as r:
+        again = r.select("code")
+        assert again.confidence == pytest.approx(later.confidence, abs=0.02)
+
+
+def test_deprecated_agents_are_not_selected_but_new_ones_explore(router: AgentRouter) -> None:
+    for _ in range(6):  # six failures, then a rescue each time -> contradictions
+        task = str(uuid.uuid4())
+        router.record(agent_id="a", task_type="code", success=False,
+                      metadata={"task_id": task, "attempt": 0})
+        router.record(agent_id="b", task_type="code", success=True,
+                      metadata={"task_id": task, "attempt": 1})
+    assert router.trust("a", "code").tier == Tier.DEPRECATED
+    assert {router.select("code").agent_id for _ in range(30)} == {"b"}
+    router.register("c")  # brand new: never blocked
+    assert "c" in {router.select("code").agent_id for _ in range(60)}
+    with pytest.raises(NoAgentAvailable, match="deprecated"):
+        router.select("code", exclude=["b", "c"])
+
+
+def test_one_unlucky_run_never_blocks_a_new_agent(router: AgentRouter) -> None:
+    router.record(agent_id="a", task_type="code", success=False)
+    assert router.trust("a", "code").tier == Tier.DEPRECATED  # 1 failure: composite 0.161
+    assert router.trust_layer.book.deprecated_pairs == 1  # the policy is active
+    assert router.select("code", exclude=["b"]).agent_id == "a"
+
+
+def test_exploit_only_prefers_core_and_strong() -> None:
+    with AgentRouter(agents=["pro", "rookie"], store="mem://", seed=0, exploit_only=True,
+                     trust=TrustOptions(policy=TierPolicy())) as r:
+        for _ in range(25):
+            r.record(agent_id="pro", task_type="code", success=True, quality=0.7)
+        r.review("pro", "code", approved=True)
+        for _ in range(3):
+            r.record(agent_id="rookie", task_type="code", success=True, quality=1.0)
+        assert r.trust("pro", "code").tier in (Tier.CORE, Tier.STRONG)
+        assert r.trust("rookie", "code").tier not in (Tier.CORE, Tier.STRONG)
+        chosen = {r.select("code").agent_id for _ in range(20)}
+        assert chosen == {"pro"}
+        assert [c.agent_id for c in r.select("code").candidates] == ["pro"]

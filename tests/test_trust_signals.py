@@ -1,0 +1,153 @@
+"""Named signals, reviews, rescues and the pure decay math."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from profiles.rescues import RescueTracker
+from profiles.trust import (
+    SIGNALS,
+    DecaySettings,
+    TrustCounts,
+    apply_execution,
+    apply_review,
+    apply_signal,
+    decay_once,
+    due_for_deletion,
+    is_unseen,
+    iso_week,
+)
+
+T0 = datetime(2025, 3, 3, 12, 0, tzinfo=UTC)  # a Monday
+
+
+@pytest.mark.parametrize(("signal", "field", "amount"), [
+    ("pattern_observed_again", "observations", 1),
+    ("applied_successfully", "positive", 1),
+    ("applied_successfully", "observations", 1),
+    ("causal_link_confirmed", "positive", 1),
+    ("user_accepted", "approvals", 1),
+    ("reflect_approved", "approvals", 1),
+    ("pattern_contradicted", "contradictions", 1),
+    ("applied_failed", "negative", 1),
+    ("applied_failed", "observations", 1),
+    ("user_corrected", "rejections", 1),
+    ("reflect_rejected", "rejections", 1),
+])
+def test_each_named_signal_moves_its_count(signal: str, field: str, amount: int) -> None:
+    counts = TrustCounts()
+    apply_signal(counts, signal, T0)
+    assert getattr(counts, field) == amount
+    assert counts.last_seen == T0
+
+
+def test_every_named_signal_is_documented() -> None:
+    assert set(SIGNALS) == {
+        "pattern_observed_again", "applied_successfully", "user_accepted", "reflect_approved",
+        "causal_link_confirmed", "pattern_contradicted", "applied_failed", "user_corrected",
+        "reflect_rejected"}
+    assert all(effect.meaning for effect in SIGNALS.values())
+
+
+def test_signals_reproduce_the_human_reference_value() -> None:
+    counts = TrustCounts()
+    for name in ("user_accepted", "user_corrected", "reflect_approved"):
+        apply_signal(counts, name)
+    assert counts.scores().human == pytest.approx(0.5429375)
+
+
+def test_unknown_signal_is_named_in_the_error() -> None:
+    with pytest.raises(ValueError, match=r"'user_loved_it'.*applied_failed"):
+        apply_signal(TrustCounts(), "user_loved_it")
+
+
+def test_review_approval_pins_and_a_rejection_withdraws_it() -> None:
+    counts = TrustCounts()
+    apply_review(counts, True)
+    assert counts.scores().human == 0.95
+    apply_signal(counts, "user_corrected")
+    assert counts.reviewed is False
+    assert counts.scores().human == pytest.approx(0.575 * 0.85)
+
+
+def test_fresh_evidence_clears_decay_offsets() -> None:
+    counts = TrustCounts(frequency_decay=0.04, effectiveness_decay=0.02, human_decay=0.01)
+    apply_execution(counts, True, 0.9, T0)
+    assert not counts.has_decay
+    assert (counts.observations, counts.positive) == (1, 1)
+
+
+def test_decay_once_adds_one_week_and_caps_at_one() -> None:
+    s = DecaySettings()
+    counts = TrustCounts(observations=30, positive=30, last_seen=T0)
+    once = decay_once(counts, s)
+    assert (once.frequency_decay, once.effectiveness_decay, once.human_decay) == \
+        pytest.approx((0.02, 0.01, 0.005))
+    assert counts.frequency_decay == 0.0  # a copy
+    f0, e0, h0, _, _ = counts.scores()
+    f1, e1, h1, _, _ = once.scores()
+    assert (f0 - f1, e0 - e1, h0 - h1) == pytest.approx((0.02, 0.01, 0.005))
+    heavy = TrustCounts(frequency_decay=0.995)
+    assert decay_once(heavy, s).frequency_decay == 1.0
+
+
+def test_unseen_and_deletion_clocks() -> None:
+    s = DecaySettings()
+    counts = TrustCounts(last_seen=T0)
+    assert not is_unseen(counts, T0 + timedelta(days=6, hours=23), s)
+    assert is_unseen(counts, T0 + timedelta(days=7), s)
+    counts.deprecated_at = T0
+    assert not due_for_deletion(counts, T0 + timedelta(days=30), s)
+    assert due_for_deletion(counts, T0 + timedelta(days=30, seconds=1), s)
+
+
+def test_iso_week_key() -> None:
+    assert iso_week(T0) == "2025-W10"
+    assert iso_week(T0 + timedelta(days=6, hours=11)) == "2025-W10"  # Sunday
+    assert iso_week(T0 + timedelta(days=7)) == "2025-W11"
+    assert iso_week(datetime(2021, 1, 3, tzinfo=UTC)) == "2020-W53"
+
+
+def test_decay_settings_reject_bad_values() -> None:
+    with pytest.raises(ValueError, match=r"decay\.frequency"):
+        DecaySettings(frequency=-0.1)
+
+
+def test_rescue_charges_each_failed_agent_once() -> None:
+    tracker = RescueTracker()
+    assert tracker.observe("a", "code", False, {"task_id": "T1", "attempt": 0}) == []
+    assert tracker.observe("b", "code", False, {"task_id": "T1", "attempt": 1}) == []
+    assert sorted(tracker.observe("c", "code", True, {"task_id": "T1", "attempt": 2})) == \
+        [("a", "code"), ("b", "code")]
+    assert tracker.observe("d", "code", True, {"task_id": "T1", "attempt": 3}) == []
+
+
+def test_rescue_needs_another_agent_and_a_later_attempt() -> None:
+    tracker = RescueTracker()
+    tracker.observe("a", "code", False, {"task_id": "T", "attempt": 1})
+    assert tracker.observe("a", "code", True, {"task_id": "T", "attempt": 2}) == []  # itself
+    assert tracker.observe("b", "code", True, {"task_id": "T", "attempt": 0}) == []  # earlier
+    assert tracker.observe("b", "code", True, {"task_id": "T", "attempt": 3}) == [("a", "code")]
+
+
+def test_rescue_without_task_id_is_not_a_contradiction() -> None:
+    tracker = RescueTracker()
+    tracker.observe("a", "code", False, {})
+    assert tracker.observe("b", "code", True, {}) == []
+
+
+def test_failure_reported_after_its_rescue_is_still_charged() -> None:
+    tracker = RescueTracker()
+    tracker.observe("b", "code", True, {"task_id": "T", "attempt": 2})
+    assert tracker.observe("a", "code", False, {"task_id": "T", "attempt": 1}) == [("a", "code")]
+
+
+def test_rescue_memory_is_bounded() -> None:
+    tracker = RescueTracker(capacity=2)
+    tracker.observe("a", "x", False, {"task_id": "T1"})
+    tracker.observe("a", "x", False, {"task_id": "T2"})
+    tracker.observe("a", "x", False, {"task_id": "T3"})
+    assert len(tracker) == 2
+    assert tracker.observe("b", "x", True, {"task_id": "T1"}) == []  # forgotten
