@@ -116,6 +116,7 @@ def test_handoff_rate_per_task_type_in_the_store_and_cli(
         for question in (COVERED, UNCOVERED, "what is the weather on mars", COVERED):
             cards.invoke(question)
         topup.invoke("how do I top up my account with a bank transfer")
+        router.record(agent_id="bot", task_type="cards", success=True)
         # no hooks configured: the hand-offs are kept pending for a person, not lost
         assert len(router.transfer.pending()) == 2  # type: ignore[union-attr]
     result = run(capsys, "handoffs", "--config", str(config), "--stats", "--json")
@@ -126,6 +127,9 @@ def test_handoff_rate_per_task_type_in_the_store_and_cli(
     assert by_type["top-up"]["handoff_rate"] == 0.0
     table = run(capsys, "handoffs", "--config", str(config), "--stats")
     assert "cards" in table.out and "50%" in table.out
+    profiles = run(capsys, "profiles", "--config", str(config))
+    assert profiles.code == 0, profiles.err
+    assert "hand-off rate by task type" in profiles.out and "50%" in profiles.out
 
 
 def test_retriever_with_scores_in_metadata() -> None:

@@ -19,6 +19,7 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
+from profiles.store import Store
 from profiles.store.handoffs import PENDING_STATUSES, HandoffRepository
 from router.cli.base import (
     CliError,
@@ -218,6 +219,11 @@ def stats_table(rows: list[dict[str, Any]], title: str) -> Table:
             num(r["mean_confidence"]),
         )
     return table
+
+
+def handoff_rates(store: Store, task_type: str | None = None) -> list[dict[str, Any]]:
+    """Hand-off rate per task type from the decision log (for ``trustroute profiles``)."""
+    return store.repository(HandoffRepository).decision_stats(task_type)
 
 
 @cli.command(name="handoffs")

@@ -8,6 +8,7 @@ import click
 from rich.markup import escape
 
 from router.cli.base import cli, console, json_option, open_router, print_json, router_options
+from router.cli.handoff import handoff_rates, stats_table
 from router.cli.tables import profiles_table
 
 
@@ -27,6 +28,7 @@ def show_profiles(task_type: str | None, agent: str | None, config: Path | None,
     with open_router(config, store) as router:
         found = router.profiles(task_type)
         url = router.store.url
+        rates = handoff_rates(router.store, task_type)
     if agent is not None:
         found = [p for p in found if p.agent_id == agent]
     if as_json:
@@ -39,3 +41,5 @@ def show_profiles(task_type: str | None, agent: str | None, config: Path | None,
                       highlight=False)
         return
     console.print(profiles_table(found, f"profiles in {escape(url)}"))
+    if rates:  # logged by HandoffRunnable; details: trustroute handoffs --stats
+        console.print(stats_table(rates, "hand-off rate by task type"))
