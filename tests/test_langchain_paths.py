@@ -154,6 +154,12 @@ def test_agents_must_match_the_router(router: AgentRouter) -> None:
         RoutedRunnable(router=router, agents={}, task_type="t")
 
 
+def test_misspelt_options_are_rejected(router: AgentRouter) -> None:
+    with pytest.raises(ValueError, match="evaluater"):
+        RoutedRunnable(router=router, agents={"a": tagged("a"), "b": tagged("b")},
+                       task_type="t", evaluater=lambda i, o: True)
+
+
 def test_plain_functions_are_coerced_to_runnables(router: AgentRouter) -> None:
     prefer(router, "b", "t")
     routed = RoutedRunnable(router=router, agents={"a": lambda x: x * 2, "b": lambda x: x * 3},

@@ -117,7 +117,7 @@ class RoutedRunnable(RunnableSerializable[Any, Any]):
     trace_weights: TraceWeights | None = None
     capacity_timeout: float | None = Field(default=30.0, ge=0.0)
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     _selector: Selector = PrivateAttr()
     _recorder: OutcomeRecorder = PrivateAttr()
