@@ -32,6 +32,7 @@ OPTIONAL = ("quality", "latency_ms", "cost", "timestamp", "record_id", "decision
             "metadata")
 AGENT_COLUMNS = ("agent_id", "agent")
 COLUMNS = (*AGENT_COLUMNS, *REQUIRED, *OPTIONAL)
+_KNOWN = frozenset(COLUMNS)
 
 FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv"}
 _TRUE = {"true", "t", "yes", "y", "1", "success", "ok", "pass", "passed"}
@@ -55,7 +56,7 @@ def detect_format(path: Path, given: str | None = None) -> str:
 
 
 def _blank(value: Any) -> bool:
-    return value is None or (isinstance(value, str) and not value.strip())
+    return value is None or (value.__class__ is str and not value.strip())
 
 
 def _success(value: Any) -> bool:
@@ -116,34 +117,40 @@ _CONVERT = {"success": _success, "quality": _number, "latency_ms": _number, "cos
             "timestamp": _timestamp, "metadata": _metadata}
 
 
-def row_to_record(row: Mapping[str, Any], seen: Counter[str]) -> ExecutionRecord:
-    """One raw row -> ExecutionRecord; ValueError('field: problem') when it is wrong."""
-    unknown = sorted(k for k in row if k not in COLUMNS)
-    if unknown:
-        raise ValueError(f"{unknown[0]}: unknown column; allowed: {', '.join(COLUMNS)}")
-    agents = {row[c] for c in AGENT_COLUMNS if not _blank(row.get(c))}
-    if len(agents) > 1:
-        raise ValueError("agent_id: agent_id and agent disagree")
-    if not agents:
-        raise ValueError("agent_id: missing (give an agent_id or agent column)")
-    fields: dict[str, Any] = {"agent_id": str(agents.pop())}
-    for name in (*REQUIRED, *OPTIONAL):
-        value = row.get(name)
+def row_to_record(row: Mapping[str, Any], seen: Counter[bytes]) -> ExecutionRecord:
+    """One raw row -> ExecutionRecord; ValueError('field: problem') when it is wrong.
+
+    One pass over the row's cells: this runs once per imported execution.
+    """
+    fields: dict[str, Any] = {}
+    agent: Any = None
+    for name, value in row.items():
+        if name not in _KNOWN:
+            raise ValueError(f"{name}: unknown column; allowed: {', '.join(COLUMNS)}")
         if _blank(value):
-            if name in REQUIRED:
-                raise ValueError(f"{name}: missing")
+            continue
+        if name in AGENT_COLUMNS:
+            if agent is not None and agent != value:
+                raise ValueError("agent_id: agent_id and agent disagree")
+            agent = value
             continue
         convert = _CONVERT.get(name)
         try:
             fields[name] = convert(value) if convert else str(value)
         except ValueError as exc:
             raise ValueError(f"{name}: {exc}") from None
+    if agent is None:
+        raise ValueError("agent_id: missing (give an agent_id or agent column)")
+    for name in REQUIRED:
+        if name not in fields:
+            raise ValueError(f"{name}: missing")
+    fields["agent_id"] = str(agent)
     if "record_id" not in fields:
-        content = json.dumps({k: row[k] for k in sorted(row) if not _blank(row[k])},
+        content = json.dumps({k: v for k, v in row.items() if not _blank(v)},
                              sort_keys=True, default=str)
-        digest = hashlib.sha256(content.encode()).hexdigest()
-        seen[digest] += 1
-        fields["record_id"] = str(uuid.uuid5(_ROW_IDS, f"{digest}:{seen[digest]}"))
+        key = hashlib.blake2b(content.encode(), digest_size=16).digest()
+        seen[key] += 1
+        fields["record_id"] = str(uuid.uuid5(_ROW_IDS, f"{key.hex()}:{seen[key]}"))
     try:
         return ExecutionRecord(**fields)
     except ValidationError as exc:
@@ -195,7 +202,7 @@ def read_executions(path: Path, fmt: str | None = None) -> list[ExecutionRecord]
     """Every row of ``path`` as a record, or ExecutionFileError naming the first bad one."""
     fmt = detect_format(path, fmt)
     rows = _jsonl_rows(path) if fmt == "jsonl" else _csv_rows(path)
-    seen: Counter[str] = Counter()
+    seen: Counter[bytes] = Counter()
     records = []
     try:
         for line_no, row in rows:
