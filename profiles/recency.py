@@ -56,7 +56,8 @@ def weighted_expertise(qualities: Sequence[float], timestamps: Sequence[float], 
     total = float(weights.sum())
     if total <= 0.0:  # every record astronomically old: fall back to the plain mean
         return float(np.mean(qualities))
-    return float(np.dot(weights, np.asarray(qualities, dtype=float)) / total)
+    mean = float(np.dot(weights, np.asarray(qualities, dtype=float)) / total)
+    return min(1.0, max(0.0, mean))  # a mean of values in [0, 1], minus rounding error
 
 
 def posix(moment: datetime) -> float:

@@ -22,10 +22,18 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+class FieldTypeError(TypeError, ValueError):
+    """A value of the wrong type for a named field.
+
+    Also a ValueError so that pydantic validators report it as a ValidationError naming
+    the field instead of letting a bare TypeError escape.
+    """
+
+
 def check_identifier(value: str, field: str) -> str:
     """Reject empty or over-long identifiers with an error that names the field."""
     if not isinstance(value, str):
-        raise TypeError(f"{field} must be a string, got {type(value).__name__}")
+        raise FieldTypeError(f"{field} must be a string, got {type(value).__name__}")
     if not value:
         raise ValueError(f"{field} must not be empty")
     if len(value) > MAX_ID_LENGTH:
@@ -37,7 +45,7 @@ def check_finite(value: float, field: str, *, low: float | None = None,
                  high: float | None = None) -> float:
     """Reject NaN, infinities and values outside [low, high], naming the field."""
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"{field} must be a number, got {type(value).__name__}")
+        raise FieldTypeError(f"{field} must be a number, got {type(value).__name__}")
     value = float(value)
     if not math.isfinite(value):
         raise ValueError(f"{field} must be a finite number, got {value}")

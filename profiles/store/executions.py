@@ -169,10 +169,10 @@ class ExecutionRepository:
             try:
                 bases = self._conn.run(RECORD_BATCH, plan.params())[-1]
             except QueryFailed:
-                stored = self._conn.run(STORED_IDS, {"ids": plan.record_ids})[-1]
+                stored = self.stored_ids(plan.record_ids)
                 if not stored:
                     raise
-                plan = plan.without(set(stored))
+                plan = plan.without(stored)
                 continue
             for position, seq in zip(plan.positions, plan.seqs(bases), strict=True):
                 seqs[position] = seq
@@ -207,6 +207,10 @@ class ExecutionRepository:
             window=deque(entries, maxlen=self.window_size),
         )
 
+    def stored_ids(self, record_ids: Sequence[str]) -> set[str]:
+        """Which of ``record_ids`` are stored (for checking what a crash kept)."""
+        return set(self._conn.run(STORED_IDS, {"ids": list(record_ids)})[-1])
+
     def count(self) -> int:
         """Number of stored executions."""
         rows = self._conn.run("SELECT count() AS n FROM execution GROUP ALL;")
@@ -215,7 +219,10 @@ class ExecutionRepository:
     def iter_executions(self, *, agent_id: str | None = None, task_type: str | None = None,
                         since: datetime | None = None, batch: int = 1000
                         ) -> Iterator[dict[str, Any]]:
-        """Stored executions in clock order, optionally filtered; paged."""
+        """Stored executions, oldest first, optionally filtered; paged.
+
+        Each row has the execution's columns plus ``record_id`` (the client id).
+        """
         clauses: list[str] = []
         params: dict[str, Any] = {}
         for name, value in (("agent_id", agent_id), ("task_type", task_type)):
@@ -229,7 +236,8 @@ class ExecutionRepository:
         start = 0
         while True:
             page = self._conn.run(
-                f"SELECT * FROM execution{where} ORDER BY timestamp LIMIT $lim START $start;",
+                f"SELECT *, record::id(id) AS record_id FROM execution{where}"
+                " ORDER BY timestamp, seq, id LIMIT $lim START $start;",
                 {**params, "lim": batch, "start": start},
             )[0]
             yield from page

@@ -1,0 +1,180 @@
+"""Router core: the reference ranking, load balancing, leases, ties, and no-agent errors."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import pytest
+
+from router import AgentAtCapacity, AgentRouter, AgentSpec, NoAgentAvailable
+from router.agents import AgentLike
+
+
+@pytest.fixture
+def router() -> Iterator[AgentRouter]:
+    """Two agents ranked by the reference strategy, on an in-memory store."""
+    with routed(["a", "b"]) as r:
+        yield r
+
+
+def routed(agents: list[AgentLike], seed: int = 0) -> AgentRouter:
+    return AgentRouter(agents=agents, store="mem://", seed=seed,
+                       strategy="confidence_weighted")
+
+
+def teach(router: AgentRouter, agent: str, task: str, qualities: list[float]) -> None:
+    for q in qualities:
+        router.record(agent_id=agent, task_type=task, success=q >= 0.5, quality=q)
+
+
+def test_lucky_newcomer_ranks_below_established_agent() -> None:
+    with routed(["newcomer", "veteran"]) as r:
+        teach(r, "newcomer", "code", [0.95])
+        teach(r, "veteran", "code", [0.80] * 10)
+        d = r.select("code")
+        assert d.agent_id == "veteran"
+        assert d.ranking == ["veteran", "newcomer"]
+        scores = {c.agent_id: c for c in d.candidates}
+        assert scores["newcomer"].adjusted_score == pytest.approx(0.0475)
+        assert scores["veteran"].adjusted_score == pytest.approx(0.40)
+        assert scores["veteran"].confidence == pytest.approx(0.5)
+        assert scores["newcomer"].executions == 1
+        assert "x confidence 0.50" in scores["veteran"].reason
+        assert d.strategy == "confidence_weighted"
+
+
+def test_profile_of_an_unknown_pair_is_empty(router: AgentRouter) -> None:
+    p = router.profile("a", "never-seen")
+    assert p.executions_total == 0 and p.executions_successful == 0
+    assert p.expertise == 0.0 and p.confidence == 0.0 and p.adjusted_score == 0.0
+    assert router.profile("not-even-registered", "x").executions_total == 0
+
+
+def test_select_sees_each_new_record(router: AgentRouter) -> None:
+    teach(router, "a", "code", [0.9] * 4)
+    assert router.select("code").agent_id == "a"
+    teach(router, "b", "code", [1.0] * 8)
+    d = router.select("code")
+    assert d.agent_id == "b"
+    assert {c.agent_id: c.executions for c in d.candidates} == {"a": 4, "b": 8}
+
+
+def test_registry_changes_are_seen_by_select(router: AgentRouter) -> None:
+    teach(router, "a", "code", [0.9] * 4)
+    router.select("code")
+    router.register(AgentSpec(id="a", enabled=False))
+    assert router.select("code").ranking == ["b"]
+    router.register(AgentSpec(id="c", task_types=("code",)))
+    assert set(router.select("code").ranking) == {"b", "c"}
+    assert router.select("math").ranking == ["b"]
+
+
+def test_no_agent_available_names_the_task_type() -> None:
+    agents = [AgentSpec(id="coder", task_types=("code",)),
+              AgentSpec(id="off", enabled=False)]
+    with routed(agents) as r:
+        with pytest.raises(NoAgentAvailable, match="'poetry'") as info:
+            r.select("poetry")
+        assert info.value.task_type == "poetry"
+        with pytest.raises(NoAgentAvailable, match="'code'"):
+            r.select("code", exclude=["coder"])
+
+
+def test_load_balancing_divides_by_one_plus_load() -> None:
+    agents = [AgentSpec(id="a", max_concurrent=4), AgentSpec(id="b", max_concurrent=4)]
+    with routed(agents) as r:
+        teach(r, "a", "code", [0.8] * 20)
+        teach(r, "b", "code", [0.7] * 20)
+        assert r.select("code").agent_id == "a"
+        leases = [r.acquire("a"), r.acquire("a")]  # load 0.5: 0.8 / 1.5 < 0.7
+        d = r.select("code")
+        a = next(c for c in d.candidates if c.agent_id == "a")
+        assert a.load == pytest.approx(0.5)
+        assert a.final_score == pytest.approx(0.8 / 1.5)
+        assert "load 0.50" in a.reason
+        assert d.agent_id == "b"
+        for lease in leases:
+            lease.release()
+        assert r.select("code").agent_id == "a"
+
+
+def test_agents_at_capacity_are_skipped() -> None:
+    agents = [AgentSpec(id="a", max_concurrent=1), AgentSpec(id="b", max_concurrent=1)]
+    with routed(agents) as r:
+        teach(r, "a", "code", [1.0] * 20)
+        first = r.select("code", acquire=True)
+        assert first.agent_id == "a" and r.in_flight("a") == 1
+        second = r.select("code", acquire=True)
+        assert second.agent_id == "b" and second.ranking == ["b"]
+        with pytest.raises(NoAgentAvailable, match="2 eligible agent\\(s\\) at capacity"):
+            r.select("code")
+        with pytest.raises(AgentAtCapacity, match="'a'"):
+            r.acquire("a")
+        r.record(first, success=True)  # recording releases the slot
+        assert r.in_flight("a") == 0
+        assert r.select("code").agent_id == "a"
+        second.release()
+        second.release()
+        assert r.in_flight("b") == 0
+
+
+def test_leases_never_leak() -> None:
+    with routed([AgentSpec(id="a", max_concurrent=2)]) as r:
+        with pytest.raises(RuntimeError), r.acquire("a"):
+            assert r.in_flight("a") == 1
+            raise RuntimeError("agent crashed")
+        assert r.in_flight("a") == 0
+        lease = r.acquire("a")
+        lease.release()
+        lease.release()  # a second release is a no-op, not a second decrement
+        other = r.acquire("a")
+        assert r.in_flight("a") == 1 and lease.released and not other.released
+        other.release()
+        d = r.select("x", acquire=True)
+        with pytest.raises(ValueError, match="success"):
+            r.record(d)  # a call that records nothing keeps the task in flight ...
+        assert r.in_flight("a") == 1
+        r.record(d, success=True)  # ... until it is recorded
+        assert r.in_flight("a") == 0
+        d = r.select("x", acquire=True)
+
+        def broken(record: object) -> None:
+            raise ConnectionError("database went away")
+
+        r.store.executions.record = broken  # type: ignore[assignment,method-assign]
+        with pytest.raises(ConnectionError):
+            r.record(d, success=True)  # a failed write still gives the slot back
+        assert r.in_flight("a") == 0
+
+
+def test_ties_are_random_but_reproducible_under_a_seed() -> None:
+    def choices(seed: int) -> list[str]:
+        with routed(["a", "b", "c"], seed=seed) as r:
+            return [r.select("code").agent_id for _ in range(30)]
+
+    assert choices(7) == choices(7)
+    assert choices(7) != choices(8)
+    assert set(choices(7)) == {"a", "b", "c"}  # untrained agents tie: all get picked
+
+
+def test_select_reads_memory_only(router: AgentRouter, monkeypatch: pytest.MonkeyPatch) -> None:
+    teach(router, "a", "code", [0.9] * 3)
+
+    def no_database(*args: object) -> None:
+        raise AssertionError("select() touched the database")
+
+    monkeypatch.setattr(router.store.conn, "run", no_database)
+    d = router.select("code")
+    assert d.agent_id == "a"
+    assert asyncio.run(router.aselect("code")).agent_id == "a"
+
+
+def test_decision_ids_are_unique_and_recorded(router: AgentRouter) -> None:
+    decisions = [router.select("code") for _ in range(20)]
+    assert len({d.decision_id for d in decisions}) == 20
+    rec = router.record(decisions[0], success=True, quality=0.6)
+    assert rec.decision_id == decisions[0].decision_id
+    assert rec.agent_id == decisions[0].agent_id
+    with pytest.raises(ValueError, match="contradicts"):
+        router.record(decisions[1], agent_id="zzz", success=True)
