@@ -115,7 +115,8 @@ def test_run_demo_routes_and_records_through_the_router() -> None:
     assert run.executions_before == 0
     for res in run.results:
         assert res.expected_quality == DEFAULT_WORKLOAD.skill(res.agent_id, res.task_type)
-    assert set(run.next_pick) == set(DEFAULT_WORKLOAD.task_types)
+    assert set(run.profiles) == {(a, t) for a in DEFAULT_WORKLOAD.agent_ids
+                                 for t in DEFAULT_WORKLOAD.task_types}
     counted = {key: p.executions_total for key, p in run.profiles.items()}
     for res in run.results:
         assert counted[(res.agent_id, res.task_type)] >= 1

@@ -40,7 +40,6 @@ class DemoRun:
     executions_before: int
     results: list[TaskResult] = field(default_factory=list)
     profiles: dict[tuple[str, str], TaskTypeProfile] = field(default_factory=dict)
-    next_pick: dict[str, str] = field(default_factory=dict)
 
 
 def run_demo(router: AgentRouter, workload: Workload, *, tasks: int = 400, seed: int = 0,
@@ -72,7 +71,6 @@ def run_demo(router: AgentRouter, workload: Workload, *, tasks: int = 400, seed:
         if on_result is not None:
             on_result(result)
     for task_type in workload.task_types:
-        run.next_pick[task_type] = router.select(task_type).agent_id
         for agent_id in workload.agent_ids:
             run.profiles[(agent_id, task_type)] = router.profile(agent_id, task_type)
     return run

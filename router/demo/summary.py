@@ -69,7 +69,6 @@ class DemoSummary:
     oracle_quality: float
     best_pick_rate: float
     learning_curve: list[float]
-    next_pick: dict[str, str]
     preferred: dict[str, Preference]
     leaderboard: dict[str, list[LeaderboardRow]]
 
@@ -148,5 +147,5 @@ def summarize(run: DemoRun) -> DemoSummary:
         best_single_agent=best_single, best_single_quality=per_agent[best_single],
         random_quality=float(skills.mean()), oracle_quality=float(skills.max(axis=1).mean()),
         best_pick_rate=float(np.mean(best_picks)), learning_curve=curve,
-        next_pick=dict(run.next_pick), preferred=preferred, leaderboard=leaderboard,
+        preferred=preferred, leaderboard=leaderboard,
     )
