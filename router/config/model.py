@@ -26,8 +26,8 @@ from profiles.store.location import parse_store_url
 from router.agents import AgentSpec
 from router.config.loader import ConfigError, describe_validation_error, read_mapping
 from router.config.trust import AbstentionSection, TrustSection
-from router.errors import UnknownStrategy
-from router.strategies import available_strategies
+from router.errors import RouterError
+from router.strategies import available_strategies, make_strategy
 from router.transfer.config import HandoffSection, HookSpec, build_dispatcher
 
 if TYPE_CHECKING:
@@ -162,12 +162,16 @@ class RouterConfig(Section):
         }
         if "transfer" not in overrides:  # hand-off hooks; pending requests go to the store
             kwargs["transfer"] = build_dispatcher(self.hooks, self.handoff)
+        if "strategy" not in overrides and "strategy_params" not in overrides:
+            self._check_strategy_params()
         kwargs.update(overrides)
+        return AgentRouter(**kwargs)
+
+    def _check_strategy_params(self) -> None:
+        """Build the file's strategy once, so bad params are blamed on the file's key."""
         try:
-            return AgentRouter(**kwargs)
-        except UnknownStrategy as exc:
-            if "strategy" in overrides:  # the caller's choice, not the file's
-                raise
+            make_strategy(self.strategy.name, **self.strategy.params)
+        except (RouterError, ValueError, TypeError) as exc:
             # the name was checked on load, so the file's strategy.params are at fault
             where = f"{self._source}: " if self._source else ""
             raise ConfigError(f"{where}strategy.params: {exc}") from None
