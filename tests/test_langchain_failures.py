@@ -300,3 +300,14 @@ def test_full_agents_make_callers_wait_instead_of_failing() -> None:
         assert outputs == [f"done:{i}" for i in range(8)]
         assert peak["max"] == 2
         assert r.store.executions.count() == 8 and r.in_flight("solo") == 0
+
+
+def test_a_fallback_counts_as_one_contradiction_for_the_failed_agent(
+        router: AgentRouter) -> None:
+    """The shared {"task_id", "attempt"} convention reaches the trust layer."""
+    prefer(router, "a", "code")  # "a": 10 observations, no contradiction
+    routed = RoutedRunnable(router=router, agents={"a": failing(), "b": tagged("b")},
+                            task_type="code")
+    assert routed.invoke("x") == "b:x"
+    # 11 observations -> frequency base 0.85, minus 0.1 for the one contradiction
+    assert router.trust("a", "code").frequency == pytest.approx(0.85 - 0.1)
