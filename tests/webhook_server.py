@@ -75,7 +75,7 @@ def webhook_receiver(script: list[int | float], secret: str | None = None) -> It
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(receiver))
     server.daemon_threads = True
     receiver.url = f"http://127.0.0.1:{server.server_address[1]}/hooks/handoff"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
     thread.start()
     try:
         yield receiver
