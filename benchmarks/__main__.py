@@ -12,6 +12,7 @@ import time
 
 # One line per benchmark module (benchmarks/<name>.py); keep sorted.
 BENCHMARKS: list[str] = [
+    "calibration",
     "handoff_banking77",
     "langchain",
 ]

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol
 
 from router.decision import CandidateScore
 from router.errors import RouterError
@@ -35,14 +35,17 @@ OnAbstain = Literal["route_anyway", "human", "raise"]
 ON_ABSTAIN_CHOICES: tuple[str, ...] = ("route_anyway", "human", "raise")
 
 
-@dataclass(frozen=True, slots=True)
-class GateView:
-    """What a gate may look at: the ranked candidates and their success estimates."""
+class GateView(NamedTuple):
+    """What a gate may look at: the ranked candidates and their success estimates.
+
+    A named tuple because one is built on every decision (cheapest to create).
+    """
 
     task_type: str
     candidates: Sequence[CandidateScore]  # best first
     probabilities: Sequence[float | None]  # raw success estimates, same order
     calibrate: Callable[[float], float]
+    confidence: float = 0.0  # the chosen candidate's calibrated success probability
 
 
 class Gate(Protocol):
@@ -71,6 +74,8 @@ class WeakResonance:
 
     def __call__(self, view: GateView) -> str | None:
         """Best calibrated estimate below the floor (unknown estimates never fire)."""
+        if view.confidence >= self.floor:  # the chosen one reaches it: nothing to check
+            return None
         known = [p for p in view.probabilities if p is not None]
         if not known:
             return None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Sequence
 from typing import Any
 
@@ -47,7 +47,9 @@ class DecisionLog:
         self._memory = memory
         self._max_pending = max_pending
         self._lock = threading.Lock()
-        self._pending: list[tuple[RoutingDecision, float, Sequence[float | None], str | None]] = []
+        self._pending: deque[tuple[RoutingDecision, float, Sequence[float | None],
+                                   str | None]] = deque(maxlen=max_pending)
+        self.dropped = 0  # decisions evicted from a full buffer (never written)
         self._outcomes: dict[str, dict[str, Any]] = {}
         self._known: OrderedDict[str, _Known] = OrderedDict()
         self._dirty = False
@@ -65,12 +67,13 @@ class DecisionLog:
             if not self.enabled:
                 return
             pending = self._pending
-            if len(pending) >= self._max_pending:
-                del pending[0]  # nobody records or flushes: keep memory bounded
+            if len(pending) == self._max_pending:  # nobody records or flushes: bounded
+                self.dropped += 1
                 if not self._warned:
                     self._warned = True
-                    log.warning("decision log buffer full (%d decisions): call record() or "
-                                "flush() to persist decisions", self._max_pending)
+                    log.info("decision log buffer full (%d decisions): the oldest unwritten "
+                             "decisions are dropped; record() or flush() persists them",
+                             self._max_pending)
             pending.append((decision, raw, probabilities, detail))
 
     def outcome(self, record: ExecutionRecord) -> None:
@@ -100,6 +103,12 @@ class DecisionLog:
         row = self._repo.get(decision_id)
         return (row["agent_id"], row["task_type"]) if row else None
 
+    def predicted(self, decision_id: str) -> float | None:
+        """The raw (uncalibrated) prediction behind a recent decision of this router."""
+        with self._lock:
+            info = self._known.get(decision_id)
+        return None if info is None else float(info[0])
+
     @property
     def backlog(self) -> int:
         """Buffered items not yet written."""
@@ -110,7 +119,7 @@ class DecisionLog:
         """Write buffered decisions, outcomes and the calibration sums (the caller
         serialises flushes). On failure the items are put back for the next try."""
         with self._lock:
-            pending, self._pending = self._pending, []
+            pending, self._pending = self._pending, deque(maxlen=self._max_pending)
             outcomes, self._outcomes = self._outcomes, {}
             dirty, self._dirty = self._dirty, False
             state = self.calibration.state() if dirty else None
@@ -127,7 +136,8 @@ class DecisionLog:
                 self._repo.save_calibration(self.strategy, state)
         except Exception:
             with self._lock:
-                self._pending[:0] = pending
+                pending.extend(self._pending)
+                self._pending = pending
                 for decision_id, found in outcomes.items():
                     self._outcomes.setdefault(decision_id, found)
                 self._dirty = self._dirty or dirty

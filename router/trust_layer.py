@@ -136,7 +136,7 @@ class TrustLayer:
         decision.tier = "strong" if confidence >= strong else \
             "medium" if confidence >= medium else "weak"
         verdict = self.abstention.evaluate(GateView(
-            decision.task_type, decision.candidates, probabilities, calibrate)) \
+            decision.task_type, decision.candidates, probabilities, calibrate, confidence)) \
             if self.abstention.gates else None
         detail = None
         if verdict is not None:

@@ -100,12 +100,16 @@ def reliability_table(report: CalibrationReport, title: str) -> Table:
 def print_calibration(report: CalibrationReport, title: str) -> None:
     """Reliability table and the summary figures, as ``trustroute calibration`` shows."""
     console.print(reliability_table(report, title))
+    if report.abstained_with_outcome:
+        failed = (f"abstained that failed {100 * report.abstained_failure_rate:.1f}% "
+                  f"(vs {100 * report.answered_failure_rate:.1f}% of the others)")
+    else:
+        failed = (f"abstained that failed: none with an outcome (others failed "
+                  f"{100 * report.answered_failure_rate:.1f}%)")
     console.print(
         f"decisions {report.decisions} ({report.with_outcome} with outcome)  "
         f"Brier {report.brier:.4f}  ECE {report.ece:.4f}  "
-        f"abstention rate {100 * report.abstention_rate:.1f}%  "
-        f"abstained that failed {100 * report.abstained_failure_rate:.1f}% "
-        f"(vs {100 * report.answered_failure_rate:.1f}% of the others)", highlight=False)
+        f"abstention rate {100 * report.abstention_rate:.1f}%  {failed}", highlight=False)
 
 
 @cli.command(name="calibration")

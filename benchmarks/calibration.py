@@ -1,0 +1,106 @@
+"""Is ``decision.confidence`` honest? Replay a real outcome log through select/record.
+
+Streams ``../shared/data/alpaca_eval_gpt4/outcomes.csv`` through real routers (default
+strategy, default trust settings, in-memory store) with the learning issue's replay
+engine: success means quality >= 0.5, as in every replay. Over the second half of each
+stream (the first half is where the router and its calibration map learn) it reports
+the expected calibration error (10 equal-width buckets) of the calibrated confidence,
+next to the same figure for the strategy's raw success probability measured on the same
+decisions, plus the Brier score, the reliability table, the abstention rate and how
+often abstained decisions failed. Target: ECE <= 0.05.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from profiles.calibration import brier_score, calibration_report, expected_calibration_error
+from router.cli.trust import print_calibration
+from router.replay import ReplayStep, load_outcomes, make_plans, replay_run
+from router.replay.plan import RunPlan
+from router.router import AgentRouter
+from router.strategies import DEFAULT_STRATEGY
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "alpaca_eval_gpt4" / \
+    "outcomes.csv"
+TARGET_ECE = 0.05
+SCENARIOS: tuple[tuple[str, int | None, int], ...] = (  # label, agents per run, runs
+    ("8 random agents", 8, 8),
+    ("all 53 agents", None, 2),
+)
+
+
+@dataclass
+class Scenario:
+    """The second-half decisions of every run of one scenario."""
+
+    label: str
+    confidence: list[float] = field(default_factory=list)
+    raw: list[float] = field(default_factory=list)
+    success: list[bool] = field(default_factory=list)
+    abstained: list[bool] = field(default_factory=list)
+    per_run_ece: list[float] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def _run(plan: RunPlan, into: Scenario) -> None:
+    routers: list[AgentRouter] = []
+
+    def factory(p: RunPlan) -> AgentRouter:
+        routers.append(AgentRouter(agents=list(p.agents), store="mem://", seed=p.seed,
+                                   strategy=DEFAULT_STRATEGY))
+        return routers[-1]
+
+    steps: list[tuple[float, float, bool, bool]] = []
+
+    def observe(step: ReplayStep) -> None:
+        d = step.decision
+        raw = routers[-1].trust_layer.decisions.predicted(d.decision_id)
+        assert d.confidence is not None and raw is not None
+        steps.append((d.confidence, raw, step.success, d.abstained))
+
+    replay_run(plan, factory, observer=observe)
+    second = steps[len(steps) // 2:]
+    into.per_run_ece.append(expected_calibration_error([s[0] for s in second],
+                                                       [s[2] for s in second]))
+    for conf, raw, ok, abstained in second:
+        into.confidence.append(conf)
+        into.raw.append(raw)
+        into.success.append(ok)
+        into.abstained.append(abstained)
+
+
+def main() -> None:
+    """Replay each scenario and print calibration figures with the reliability table."""
+    if not DATA.exists():
+        print(f"skipped: {DATA} not found")
+        return
+    log = load_outcomes(DATA)
+    results = []
+    for label, agents, runs in SCENARIOS:
+        scenario = Scenario(label)
+        started = time.perf_counter()
+        for plan in make_plans(log, runs=runs, seed=0, agents=agents):
+            _run(plan, scenario)
+        scenario.seconds = time.perf_counter() - started
+        results.append(scenario)
+        print(f"  {label}: {runs} run(s) in {scenario.seconds:.1f} s", flush=True)
+    print(f"\ncalibration of decision.confidence, strategy {DEFAULT_STRATEGY!r}, second half of "
+          f"each stream of {DATA.parent.name} (success = quality >= 0.5)")
+    header = (f"{'scenario':<17}{'decisions':>10}{'ECE raw':>9}{'ECE':>8}{'per-run mean':>14}"
+              f"{'per-run max':>13}{'Brier raw':>11}{'Brier':>8}  target ECE <= {TARGET_ECE}")
+    print(header)
+    for s in results:
+        ece = expected_calibration_error(s.confidence, s.success)
+        verdict = "met" if ece <= TARGET_ECE else "MISSED"
+        print(f"{s.label:<17}{len(s.confidence):>10}"
+              f"{expected_calibration_error(s.raw, s.success):>9.4f}{ece:>8.4f}"
+              f"{sum(s.per_run_ece) / len(s.per_run_ece):>14.4f}{max(s.per_run_ece):>13.4f}"
+              f"{brier_score(s.raw, s.success):>11.4f}"
+              f"{brier_score(s.confidence, s.success):>8.4f}  {verdict}")
+    for s in results:
+        report = calibration_report(zip(s.confidence, s.success, s.abstained, strict=True))
+        print()
+        print_calibration(report, f"reliability, {s.label} (pooled second halves)")
