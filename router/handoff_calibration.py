@@ -13,11 +13,11 @@ distributed, so P(recall >= t) = P(Binomial(P, t) <= k-1)). With few needs-human
 this asks for every one of them to transfer; with hundreds the margin is a point or two.
 
 Given that recall point, the search over ``score_threshold`` minimises the share of
-covered cases transferred; ties go to the threshold where "insufficient" and "transfer"
-agree most often (so the reason texts tell the truth), then to the one nearest the
-starting threshold. ``confidence_low_threshold`` goes midway between the last
-needs-human confidence that must transfer and the next confidence above it: the widest
-margin the sample allows.
+covered cases transferred among the thresholds that reach it; ties go to the threshold
+where "insufficient" and "transfer" agree most often (so the reason texts tell the
+truth), then to the one nearest the starting threshold. ``confidence_low_threshold``
+goes midway between the last needs-human confidence that must transfer and the next
+confidence above it: the widest margin the sample allows.
 """
 
 from __future__ import annotations
@@ -195,7 +195,7 @@ def search_thresholds(
     guaranteed = rank_is_guaranteed(positives, target_recall, recall_confidence)
     k = max(0, k_total - always_transfer)
     covered = ~needs_human
-    best: tuple[tuple[float, float, float], float, float] | None = None
+    best: tuple[tuple[float, ...], float, float] | None = None
     # the cut on the best score alone is optimal when every example has the same number
     # of hits (the usual top-k retrieval), so it is always among the candidates
     extra = [_score_cut(max_scores, needs_human, k)] if k > 0 else []
@@ -203,10 +203,12 @@ def search_thresholds(
         conf = confidences(max_scores, hits, float(threshold), shape)
         low = _low_threshold(conf, needs_human, k)
         transfer = conf < low
+        shortfall = max(0, k - int(transfer[needs_human].sum()))  # > 0 only at confidence 1
         false_rate = float(transfer[covered].mean()) if covered.any() else 0.0
         insufficient = (hits < shape.min_hits) | (max_scores < threshold)
         agreement = float((insufficient == transfer).mean()) if transfer.size else 1.0
         key = (
+            shortfall,
             round(false_rate, 12),
             -round(agreement, 12),
             abs(float(threshold) - start_threshold),

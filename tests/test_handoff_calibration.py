@@ -110,6 +110,13 @@ def test_full_recall_target() -> None:
     assert rc.calibration is not None and rc.calibration.recall == 1.0
 
 
+def test_recall_is_reached_even_at_full_confidence() -> None:
+    """Perfect scores clamp to confidence 1.0; only an insufficiency penalty can move them."""
+    rc = RetrievalConfidence.calibrate([([1.0] * 5, True), ([1.0] * 5, False)] * 20)
+    assert rc.calibration is not None and rc.calibration.recall == 1.0
+    assert rc.evaluate([1.0] * 5).should_transfer
+
+
 def test_examples_without_retrieval_count_as_transferred() -> None:
     sample = [*synthetic(200, seed=11), ([], True), (None, True)]
     rc = RetrievalConfidence.calibrate(sample)
