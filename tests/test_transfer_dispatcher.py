@@ -301,3 +301,19 @@ def test_duplicate_hook_names_are_rejected() -> None:
     )
     with pytest.raises(ValueError, match=r"names must be unique.*logging"):
         config.build_router()
+
+
+def test_config_file_errors_name_the_hook(tmp_path: Any) -> None:
+    from router.config import ConfigError, load_config
+
+    path = tmp_path / "router.yaml"
+    path.write_text(
+        "hooks:\n  - type: webhook\n    url: ftp://x\n  - type: pager\nhandoff:\n  locale: fr\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    text = str(err.value)
+    assert "hooks.0.webhook.url: must start with http:// or https://" in text
+    assert "hooks.1:" in text and "'pager'" in text
+    assert "handoff.locale: locale 'fr' has no hand-off messages" in text

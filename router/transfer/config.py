@@ -95,7 +95,7 @@ class WebhookHookSpec(_Strict):
     """HTTP POST of the request as JSON, retried, optionally HMAC-signed."""
 
     type: Literal["webhook"]
-    url: str = Field(pattern=r"^https?://")
+    url: str
     timeout_s: float = Field(default=5.0, gt=0)
     attempts: int = Field(default=3, ge=1)
     backoff_s: float = Field(default=0.5, ge=0)
@@ -103,6 +103,13 @@ class WebhookHookSpec(_Strict):
     secret_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     headers: dict[str, str] = Field(default_factory=dict)
     name: str = "webhook"
+
+    @field_validator("url")
+    @classmethod
+    def _http(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("must start with http:// or https://")
+        return value
 
 
 class LangGraphHookSpec(_Strict):
