@@ -158,8 +158,9 @@ def test_deprecated_agents_are_not_selected_but_new_ones_explore(router: AgentRo
                       metadata={"task_id": task, "attempt": 1})
     assert router.trust("a", "code").tier == Tier.DEPRECATED
     assert {router.select("code").agent_id for _ in range(30)} == {"b"}
+    assert router.select("code").ranking == ["b"]  # not even a candidate
     router.register("c")  # brand new: never blocked
-    assert "c" in {router.select("code").agent_id for _ in range(60)}
+    assert sorted(router.select("code").ranking) == ["b", "c"]
     with pytest.raises(NoAgentAvailable, match="deprecated"):
         router.select("code", exclude=["b", "c"])
 
