@@ -226,7 +226,6 @@ class AgentRouter:
                 detail = (f"{skipped_full} eligible agent(s) at capacity" if skipped_full
                           else "no registered, enabled agent accepts it")
                 raise NoAgentAvailable(task_type, detail)
-            arms, loads = self.trust_layer.admit(task_type, arms, loads, self.exploit_only)
             ctx = StrategyContext(task_type, now, self.book, self.settings, self._rng,
                                   self.exploit_only)
             scores = self.strategy.score(arms, ctx)
@@ -245,6 +244,8 @@ class AgentRouter:
                     reason=verdict.reason if not load else f"{verdict.reason}; load {load:.2f}",
                     components=verdict.components), verdict.success_probability))
             candidates.sort()
+            # trust tiers: deprecated agents and (exploit-only) untrusted ones move last
+            candidates = self.trust_layer.order(task_type, candidates, self.exploit_only)
             best = candidates[0]
             lease = self.acquire(best[3].agent_id) if acquire else None
         decision = RoutingDecision(

@@ -24,9 +24,9 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from profiles.calibration import CalibrationSettings
 from profiles.records import ExecutionRecord, check_identifier, utc_now
@@ -38,6 +38,7 @@ from profiles.trust import (
     DEFAULT_WEIGHTS,
     SIGNALS,
     DecaySettings,
+    Tier,
     TrustCounts,
     TrustScores,
     apply_execution,
@@ -49,7 +50,7 @@ from profiles.trust import (
 )
 from profiles.trust_book import TrustBook
 from router.abstention import Abstained, AbstentionPolicy, GateView
-from router.decision import RoutingDecision
+from router.decision import CandidateScore, RoutingDecision
 from router.decision_log import DecisionLog
 from router.errors import NoAgentAvailable, UnknownDecision
 from router.trust_policy import TierPolicy
@@ -57,6 +58,7 @@ from router.trust_policy import TierPolicy
 log = logging.getLogger(__name__)
 
 Pair = tuple[str, str]
+T = TypeVar("T", bound=tuple[Any, ...])
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,18 +112,33 @@ class TrustLayer:
         self._executor: Executor | None = None
 
     # -- decisions (hot path) -----------------------------------------------------
-    def admit(self, task_type: str, arms: list[Any], loads: list[float],
-              exploit_only: bool) -> tuple[list[Any], list[float]]:
-        """The candidates the tier policy allows (``arms`` have ``agent_id``)."""
-        keep = self.options.policy.admit([a.agent_id for a in arms], task_type, self.book,
-                                         exploit_only) \
-            if exploit_only or self.book.deprecated_pairs else None
+    def order(self, task_type: str, ranked: list[T], exploit_only: bool) -> list[T]:
+        """The ranked candidates with the ones the tier policy does not admit moved last
+        (their reason says why), so the chosen agent is admitted and nobody is hidden.
+
+        ``ranked`` items are the router's candidate tuples; each holds one
+        CandidateScore. Raises NoAgentAvailable when no candidate is admitted.
+        """
+        if not (exploit_only or self.book.deprecated_pairs):
+            return ranked  # the common case: two attribute reads
+        scores = [_candidate_of(item) for item in ranked]
+        keep = self.options.policy.admit([c.agent_id for c in scores], task_type, self.book,
+                                         exploit_only)
         if keep is None:
-            return arms, loads
+            return ranked
         if not keep:
-            raise NoAgentAvailable(task_type, f"all {len(arms)} eligible agent(s) are in the "
+            raise NoAgentAvailable(task_type, f"all {len(ranked)} eligible agent(s) are in the "
                                               "deprecated trust tier")
-        return [arms[i] for i in keep], [loads[i] for i in keep]
+        kept = set(keep)
+        moved = []
+        for i, item in enumerate(ranked):
+            if i in kept:
+                continue
+            tier = self.book.tier(scores[i].agent_id, task_type)
+            why = ("not selected: trust tier deprecated" if tier is Tier.DEPRECATED else
+                   f"not selected: exploit-only mode uses core/strong agents (tier {tier})")
+            moved.append(_with_reason(item, scores[i], f"{why}; {scores[i].reason}"))
+        return [ranked[i] for i in keep] + moved
 
     def decide(self, decision: RoutingDecision,
                probabilities: Sequence[float | None]) -> RoutingDecision:
@@ -338,6 +355,15 @@ class TrustLayer:
     def trust(self, agent_id: str, task_type: str) -> TrustScores:
         """The pair's three scores, composite and tier."""
         return self.book.scores(agent_id, task_type)
+
+
+def _candidate_of(item: Any) -> CandidateScore:
+    return next(x for x in item if isinstance(x, CandidateScore))
+
+
+def _with_reason(item: T, candidate: CandidateScore, reason: str) -> T:
+    new = replace(candidate, reason=reason)
+    return type(item)(new if x is candidate else x for x in item)
 
 
 def _describe(reasons: Counter[str]) -> str:

@@ -6,6 +6,8 @@
 - tiers never block exploration of a new profile: a pair with fewer than
   ``new_profile_observations`` observations (3: still in the lowest frequency band,
   where one unlucky run decides the tier) is always admitted.
+
+Candidates that are not admitted stay in the decision, ranked last with the reason.
 """
 
 from __future__ import annotations

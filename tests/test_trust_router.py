@@ -158,9 +158,12 @@ def test_deprecated_agents_are_not_selected_but_new_ones_explore(router: AgentRo
                       metadata={"task_id": task, "attempt": 1})
     assert router.trust("a", "code").tier == Tier.DEPRECATED
     assert {router.select("code").agent_id for _ in range(30)} == {"b"}
-    assert router.select("code").ranking == ["b"]  # not even a candidate
+    d = router.select("code")
+    assert d.ranking == ["b", "a"]  # still listed, last, saying why
+    assert d.candidates[1].reason.startswith("not selected: trust tier deprecated")
     router.register("c")  # brand new: never blocked
-    assert sorted(router.select("code").ranking) == ["b", "c"]
+    assert router.select("code").ranking[-1] == "a"
+    assert "c" in router.select("code").ranking[:2]
     with pytest.raises(NoAgentAvailable, match="deprecated"):
         router.select("code", exclude=["b", "c"])
 
@@ -184,4 +187,12 @@ def test_exploit_only_prefers_core_and_strong() -> None:
         assert r.trust("rookie", "code").tier not in (Tier.CORE, Tier.STRONG)
         chosen = {r.select("code").agent_id for _ in range(20)}
         assert chosen == {"pro"}
-        assert [c.agent_id for c in r.select("code").candidates] == ["pro"]
+        d = r.select("code")
+        assert d.ranking == ["pro", "rookie"]
+        assert "exploit-only" in d.candidates[1].reason
+    with AgentRouter(agents=["pro", "rookie"], store="mem://", seed=0,
+                     exploit_only=True, trust=TrustOptions(
+                         policy=TierPolicy(exploit_trusted_only=False))) as r:
+        for _ in range(25):
+            r.record(agent_id="pro", task_type="code", success=True, quality=0.7)
+        assert all("not selected" not in c.reason for c in r.select("code").candidates)
