@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -32,6 +32,9 @@ from router.load import InFlightTracker, Lease
 from router.strategies import DEFAULT_STRATEGY, Arm, Strategy, StrategyContext, make_strategy
 from router.transfer import TransferDispatcher
 from router.trust_layer import TrustLayer, TrustOptions
+
+if TYPE_CHECKING:
+    from router.lifecycle import DecayReport
 
 _SNAPSHOT_SECONDS = 60.0  # expertise drifts by < 0.02% a minute at the 7-day time constant
 _ELIGIBLE_CACHE_LIMIT = 1024  # task types whose ranked arms are cached at once
@@ -344,6 +347,12 @@ class AgentRouter:
     def flush(self) -> None:
         """Write buffered decision-log and trust updates now (``close`` also does)."""
         self.trust_layer.flush()
+
+    def decay(self, *, now: datetime | None = None) -> DecayReport:
+        """The weekly trust lifecycle (see router.lifecycle); idempotent per ISO week."""
+        from router.lifecycle import run_decay
+
+        return run_decay(self, now=now)
 
     def _build_record(self, decision: RoutingDecision | None, *, agent_id: str | None,
                       task_type: str | None, success: bool | None, quality: float | None,

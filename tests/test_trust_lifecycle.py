@@ -41,7 +41,7 @@ def test_decay_twice_in_one_week_changes_nothing_the_second_time() -> None:
         repo = r.store.repository(TrustRepository)
         stored = repo.load()
         history = repo.history("good", "code")
-        second = run_decay(r, now=now + timedelta(days=3))  # Friday, same week
+        second = r.decay(now=now + timedelta(days=3))  # Friday, same week
         assert second.already_applied
         assert (second.decayed, second.deprecated, second.deleted) == (0, 0, 0)
         assert repo.load() == stored
