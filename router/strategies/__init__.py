@@ -12,14 +12,22 @@ from typing import Any
 from router.errors import UnknownStrategy
 from router.strategies.base import Arm, ArmScore, StatelessStrategy, Strategy, StrategyContext
 from router.strategies.confidence_weighted import ConfidenceWeighted
+from router.strategies.lower_bound import LowerBound
+from router.strategies.params import InvalidStrategyParams
+from router.strategies.random_choice import RandomChoice
+from router.strategies.thompson import ThompsonSampling
 
 StrategyFactory = Callable[..., Strategy]
 
 _REGISTRY: dict[str, StrategyFactory] = {
     ConfidenceWeighted.name: ConfidenceWeighted,
+    LowerBound.name: LowerBound,
+    RandomChoice.name: RandomChoice,
+    ThompsonSampling.name: ThompsonSampling,
 }
 
-DEFAULT_STRATEGY = ConfidenceWeighted.name
+#: Thompson sampling on pooled, discounted posteriors (see docs/learning.md).
+DEFAULT_STRATEGY = ThompsonSampling.name
 
 
 def register_strategy(name: str, factory: StrategyFactory) -> None:
@@ -50,6 +58,7 @@ __all__ = [
     "DEFAULT_STRATEGY",
     "Arm",
     "ArmScore",
+    "InvalidStrategyParams",
     "StatelessStrategy",
     "Strategy",
     "StrategyContext",

@@ -1,0 +1,305 @@
+"""EvidenceLedger: discounted, pooled evidence kept incrementally for fast decisions.
+
+A decision must cost microseconds, so nothing here walks a window per arm. Each task
+type keeps numpy arrays (one slot per agent) of discounted sums: quality, success and
+run weight. Discounting uses *reference frames*: a record of clock ``seq`` is stored
+with weight ``2 ** ((seq - ref) / h)`` and read back multiplied by the type's current
+``decay = 2 ** (-(clock - ref) / h)``, so ageing every agent's evidence when the clock
+ticks costs one multiplication, and unchosen agents age exactly like chosen ones. The
+frame is re-based before the exponent can overflow. Wall-time discounting uses one
+global frame the same way.
+
+For pooling, each agent also keeps its evidence summed across task types (at every
+type's current decay), and the "expected" quality of that evidence under each type's
+baseline; the agent's effect is their difference (see ``thompson``). These sums are
+updated by vectorised deltas when a type's clock ticks: O(agents) numpy work per
+record, O(arms) per decision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from profiles.book import ProfileBook
+from profiles.posterior import halving, shrunk_mean
+from profiles.profile import ProfileState, WindowEntry
+
+_REBASE_EXPONENT = 200.0  # re-base a frame before 2**exponent gets anywhere near overflow
+_QUALITY, _SUCCESS, _WEIGHT = 0, 1, 2  # rows of the per-type evidence matrix
+
+
+@dataclass(slots=True)
+class TypeEvidence:
+    """One task type's discounted sums per agent, in the type's own clock frame."""
+
+    sums: np.ndarray  # shape (3, capacity): stored quality, success, weight per agent
+    ref: float  # the clock value the stored sums are relative to
+    clock: int = 0  # highest execution clock seen for this type
+    decay: float = 1.0  # 2 ** (-(clock - ref) / h): stored * decay = current value
+    baseline: np.ndarray = field(default_factory=lambda: np.full(2, 0.5))
+    """Mean quality and success rate of the type (all agents), shrunk to the global."""
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceView:
+    """Current evidence behind each arm of one decision (arrays aligned with arms)."""
+
+    pair: np.ndarray  # (3, k) quality, success, weight of the (agent, task type) pair
+    elsewhere: np.ndarray  # (3, k) the agent's evidence on every *other* task type
+    expected: np.ndarray  # (2, k) what ``elsewhere`` would be at each type's baseline
+    baseline: np.ndarray  # (2,) this task type's baseline quality and success rate
+
+
+class EvidenceLedger:
+    """Incremental discounted evidence per (agent, task type), per agent and overall."""
+
+    def __init__(self, half_life_executions: float | None, half_life_seconds: float | None,
+                 type_prior_strength: float) -> None:
+        self.half_life_executions = half_life_executions
+        self.half_life_seconds = half_life_seconds
+        self.type_prior_strength = type_prior_strength
+        self.clear()
+
+    def clear(self) -> None:
+        """Forget everything."""
+        self._index: dict[str, int] = {}
+        self._capacity = 8
+        self._types: dict[str, TypeEvidence] = {}
+        self._agents = np.zeros((3, self._capacity))  # summed across types, current decay
+        self._expected = np.zeros((2, self._capacity))  # sum of baseline x weight
+        self._overall = np.zeros(3)  # everything, current decay (stored time frame)
+        self._time_ref: float | None = None  # wall-time frame (POSIX seconds)
+        self._latest = 0.0  # newest timestamp seen
+        self.version = 0  # bumped on every change, for callers' caches
+
+    # -- indices ---------------------------------------------------------------------
+    def index(self, agent_id: str) -> int:
+        """The slot of ``agent_id`` (allocated on first sight)."""
+        i = self._index.get(agent_id)
+        if i is None:
+            i = self._index[agent_id] = len(self._index)
+            if i >= self._capacity:
+                self._grow(max(2 * self._capacity, i + 1))
+        return i
+
+    def _grow(self, capacity: int) -> None:
+        pad = capacity - self._capacity
+        for te in self._types.values():
+            te.sums = np.pad(te.sums, ((0, 0), (0, pad)))
+        self._agents = np.pad(self._agents, ((0, 0), (0, pad)))
+        self._expected = np.pad(self._expected, ((0, 0), (0, pad)))
+        self._capacity = capacity
+
+    def _type(self, task_type: str, clock: int) -> TypeEvidence:
+        te = self._types.get(task_type)
+        if te is None:
+            te = self._types[task_type] = TypeEvidence(np.zeros((3, self._capacity)),
+                                                       ref=float(clock), clock=clock)
+            te.baseline = self._type_baseline(te)
+        return te
+
+    # -- frames ----------------------------------------------------------------------
+    def _time_weight(self, timestamp: float) -> float:
+        """Stored weight of a record at ``timestamp`` in the wall-time frame."""
+        h = self.half_life_seconds
+        if h is None:
+            return 1.0
+        if self._time_ref is None:
+            self._time_ref = timestamp
+        if (timestamp - self._time_ref) / h > _REBASE_EXPONENT:
+            self._rebase_time(timestamp)
+        return float(halving(self._time_ref - timestamp, h))
+
+    def _rebase_time(self, new_ref: float) -> None:
+        assert self.half_life_seconds is not None and self._time_ref is not None
+        factor = float(halving(new_ref - self._time_ref, self.half_life_seconds))
+        for te in self._types.values():
+            te.sums *= factor
+        self._agents *= factor
+        self._expected *= factor
+        self._overall *= factor
+        self._time_ref = new_ref
+
+    def time_factor(self, now: float) -> float:
+        """Multiplier turning stored sums into their value at wall time ``now``."""
+        if self._time_ref is None:
+            return 1.0
+        return float(halving(max(now - self._time_ref, 0.0), self.half_life_seconds))
+
+    def _exec_decay(self, te: TypeEvidence) -> float:
+        return float(halving(te.clock - te.ref, self.half_life_executions))
+
+    def _type_baseline(self, te: TypeEvidence) -> np.ndarray:
+        """Type mean quality and success, shrunk toward the global means."""
+        overall = self._overall
+        glob = (overall[:2] + 1.0) / (overall[2] + 2.0)  # uniform Beta(1, 1) prior
+        totals = te.sums.sum(axis=1) * te.decay
+        return shrunk_mean(totals[:2], totals[2], glob, self.type_prior_strength)
+
+    # -- learning ----------------------------------------------------------------------
+    def _detach(self, te: TypeEvidence) -> None:
+        """Take one type's contribution out of the per-agent and overall sums."""
+        current = te.sums * te.decay
+        self._agents -= current
+        self._expected -= np.outer(te.baseline, current[_WEIGHT])
+        self._overall -= current.sum(axis=1)
+
+    def _attach(self, te: TypeEvidence) -> None:
+        """Put one type's contribution back, at its current decay and a fresh baseline."""
+        current = te.sums * te.decay
+        self._agents += current
+        self._overall += current.sum(axis=1)
+        te.baseline = self._type_baseline(te)
+        self._expected += np.outer(te.baseline, current[_WEIGHT])
+        self.version += 1
+
+    def _stored_weight(self, te: TypeEvidence, seq: float, timestamp: float) -> float:
+        exec_w = float(halving(te.ref - seq, self.half_life_executions))
+        return exec_w * self._time_weight(timestamp)
+
+    def add(self, agent_id: str, task_type: str, quality: float, success: bool, seq: int,
+            clock: int, timestamp: float) -> None:
+        """Fold one record in; ``clock`` is the type's execution clock after it."""
+        i = self.index(agent_id)
+        te = self._type(task_type, min(seq, clock) - 1)
+        self._time_weight(timestamp)  # re-base the wall-time frame first if needed
+        self._latest = max(self._latest, timestamp)
+        self._detach(te)
+        te.clock = max(te.clock, clock, seq)
+        h = self.half_life_executions
+        if h is not None and (te.clock - te.ref) / h > _REBASE_EXPONENT:
+            te.sums *= self._exec_decay(te)
+            te.ref = float(te.clock)
+        te.decay = self._exec_decay(te)
+        w = self._stored_weight(te, seq, timestamp)
+        te.sums[_QUALITY, i] += quality * w
+        te.sums[_SUCCESS, i] += float(success) * w
+        te.sums[_WEIGHT, i] += w
+        self._attach(te)
+
+    def replace_pair(self, agent_id: str, task_type: str,
+                     entries: Sequence[WindowEntry]) -> None:
+        """Set one pair's evidence to exactly ``entries`` (used to forget pre-change runs)."""
+        te = self._types.get(task_type)
+        if te is None:
+            return
+        i = self.index(agent_id)
+        self._detach(te)
+        sums = np.zeros(3)
+        for e in entries:
+            w = self._stored_weight(te, e.seq, e.timestamp)
+            sums += (e.quality * w, float(e.success) * w, w)
+        te.sums[:, i] = sums
+        self._attach(te)
+
+    def rebuild(self, book: ProfileBook) -> None:
+        """Recompute everything from a freshly loaded book (windows plus aggregates)."""
+        self.clear()
+        states = list(book)
+        if not states:
+            return
+        latest = max((s.last_updated.timestamp() for s in states if s.last_updated),
+                     default=0.0)
+        self._latest = latest
+        if self.half_life_seconds is not None:
+            self._time_ref = latest
+        for state in states:
+            i = self.index(state.agent_id)
+            clock = book.clock(state.task_type)
+            te = self._type(state.task_type, clock)
+            te.sums[:, i] = self._state_sums(state, clock, latest)
+        for te in self._types.values():
+            te.decay = 1.0
+            self._agents += te.sums
+            self._overall += te.sums.sum(axis=1)
+        for te in self._types.values():
+            te.baseline = self._type_baseline(te)
+            self._expected += np.outer(te.baseline, te.sums[_WEIGHT])
+        self.version += 1
+
+    def _state_sums(self, state: ProfileState, clock: int, latest: float) -> np.ndarray:
+        """Discounted (quality, success, weight) of one profile at ``clock``/``latest``.
+
+        The window holds the most recent records exactly. Older records are known only
+        through the aggregates; they are assumed to continue the window's spacing in
+        clock and time beyond its oldest entry, which makes their total weight a
+        geometric series (tiny once the window spans a few half-lives).
+        """
+        entries = list(state.window)
+        h, ht = self.half_life_executions, self.half_life_seconds
+        if entries:
+            seqs = np.fromiter((e.seq for e in entries), float, len(entries))
+            times = np.fromiter((e.timestamp for e in entries), float, len(entries))
+            q = np.fromiter((e.quality for e in entries), float, len(entries))
+            s = np.fromiter((e.success for e in entries), float, len(entries))
+            expo = np.zeros(len(entries))
+            if h is not None:
+                expo += (clock - seqs) / h
+            if ht is not None:
+                expo += np.maximum(latest - times, 0.0) / ht
+            w = np.exp2(-expo)
+            out = np.array([q @ w, s @ w, w.sum()])
+        else:
+            out = np.zeros(3)
+        older = state.executions_total - len(entries)
+        if older > 0:
+            q_old = max(state.quality_sum - float(sum(e.quality for e in entries)), 0.0)
+            s_old = max(state.executions_successful - sum(e.success for e in entries), 0)
+            if entries:
+                span = max(len(entries) - 1, 1)
+                step = 0.0
+                if h is not None:
+                    step += max((seqs.max() - seqs.min()) / span, 1.0) / h
+                if ht is not None:
+                    step += max((times.max() - times.min()) / span, 0.0) / ht
+                first = float(expo.max())
+            else:
+                step, first = (1.0 / h if h is not None else 0.0), 0.0
+            ratio = 2.0 ** (-step)
+            tail = (older if ratio >= 1.0 else
+                    2.0 ** (-first) * ratio * (1.0 - ratio ** older) / (1.0 - ratio))
+            out += np.array([q_old / older, s_old / older, 1.0]) * tail
+        return out
+
+    # -- reading ----------------------------------------------------------------------
+    def view(self, task_type: str, agent_ids: Sequence[str], now: float) -> EvidenceView:
+        """Current evidence behind each of ``agent_ids`` for one decision."""
+        idx = [self.index(a) for a in agent_ids]
+        te = self._types.get(task_type)
+        tf = self.time_factor(now)
+        agents = self._agents[:, idx] * tf
+        expected = self._expected[:, idx] * tf
+        if te is None:
+            pair = np.zeros((3, len(idx)))
+            overall = self._overall
+            baseline = (overall[:2] + 1.0) / (overall[2] + 2.0)
+        else:
+            pair = te.sums[:, idx] * (te.decay * tf)
+            baseline = te.baseline
+        elsewhere = np.maximum(agents - pair, 0.0)
+        expected = expected - np.outer(baseline, pair[_WEIGHT])
+        return EvidenceView(pair, elsewhere, expected, baseline)
+
+    def typical_effect(self, shrink: float) -> np.ndarray:
+        """A typical agent's effect (quality, success) relative to the type baselines.
+
+        Each agent with evidence contributes its raw effect weighted by its reliability
+        ``n / (n + shrink)``; one pseudo-agent at effect 0 keeps the estimate sane while
+        few agents are known. Agents count once each, however often they were chosen,
+        so this describes the population a new agent comes from, not the agents that
+        happen to be chosen most.
+        """
+        n = self._agents[_WEIGHT]
+        known = n > 1e-12
+        if not known.any():
+            return np.zeros(2)
+        raw = (self._agents[:2, known] - self._expected[:, known]) / n[known]
+        reliability = n[known] / (n[known] + shrink)
+        return np.asarray((raw * reliability).sum(axis=1) / (reliability.sum() + 1.0))
+
+    def agent_ids(self) -> list[str]:
+        """Agents seen so far, in slot order."""
+        return list(self._index)

@@ -1,0 +1,41 @@
+"""``lower_bound``: exploit only, ranking by the Wilson lower bound of the posterior.
+
+For production traffic that must not pay for exploration: the agent whose quality is
+*surely* highest wins, so one lucky perfect run (bound 0.21) never beats ten runs at
+0.80 (bound 0.49 before pooling). The bound is taken over the pooled posterior's mean
+and its effective number of runs (prior pseudo-runs included). An optional
+``exploration_floor`` still routes that fraction of decisions uniformly at random.
+``thompson`` uses the same ranking when ``exploit_only`` is set on it or the router.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from router.strategies.base import Arm, ArmScore, StrategyContext
+from router.strategies.pooled_posterior import PooledPosterior, Posterior
+
+
+def lower_bound_verdicts(model: PooledPosterior, post: Posterior) -> list[ArmScore]:
+    """Verdicts ranking each arm by its posterior's Wilson lower bound."""
+    return model.verdicts(post, post.lower_bound, "lower bound", "lower_bound")
+
+
+def random_order_verdicts(model: PooledPosterior, post: Posterior,
+                          ctx: StrategyContext) -> list[ArmScore]:
+    """Verdicts in a uniformly random order (a decision taken by the exploration floor)."""
+    order = ctx.rng.random(len(post.mean))
+    return model.verdicts(post, order, "exploration floor: random", "random_order")
+
+
+class LowerBound(PooledPosterior):
+    """Rank by the lower confidence bound of pooled, discounted quality."""
+
+    name = "lower_bound"
+
+    def score(self, arms: Sequence[Arm], ctx: StrategyContext) -> list[ArmScore]:
+        """Lower-bound verdicts (or a random order when the floor fires)."""
+        post = self.posterior(arms, ctx)
+        if self.floor_draw(ctx):
+            return random_order_verdicts(self, post, ctx)
+        return lower_bound_verdicts(self, post)

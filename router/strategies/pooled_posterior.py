@@ -1,0 +1,250 @@
+"""PooledPosterior: the Beta posterior per arm that Thompson and lower-bound share.
+
+For agent ``a`` on task type ``t`` (all sums discounted, see ``evidence``):
+
+1. global mean ``g``: all evidence, with a uniform Beta(1, 1) prior;
+2. type baseline ``mu_t``: type t's evidence shrunk toward ``g`` by
+   ``type_prior_strength`` pseudo-runs;
+3. agent effect ``b_a``: how much better than each type's baseline the agent did on
+   every *other* type, shrunk toward 0 by ``agent_prior_strength`` pseudo-runs (the
+   pair's own evidence is left out so it is not counted twice);
+4. pooled prior: mean ``mu_t + b_a`` (clipped into (0, 1)), worth
+   ``pooled_strength(evidence elsewhere, agent_prior_strength, prior_strength)``
+   pseudo-runs, at most ``prior_strength``;
+5. posterior Beta(alpha, beta) = prior + the pair's fractional evidence.
+
+The same is done for the success rate (``success_probability``). Posteriors are cached
+per (task type, arms) until the ledger changes, so a stream of decisions without new
+outcomes only samples.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from profiles.book import ProfileBook
+from profiles.posterior import (
+    beta_mean,
+    beta_parameters,
+    beta_sd,
+    clip_mean,
+    pooled_strength,
+    wilson_lower_bound,
+)
+from profiles.records import ExecutionRecord
+from router.strategies.base import Arm, ArmScore, StrategyContext
+from router.strategies.change_monitor import ChangeMonitor, DetectedChange
+from router.strategies.evidence import EvidenceLedger
+from router.strategies.params import PosteriorParams
+
+_CACHE_LIMIT = 1024  # cached posteriors (task type x arm set) before the cache is dropped
+_TIME_REFRESH_SECONDS = 60.0  # with wall-time discounting, recompute at most this stale
+
+
+@dataclass(slots=True)
+class Posterior:
+    """Posterior of every arm of one decision, as arrays aligned with the arms."""
+
+    version: int
+    computed_at: float
+    alpha: np.ndarray  # quality posterior
+    beta: np.ndarray
+    mean: np.ndarray
+    sd: np.ndarray
+    success: np.ndarray  # posterior mean of the success rate
+    prior_mean: np.ndarray
+    prior_strength: np.ndarray
+    evidence: np.ndarray  # discounted runs of the pair itself
+    lower_bound: np.ndarray
+    penalty: np.ndarray  # lambda_cost x cost + lambda_latency x latency
+    explained: list[str] = field(default_factory=list)  # per-arm reason, built lazily
+    components: list[dict[str, float]] = field(default_factory=list)
+
+
+class PooledPosterior:
+    """Keeps the evidence ledger and turns it into a posterior per arm."""
+
+    name = "pooled_posterior"
+
+    def __init__(self, **params: Any) -> None:
+        self.params = PosteriorParams.parse(self.name, params)
+        p = self.params
+        self.ledger = EvidenceLedger(p.half_life_executions, p.half_life_seconds,
+                                     p.type_prior_strength)
+        self.monitor = (ChangeMonitor(p.change_window, p.change_delta)
+                        if p.change_detection else None)
+        self._cache: dict[tuple[str, tuple[str, ...]], tuple[tuple[Any, ...], Posterior]] = {}
+        # per agent: [cost sum, cost count, latency sum ms, runs] across task types
+        self._usage: dict[str, list[float]] = {}
+
+    # -- life cycle ------------------------------------------------------------------
+    def observe(self, record: ExecutionRecord, seq: int, book: ProfileBook) -> None:
+        """Fold one committed record into the ledger."""
+        self.ledger.add(record.agent_id, record.task_type, record.effective_quality,
+                        record.success, seq, book.clock(record.task_type),
+                        record.timestamp.timestamp())
+        if self.monitor is not None:
+            change = self.monitor.add(record.agent_id, record.task_type, seq,
+                                      record.effective_quality)
+            if change is not None:
+                self._forget(change, book)
+        usage = self._usage.setdefault(record.agent_id, [0.0, 0.0, 0.0, 0.0])
+        if record.cost is not None:
+            usage[0] += record.cost
+            usage[1] += 1
+        usage[2] += record.latency_ms
+        usage[3] += 1
+
+    def reset(self, book: ProfileBook) -> None:
+        """Rebuild the ledger from a freshly loaded book."""
+        self.ledger.rebuild(book)
+        self._cache.clear()
+        if self.monitor is not None:
+            for change in self.monitor.rebuild(book):
+                self._forget(change, book)
+        self._usage = {}
+        for state in book:
+            usage = self._usage.setdefault(state.agent_id, [0.0, 0.0, 0.0, 0.0])
+            usage[0] += state.cost_sum
+            usage[1] += state.cost_count
+            usage[2] += state.latency_sum_ms
+            usage[3] += state.executions_total
+
+    def _forget(self, change: DetectedChange, book: ProfileBook) -> None:
+        """Drop the agent's evidence from before ``change`` on every task type."""
+        for state in book.for_agent(change.agent_id):
+            start = change.keep_from.get(state.task_type)
+            kept = [] if start is None else [e for e in state.window if e.seq >= start]
+            self.ledger.replace_pair(change.agent_id, state.task_type, kept)
+
+    def exploit(self, ctx: StrategyContext) -> bool:
+        """True when this decision ranks by the lower bound instead of sampling."""
+        return self.params.exploit_only or ctx.exploit_only
+
+    # -- the posterior ----------------------------------------------------------------
+    def posterior(self, arms: Sequence[Arm], ctx: StrategyContext) -> Posterior:
+        """The (cached) posterior of ``arms`` for ``ctx.task_type``."""
+        ids = tuple(arm.agent_id for arm in arms)
+        now = ctx.now.timestamp()
+        key = (ctx.task_type, ids)
+        agents = tuple(arm.agent for arm in arms)
+        cached = self._cache.get(key)
+        if cached is not None:
+            cached_agents, post = cached
+            fresh = (self.params.half_life_days is None
+                     or 0.0 <= now - post.computed_at < _TIME_REFRESH_SECONDS)
+            if post.version == self.ledger.version and cached_agents == agents and fresh:
+                return post
+        post = self._compute(arms, ids, ctx.task_type, now)
+        if len(self._cache) >= _CACHE_LIMIT:
+            self._cache.clear()
+        self._cache[key] = (agents, post)
+        return post
+
+    def _compute(self, arms: Sequence[Arm], ids: tuple[str, ...], task_type: str,
+                 now: float) -> Posterior:
+        p = self.params
+        view = self.ledger.view(task_type, ids, now)
+        pair, elsewhere = view.pair, view.elsewhere
+        k = len(ids)
+        if p.pooling:
+            shrink = p.agent_prior_strength
+            typical = (self.ledger.typical_effect(shrink) if p.population_prior
+                       else np.zeros(2))
+            known = elsewhere[2] + shrink
+            effect = (elsewhere[:2] - view.expected + shrink * typical[:, None]) / known
+            prior_mean = clip_mean(view.baseline[:, None] + effect)
+            prior_strength = pooled_strength(elsewhere[2], shrink, p.prior_strength)
+        else:
+            prior_mean = np.full((2, k), 0.5)
+            prior_strength = np.full(k, 2.0)
+        alpha, beta = beta_parameters(prior_mean, prior_strength, pair[:2], pair[2])
+        alpha = np.maximum(alpha, 1e-9)
+        beta = np.maximum(beta, 1e-9)
+        mean = beta_mean(alpha, beta)
+        qa, qb = alpha[0], beta[0]
+        return Posterior(
+            version=self.ledger.version, computed_at=now, alpha=qa, beta=qb,
+            mean=mean[0], sd=beta_sd(qa, qb), success=mean[1], prior_mean=prior_mean[0],
+            prior_strength=prior_strength, evidence=pair[2],
+            lower_bound=wilson_lower_bound(mean[0], qa + qb, p.z),
+            penalty=self._penalty(arms))
+
+    def _penalty(self, arms: Sequence[Arm]) -> np.ndarray:
+        """``lambda_cost x cost + lambda_latency x latency_s`` per arm (0 by default).
+
+        Cost: the pair's recorded mean, else the agent's across task types, else the
+        config's ``cost_per_call``, else 0. Latency: the pair's mean, else the agent's.
+        """
+        p = self.params
+        out = np.zeros(len(arms))
+        if not (p.lambda_cost or p.lambda_latency):
+            return out
+        for i, arm in enumerate(arms):
+            usage = self._usage.get(arm.agent_id, [0.0, 0.0, 0.0, 0.0])
+            state = arm.state
+            if state is not None and state.cost_count:
+                cost = state.cost_sum / state.cost_count
+            elif usage[1]:
+                cost = usage[0] / usage[1]
+            else:
+                cost = arm.agent.cost_per_call or 0.0
+            if state is not None and state.executions_total:
+                latency_ms = state.latency_sum_ms / state.executions_total
+            elif usage[3]:
+                latency_ms = usage[2] / usage[3]
+            else:
+                latency_ms = 0.0
+            out[i] = p.lambda_cost * cost + p.lambda_latency * latency_ms / 1000.0
+        return out
+
+    def explain(self, post: Posterior, i: int) -> tuple[str, dict[str, float]]:
+        """The reason and components of arm ``i`` that do not depend on the draw."""
+        if not post.explained:
+            for j in range(len(post.mean)):
+                n = float(post.evidence[j])
+                post.explained.append(
+                    f"mean {post.mean[j]:.2f} ± {post.sd[j]:.2f} over {n:.1f} runs "
+                    f"(pooled prior {post.prior_mean[j]:.2f} x {post.prior_strength[j]:.1f})")
+                post.components.append({
+                    "posterior_mean": float(post.mean[j]),
+                    "posterior_sd": float(post.sd[j]),
+                    "evidence": n,
+                    "prior_mean": float(post.prior_mean[j]),
+                    "prior_strength": float(post.prior_strength[j]),
+                    "success_probability": float(post.success[j]),
+                    "lower_bound": float(post.lower_bound[j]),
+                    "penalty": float(post.penalty[j]),
+                })
+        return post.explained[i], post.components[i]
+
+    # -- verdicts shared by the ranking strategies --------------------------------------
+    def floor_draw(self, ctx: StrategyContext) -> bool:
+        """True when the exploration floor turns this decision into a uniform pick."""
+        floor = self.params.exploration_floor
+        return bool(floor) and float(ctx.rng.random()) < floor
+
+    def verdicts(self, post: Posterior, values: np.ndarray, label: str,
+                 component: str) -> list[ArmScore]:
+        """One ArmScore per arm: ``values - penalty`` explained by ``label``.
+
+        ``component`` names ``values`` in the components (``sample``, ``lower_bound``
+        or ``random_order``).
+        """
+        scores = (values - post.penalty).tolist()
+        drawn = values.tolist()
+        penalised = bool(post.penalty.any())
+        success = post.success.tolist()
+        out = []
+        for i, score in enumerate(scores):
+            reason, base = self.explain(post, i)
+            reason = f"{label} {drawn[i]:.2f}; {reason}"
+            if penalised:
+                reason += f"; cost/latency penalty {post.penalty[i]:.3f}"
+            out.append(ArmScore(score, reason, success[i],
+                                {**base, component: drawn[i], "objective": score}))
+        return out

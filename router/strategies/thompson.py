@@ -1,0 +1,38 @@
+"""``thompson`` (the default): Thompson sampling on a pooled, discounted Beta posterior.
+
+Each decision draws one plausible quality per arm from its posterior (see
+``pooled_posterior``) and picks the best draw net of the cost/latency penalty. Arms are
+chosen in proportion to the probability that they are the best, so an untried agent is
+tried early (its posterior is wide), a bad one stops being tried once the evidence
+says so, and evidence that ages (``half_life_executions``) widens posteriors again so
+a regressed agent is abandoned and a recovered one is re-explored. In exploit-only mode
+(``exploit_only`` param, ``AgentRouter(exploit_only=True)`` or ``ctx.exploit_only``)
+it ranks by the Wilson lower bound instead, like ``lower_bound``.
+
+``success_probability`` is the posterior mean of the *success rate* (pooled the same
+way as quality); the score itself is about *quality*.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from router.strategies.base import Arm, ArmScore, StrategyContext
+from router.strategies.lower_bound import lower_bound_verdicts, random_order_verdicts
+from router.strategies.pooled_posterior import PooledPosterior
+
+
+class ThompsonSampling(PooledPosterior):
+    """Sample each arm's quality from its posterior; the best draw wins."""
+
+    name = "thompson"
+
+    def score(self, arms: Sequence[Arm], ctx: StrategyContext) -> list[ArmScore]:
+        """Thompson verdicts (lower-bound ones in exploit-only mode)."""
+        post = self.posterior(arms, ctx)
+        if self.floor_draw(ctx):
+            return random_order_verdicts(self, post, ctx)
+        if self.exploit(ctx):
+            return lower_bound_verdicts(self, post)
+        return self.verdicts(post, ctx.rng.beta(post.alpha, post.beta), "Thompson draw",
+                             "sample")
