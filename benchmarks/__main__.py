@@ -13,6 +13,7 @@ import time
 # One line per benchmark module (benchmarks/<name>.py); keep sorted.
 BENCHMARKS: list[str] = [
     "calibration",
+    "foundation",
     "handoff_banking77",
     "langchain",
 ]

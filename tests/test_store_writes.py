@@ -7,8 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from profiles import ExecutionRecord
+from profiles import ExecutionRecord, ProfileSettings, RecencySettings
 from profiles.store import QueryFailed, Store
+from profiles.store.window_format import parse_window, window_entry, window_params
 from router import AgentRouter
 
 HOSTILE = [
@@ -69,6 +70,14 @@ def test_the_store_asserts_too(router: AgentRouter) -> None:
     assert router.store.run("SELECT VALUE id FROM profile;")[0] == []
 
 
+def test_the_store_refuses_empty_and_overlong_ids(router: AgentRouter) -> None:
+    for bad in ("", "x" * 257):
+        sneaked = rec().model_copy(update={"agent_id": bad})
+        with pytest.raises(QueryFailed, match="agent_id"):
+            router.store.executions.record(sneaked)
+    assert router.store.executions.count() == 0
+
+
 def test_retry_with_the_same_record_id_is_stored_once(router: AgentRouter) -> None:
     first = router.record(agent_id="a", task_type="code", success=True, record_id="req-1")
     again = router.record(agent_id="a", task_type="code", success=True, record_id="req-1")
@@ -118,6 +127,36 @@ def test_bulk_import_matches_one_by_one_records(tmp_path: object) -> None:
         assert {t: bulk.book.clock(t) for t in ("code", "math")} == clocks
 
 
+@pytest.mark.parametrize("window", [1, 5])
+def test_small_windows_stay_exact_through_trims_and_reopen(kv_url: str, window: int) -> None:
+    settings = ProfileSettings(recency=RecencySettings(window_size=window))
+    records = [rec("a", "code", i=i) for i in range(60)]
+    with AgentRouter(agents=["a"], store=kv_url, settings=settings) as r:
+        for i, r_ in enumerate(records[:25]):
+            r.record(r_) if i % 2 else r.record_many([r_])
+        r.record_many(records[25:50], batch_size=7)
+        for r_ in records[50:]:
+            r.record(r_)
+        in_memory = list(r.book.get("a", "code").window)  # type: ignore[union-attr]
+        assert [e.seq for e in in_memory] == list(range(61 - window, 61))
+    with AgentRouter(agents=["a"], store=kv_url, settings=settings) as r:
+        assert list(r.book.get("a", "code").window) == in_memory  # type: ignore[union-attr]
+        text = r.store.run("SELECT VALUE recent FROM profile;")[0][0]
+        # trimmed: at most the trim threshold plus the one entry appended last
+        assert len(text) <= window_params(window)["trim_at"] + 64
+
+
+def test_last_updated_is_the_latest_timestamp_not_the_last_written(kv_url: str) -> None:
+    late, early = rec(i=500), rec(i=5)
+    with AgentRouter(agents=["a"], store=kv_url) as r:
+        r.record(late)
+        r.record(early)
+        r.record_many([rec(i=7), rec(i=6)])
+        assert r.profile("a", "code").last_updated == late.timestamp
+    with AgentRouter(agents=["a"], store=kv_url) as r:
+        assert r.profile("a", "code").last_updated == late.timestamp
+
+
 def test_concurrent_records_are_all_counted(kv_url: str) -> None:
     agents = ["a", "b", "c", "d"]
     with AgentRouter(agents=agents, store=kv_url, seed=1) as r:
@@ -165,3 +204,14 @@ def test_closed_store_says_so() -> None:
     store.close()  # idempotent
     with pytest.raises(Exception, match="closed"):
         store.executions.count()
+
+
+def test_window_text_round_trips_exactly() -> None:
+    records = [rec(i=3, quality=0.1 + 0.2), rec(i=4, success=False, quality=1 / 3)]
+    text = ";".join(f"{window_entry(r)} {seq}" for seq, r in enumerate(records, start=41))
+    parsed = parse_window(text)
+    assert [(e.timestamp, e.quality, e.success, e.seq) for e in parsed] == [
+        (r.timestamp.timestamp(), r.effective_quality, r.success, seq)
+        for seq, r in enumerate(records, start=41)
+    ]
+    assert parse_window("") == [] and parse_window(None) == []

@@ -6,8 +6,8 @@ computed here, once, in Python:
 - duplicates inside the batch are dropped (the first occurrence wins);
 - each record gets its ordinal among the batch's records of its task type; the store adds
   the task clock's previous value to it, so ``seq`` numbers stay contiguous per task type;
-- per (agent, task type) the profile deltas are summed and only the last ``window_size``
-  records are sent for the recency window (older ones would be overwritten anyway).
+- per (agent, task type) the profile deltas are summed and the window entries of its
+  last ``window_size`` records are prepared (older ones would be trimmed anyway).
 
 The transaction applies the deltas as server-side increments (``+=``), never as values
 read earlier by Python, so writers in several processes against one server add up.
@@ -21,6 +21,7 @@ from datetime import datetime
 from typing import Any
 
 from profiles.records import ExecutionRecord
+from profiles.store.window_format import window_entry, window_params
 
 
 def execution_fields(record: ExecutionRecord) -> dict[str, Any]:
@@ -37,6 +38,7 @@ def execution_fields(record: ExecutionRecord) -> dict[str, Any]:
 def record_params(record: ExecutionRecord) -> dict[str, Any]:
     """Bound parameters of a single-record write: the columns plus its profile deltas."""
     row = execution_fields(record)
+    row["entry"] = window_entry(record)
     row["successes"] = int(record.success)
     row["cost_sum"] = record.cost or 0.0
     row["cost_count"] = int(record.cost is not None)
@@ -49,6 +51,7 @@ class PairDelta:
 
     agent_id: str
     task_type: str
+    task: int  # index of the task type in the batch's task list
     executions: int = 0
     successes: int = 0
     quality_sum: float = 0.0
@@ -56,10 +59,10 @@ class PairDelta:
     cost_sum: float = 0.0
     cost_count: int = 0
     last_updated: datetime | None = None
-    tail: list[tuple[ExecutionRecord, int, int]] = field(default_factory=list)
-    """The last ``window_size`` records with (task index, ordinal)."""
+    tail: list[tuple[ExecutionRecord, int]] = field(default_factory=list)
+    """The pair's latest records with their ordinals (at most twice the window)."""
 
-    def add(self, record: ExecutionRecord, task: int, ordinal: int, window_size: int) -> None:
+    def add(self, record: ExecutionRecord, ordinal: int, window_size: int) -> None:
         """Fold one record in."""
         self.executions += 1
         self.successes += int(record.success)
@@ -70,32 +73,21 @@ class PairDelta:
             self.cost_count += 1
         if self.last_updated is None or record.timestamp > self.last_updated:
             self.last_updated = record.timestamp
-        self.tail.append((record, task, ordinal))
+        self.tail.append((record, ordinal))
         if len(self.tail) > 2 * window_size:  # trim in chunks: amortised O(1) per record
             del self.tail[:-window_size]
 
-    def params(self) -> dict[str, Any]:
-        """The profile deltas as bound parameters."""
+    def params(self, window_size: int) -> dict[str, Any]:
+        """The profile deltas and window entries as bound parameters."""
         return {
-            "agent_id": self.agent_id, "task_type": self.task_type,
+            "agent_id": self.agent_id, "task_type": self.task_type, "task": self.task,
             "executions": self.executions, "successes": self.successes,
             "quality_sum": self.quality_sum, "latency_sum_ms": self.latency_sum_ms,
             "cost_sum": self.cost_sum, "cost_count": self.cost_count,
             "last_updated": self.last_updated,
+            "window": [{"entry": window_entry(record), "ordinal": ordinal}
+                       for record, ordinal in self.tail[-window_size:]],
         }
-
-    def window_rows(self, pair: int, window_size: int) -> list[dict[str, Any]]:
-        """Recency-window rows of the last ``window_size`` records (``position`` counts
-        this pair's records in the batch from 1, so the store can compute each slot)."""
-        first = self.executions - min(len(self.tail), window_size) + 1
-        return [
-            {"agent_id": self.agent_id, "task_type": self.task_type, "pair": pair,
-             "pair_executions": self.executions, "position": position,
-             "timestamp": record.timestamp, "quality": record.effective_quality,
-             "success": record.success, "task": task, "ordinal": ordinal}
-            for position, (record, task, ordinal)
-            in enumerate(self.tail[-window_size:], start=first)
-        ]
 
 
 @dataclass(slots=True)
@@ -111,23 +103,32 @@ class BatchPlan:
     window_size: int
 
     def params(self) -> dict[str, Any]:
-        """Bound parameters of the batch write."""
+        """Bound parameters of the batch write.
+
+        Rows are kept small (encoding them is a large share of a bulk write): absent
+        optional columns are left out.
+        """
         rows = []
         for record, (task, ordinal) in zip(self.records, self.placements, strict=True):
-            row = execution_fields(record)
-            row["task"] = task
-            row["ordinal"] = ordinal
+            row: dict[str, Any] = {
+                "record_id": record.record_id, "agent_id": record.agent_id,
+                "task_type": record.task_type, "task": task, "ordinal": ordinal,
+                "success": record.success, "quality": record.effective_quality,
+                "latency_ms": record.latency_ms, "timestamp": record.timestamp,
+            }
+            if record.cost is not None:
+                row["cost"] = record.cost
+            if record.decision_id is not None:
+                row["decision_id"] = record.decision_id
+            if record.metadata:
+                row["metadata"] = record.metadata
             rows.append(row)
-        recent: list[dict[str, Any]] = []
-        for index, pair in enumerate(self.pairs):
-            recent.extend(pair.window_rows(index, self.window_size))
         return {
             "rows": rows,
             "tasks": [{"task_type": t, "count": n}
                       for t, n in zip(self.task_types, self.task_counts, strict=True)],
-            "pairs": [p.params() for p in self.pairs],
-            "recent": recent,
-            "w": self.window_size,
+            "pairs": [p.params(self.window_size) for p in self.pairs],
+            **window_params(self.window_size),
         }
 
     @property
@@ -159,18 +160,18 @@ def plan_batch(records: Sequence[ExecutionRecord], window_size: int,
             kept.append(positions[index] if positions is not None else index)
     task_index: dict[str, int] = {}
     task_counts: list[int] = []
-    pairs: dict[tuple[str, str], PairDelta] = {}
+    pair_index: dict[tuple[str, str], int] = {}
+    pairs: list[PairDelta] = []
     placements: list[tuple[int, int]] = []
     for record in unique:
         task = task_index.setdefault(record.task_type, len(task_counts))
         if task == len(task_counts):
             task_counts.append(0)
         task_counts[task] += 1
+        pair = pair_index.setdefault((record.agent_id, record.task_type), len(pairs))
+        if pair == len(pairs):
+            pairs.append(PairDelta(record.agent_id, record.task_type, task))
         placements.append((task, task_counts[task]))
-        key = (record.agent_id, record.task_type)
-        pair = pairs.get(key)
-        if pair is None:
-            pair = pairs[key] = PairDelta(record.agent_id, record.task_type)
-        pair.add(record, task, task_counts[task], window_size)
-    return BatchPlan(unique, kept, list(task_index), task_counts, placements,
-                     list(pairs.values()), window_size)
+        pairs[pair].add(record, task_counts[task], window_size)
+    return BatchPlan(unique, kept, list(task_index), task_counts, placements, pairs,
+                     window_size)

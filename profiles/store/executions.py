@@ -15,17 +15,18 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
-from profiles.profile import ProfileState, WindowEntry
+from profiles.profile import ProfileState
 from profiles.records import ExecutionRecord
 from profiles.store.connection import Connection, QueryFailed
 from profiles.store.execution_batch import plan_batch, record_params
+from profiles.store.window_format import parse_window, window_params
 
 SCHEMA = """
 DEFINE TABLE IF NOT EXISTS execution SCHEMAFULL;
 DEFINE FIELD IF NOT EXISTS agent_id ON execution TYPE string
-    ASSERT string::len($value) > 0 AND string::len($value) <= 256;
+    ASSERT string::len($value) IN 1..=256;
 DEFINE FIELD IF NOT EXISTS task_type ON execution TYPE string
-    ASSERT string::len($value) > 0 AND string::len($value) <= 256;
+    ASSERT string::len($value) IN 1..=256;
 DEFINE FIELD IF NOT EXISTS success ON execution TYPE bool;
 DEFINE FIELD IF NOT EXISTS quality ON execution TYPE float ASSERT $value >= 0 AND $value <= 1;
 DEFINE FIELD IF NOT EXISTS latency_ms ON execution TYPE float ASSERT $value >= 0;
@@ -53,70 +54,73 @@ DEFINE FIELD IF NOT EXISTS latency_sum_ms ON profile TYPE float ASSERT $value >=
 DEFINE FIELD IF NOT EXISTS cost_sum ON profile TYPE float ASSERT $value >= 0;
 DEFINE FIELD IF NOT EXISTS cost_count ON profile TYPE int ASSERT $value >= 0;
 DEFINE FIELD IF NOT EXISTS last_updated ON profile TYPE datetime;
-
--- The recency window: one row per slot ((n - 1) mod window), overwritten in place, so a
--- write costs the same whether the profile has 1 or 100 recent records.
-DEFINE TABLE IF NOT EXISTS recent SCHEMAFULL;
-DEFINE FIELD IF NOT EXISTS agent_id ON recent TYPE string;
-DEFINE FIELD IF NOT EXISTS task_type ON recent TYPE string;
-DEFINE FIELD IF NOT EXISTS t ON recent TYPE datetime;
-DEFINE FIELD IF NOT EXISTS q ON recent TYPE float ASSERT $value >= 0 AND $value <= 1;
-DEFINE FIELD IF NOT EXISTS s ON recent TYPE bool;
-DEFINE FIELD IF NOT EXISTS k ON recent TYPE int ASSERT $value >= 1;
+-- The recency window, oldest first: ';'-separated entries "POSIX-seconds quality
+-- success(0/1) seq" (window_format.py), trimmed to the window size by the statement
+-- that appends. Text on
+-- the profile row, because in this engine a typed array field costs milliseconds per
+-- update and a row per entry doubles every write and makes opening a store scan them
+-- all; a string is one value to write, read and decode.
+DEFINE FIELD IF NOT EXISTS recent ON profile TYPE string;
 """
 
-# One record, one transaction ($r: see execution_batch.record_params). An id that is
-# already stored writes nothing and returns NONE; otherwise the record's seq.
+# Append $new (one or more ';'-joined entries) to the window text. Trimming to the last
+# $w entries costs a split and a join, so it runs only once the text is longer than
+# $trim_at characters (see window_params); between trims an append is a
+# plain concatenation. Loading keeps the last $w entries either way.
+_APPEND_WINDOW = """IF string::len(recent ?? '') > $trim_at
+            THEN array::join(array::slice(string::split(
+                (IF recent THEN recent + ';' ELSE '' END) + {new}, ';'), -$w), ';')
+            ELSE (IF recent THEN recent + ';' ELSE '' END) + {new} END"""
+
+# One record, one transaction ($r: see execution_batch.record_params); returns its seq.
+# An id that is already stored makes the CREATE, and so the whole transaction, fail:
+# the caller then checks whether the id is stored (an idempotent retry) or re-raises.
 RECORD_ONE = """
 BEGIN TRANSACTION;
-IF record::exists(type::thing('execution', $r.record_id)) {
-    RETURN NONE;
-} ELSE {
-    LET $seq = (UPSERT type::thing('task_clock', [$r.task_type]) SET n += 1 RETURN VALUE n)[0];
-    CREATE type::thing('execution', $r.record_id) CONTENT {
-        agent_id: $r.agent_id, task_type: $r.task_type, success: $r.success,
-        quality: $r.quality, latency_ms: $r.latency_ms, cost: $r.cost,
-        timestamp: $r.timestamp, decision_id: $r.decision_id, metadata: $r.metadata,
-        seq: $seq
-    } RETURN NONE;
-    LET $n = (UPSERT type::thing('profile', [$r.agent_id, $r.task_type]) SET
-        agent_id = $r.agent_id, task_type = $r.task_type,
-        executions_total += 1,
-        executions_successful += $r.successes,
-        quality_sum += $r.quality,
-        latency_sum_ms += $r.latency_ms,
-        cost_sum += $r.cost_sum,
-        cost_count += $r.cost_count,
-        last_updated = IF last_updated = NONE OR $r.timestamp > last_updated
-            THEN $r.timestamp ELSE last_updated END
-        RETURN VALUE executions_total)[0];
-    UPSERT type::thing('recent', [$r.agent_id, $r.task_type, ($n - 1) % $w]) CONTENT {
-        agent_id: $r.agent_id, task_type: $r.task_type,
-        t: $r.timestamp, q: $r.quality, s: $r.success, k: $seq
-    } RETURN NONE;
-    RETURN $seq;
-};
+LET $seq = (UPSERT type::thing('task_clock', [$r.task_type]) SET n += 1 RETURN VALUE n)[0];
+CREATE type::thing('execution', $r.record_id) CONTENT {
+    agent_id: $r.agent_id, task_type: $r.task_type, success: $r.success,
+    quality: $r.quality, latency_ms: $r.latency_ms, cost: $r.cost,
+    timestamp: $r.timestamp, decision_id: $r.decision_id, metadata: $r.metadata,
+    seq: $seq
+} RETURN NONE;
+UPSERT type::thing('profile', [$r.agent_id, $r.task_type]) SET
+    agent_id = $r.agent_id, task_type = $r.task_type,
+    executions_total += 1,
+    executions_successful += $r.successes,
+    quality_sum += $r.quality,
+    latency_sum_ms += $r.latency_ms,
+    cost_sum += $r.cost_sum,
+    cost_count += $r.cost_count,
+    last_updated = IF last_updated = NONE OR $r.timestamp > last_updated
+        THEN $r.timestamp ELSE last_updated END,
+    recent = """ + _APPEND_WINDOW.format(new="$r.entry + ' ' + <string> $seq") + """
+RETURN NONE;
+RETURN $seq;
 COMMIT TRANSACTION;
 """
 
-# A batch, one transaction ($rows, $tasks, $pairs, $recent, $w: see execution_batch.py).
-# The INSERT fails, and with it the whole transaction, when any id is already stored:
+# A batch, one transaction ($rows, $tasks, $pairs, $w: see execution_batch.py).
+# The INSERT fails, and with it the whole transaction, when an id is already stored:
 # the caller then asks which (STORED_IDS), drops them and writes the rest. Otherwise
 # each task clock's value before the batch is returned; a record's seq is that value
-# plus its ordinal in the batch. (Closures cannot read LET variables, SELECT can.)
+# plus its ordinal in the batch. Closures cannot read LET variables, hence SELECT and FOR.
 RECORD_BATCH = """
 BEGIN TRANSACTION;
 LET $bases = array::map($tasks, |$t|
     (UPSERT type::thing('task_clock', [$t.task_type]) SET n += $t.count
      RETURN VALUE n)[0] - $t.count);
 INSERT INTO execution (
-    SELECT type::thing('execution', record_id) AS id, agent_id, task_type, success,
-        quality, latency_ms, cost, timestamp, decision_id, metadata,
-        $bases[task] + ordinal AS seq
+    SELECT type::thing('execution', record_id) AS id, agent_id, task_type,
+        success, quality, latency_ms, cost, timestamp, decision_id,
+        metadata ?? {} AS metadata, $bases[task] + ordinal AS seq
     FROM $rows
 ) RETURN NONE;
-LET $totals = array::map($pairs, |$p|
-    (UPSERT type::thing('profile', [$p.agent_id, $p.task_type]) SET
+FOR $p IN $pairs {
+    LET $base = $bases[$p.task];
+    LET $entries = array::join(
+        (SELECT VALUE entry + ' ' + <string> ($base + ordinal) FROM $p.window), ';');
+    UPSERT type::thing('profile', [$p.agent_id, $p.task_type]) SET
         agent_id = $p.agent_id, task_type = $p.task_type,
         executions_total += $p.executions,
         executions_successful += $p.successes,
@@ -125,21 +129,21 @@ LET $totals = array::map($pairs, |$p|
         cost_sum += $p.cost_sum,
         cost_count += $p.cost_count,
         last_updated = IF last_updated = NONE OR $p.last_updated > last_updated
-            THEN $p.last_updated ELSE last_updated END
-     RETURN VALUE executions_total)[0]);
-INSERT INTO recent (
-    SELECT type::thing('recent', [agent_id, task_type,
-            ($totals[pair] - pair_executions + position - 1) % $w]) AS id,
-        agent_id, task_type, timestamp AS t, quality AS q, success AS s,
-        $bases[task] + ordinal AS k
-    FROM $recent
-) ON DUPLICATE KEY UPDATE t = $input.t, q = $input.q, s = $input.s, k = $input.k
-RETURN NONE;
+            THEN $p.last_updated ELSE last_updated END,
+        recent = """ + _APPEND_WINDOW.format(new="$entries") + """
+    RETURN NONE;
+};
 RETURN $bases;
 COMMIT TRANSACTION;
 """
 
 STORED_IDS = "RETURN array::filter($ids, |$id| record::exists(type::thing('execution', $id)));"
+
+LOAD = """
+SELECT VALUE [agent_id, task_type, executions_total, executions_successful, quality_sum,
+              latency_sum_ms, cost_sum, cost_count, last_updated, recent] FROM profile;
+SELECT VALUE [record::id(id)[0], n] FROM task_clock;
+"""
 
 
 class ExecutionRepository:
@@ -148,12 +152,18 @@ class ExecutionRepository:
     def __init__(self, conn: Connection, window_size: int = 100) -> None:
         self._conn = conn
         self.window_size = window_size
+        self._window_params = window_params(window_size)
 
     def record(self, record: ExecutionRecord) -> int | None:
         """Write one execution; returns its seq, or None if its id was already stored."""
-        rows = self._conn.run(RECORD_ONE, {"r": record_params(record), "w": self.window_size})
-        seq = rows[-1]
-        return None if seq is None else int(seq)
+        try:
+            rows = self._conn.run(RECORD_ONE,
+                                  {"r": record_params(record), **self._window_params})
+        except QueryFailed:
+            if self.stored_ids([record.record_id]):
+                return None
+            raise
+        return int(rows[-1])
 
     def record_many(self, records: Sequence[ExecutionRecord]) -> list[int | None]:
         """Write a batch in one transaction; per record its seq, or None when its id is
@@ -181,31 +191,20 @@ class ExecutionRepository:
 
     def load(self) -> tuple[list[ProfileState], dict[str, int]]:
         """Every profile aggregate and task clock, for rebuilding the in-memory book."""
-        profiles, recent, clocks = self._conn.run(
-            "SELECT * OMIT id FROM profile;"
-            " SELECT VALUE [agent_id, task_type, t, q, s, k] FROM recent;"
-            " SELECT VALUE [record::id(id)[0], n] FROM task_clock;")
-        windows: dict[tuple[str, str], list[WindowEntry]] = {}
-        for agent_id, task_type, t, q, s, k in recent:
-            windows.setdefault((agent_id, task_type), []).append(
-                WindowEntry(t.timestamp(), float(q), bool(s), int(k)))
-        states = [self._state(row, windows.get((row["agent_id"], row["task_type"]), []))
-                  for row in profiles]
+        profiles, clocks = self._conn.run(LOAD)
+        states = [
+            ProfileState(
+                agent_id=agent_id, task_type=task_type, window_size=self.window_size,
+                executions_total=int(total), executions_successful=int(successful),
+                quality_sum=float(quality_sum), latency_sum_ms=float(latency_sum_ms),
+                cost_sum=float(cost_sum), cost_count=int(cost_count),
+                last_updated=last_updated,
+                window=deque(parse_window(recent), maxlen=self.window_size),
+            )
+            for (agent_id, task_type, total, successful, quality_sum, latency_sum_ms,
+                 cost_sum, cost_count, last_updated, recent) in profiles
+        ]
         return states, {task_type: int(n) for task_type, n in clocks}
-
-    def _state(self, row: dict[str, Any], entries: list[WindowEntry]) -> ProfileState:
-        entries.sort(key=lambda e: e.seq)
-        return ProfileState(
-            agent_id=row["agent_id"], task_type=row["task_type"],
-            window_size=self.window_size,
-            executions_total=int(row["executions_total"]),
-            executions_successful=int(row["executions_successful"]),
-            quality_sum=float(row["quality_sum"]),
-            latency_sum_ms=float(row["latency_sum_ms"]),
-            cost_sum=float(row["cost_sum"]), cost_count=int(row["cost_count"]),
-            last_updated=row.get("last_updated"),
-            window=deque(entries, maxlen=self.window_size),
-        )
 
     def stored_ids(self, record_ids: Sequence[str]) -> set[str]:
         """Which of ``record_ids`` are stored (for checking what a crash kept)."""

@@ -1,0 +1,246 @@
+"""Foundation: decision latency, write latency, bulk import rate and store open time.
+
+Every figure is printed next to its reference, measured in the same run on the same
+machine, so a loaded machine slows both sides alike:
+
+- ``select()`` with 10 trained agents (strategy ``confidence_weighted``) vs one LangChain
+  ``RouterRunnable.invoke`` hop over a trivial ``RunnableLambda`` (target: p50 <= 0.3x);
+- ``record()`` on an embedded surrealkv store vs a raw single-transaction write through the
+  same SDK, on its own surrealkv store with the same ``execution`` table:
+  ``BEGIN; CREATE execution; UPSERT profile SET n += 1; COMMIT`` (target: p50 <= 2x);
+- bulk import: ``record_many`` of 20,000 records (10 agents x 5 task types, batches of
+  5,000) into a fresh store (target: >= 10,000 records/s);
+- opening a store that holds 10,000 profiles (100 agents x 100 task types, 3 executions
+  each): connect, check the schema, load every profile and window (target: < 1 s).
+
+The targets are measured with the stateless ``confidence_weighted`` strategy, so they
+time the store and the router; the same two figures with the default (learning)
+strategy are printed below the table.
+
+Samples of a measurement and its reference are taken in alternating blocks, so drifts in
+machine load hit both. Run: ``python -m benchmarks foundation``.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import statistics
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from langchain_core.runnables import RunnableLambda
+from langchain_core.runnables.router import RouterRunnable
+from rich.console import Console
+from rich.table import Table
+
+from profiles import ExecutionRecord
+from profiles.store.executions import SCHEMA as EXECUTIONS_SCHEMA
+from router import AgentRouter
+from router.strategies import DEFAULT_STRATEGY
+
+console = Console()
+
+SELECT_TARGET = 0.3
+RECORD_TARGET = 2.0
+BULK_TARGET = 10_000.0
+OPEN_TARGET_S = 1.0
+REFERENCE_STRATEGY = "confidence_weighted"  # stateless: measures the store, not learning
+
+RAW_WRITE = """
+BEGIN TRANSACTION;
+CREATE type::thing('execution', $id) CONTENT $row;
+UPSERT type::thing('profile', [$agent_id, $task_type]) SET n += 1;
+COMMIT TRANSACTION;
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Latency:
+    """Percentiles of one timed call, in microseconds."""
+
+    p50: float
+    p99: float
+
+    @classmethod
+    def of(cls, samples_ns: list[int]) -> Latency:
+        ordered = sorted(samples_ns)
+        return cls(ordered[len(ordered) // 2] / 1000,
+                   ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] / 1000)
+
+
+def paired(first: Callable[[], object], second: Callable[[], object], *, blocks: int,
+           per_block: int, warmup: int) -> tuple[Latency, Latency]:
+    """Time two calls in alternating blocks; each call timed on its own."""
+    for _ in range(warmup):
+        first()
+        second()
+    samples: tuple[list[int], list[int]] = ([], [])
+    clock = time.perf_counter_ns
+    for _ in range(blocks):
+        for fn, out in ((first, samples[0]), (second, samples[1])):
+            for _ in range(per_block):
+                start = clock()
+                fn()
+                out.append(clock() - start)
+    return Latency.of(samples[0]), Latency.of(samples[1])
+
+
+def trained_router(store: str, agents: list[str], task_type: str) -> AgentRouter:
+    """A router whose agents have 1..n executions of ``task_type`` with varied quality."""
+    router = AgentRouter(agents=agents, store=store, seed=0, strategy=REFERENCE_STRATEGY)
+    rng = random.Random(1)
+    records = [ExecutionRecord(agent_id=agent, task_type=task_type, success=rng.random() < 0.8,
+                               quality=rng.random())
+               for i, agent in enumerate(agents) for _ in range(3 + 4 * i)]
+    router.record_many(records)
+    return router
+
+
+def bench_select() -> tuple[Latency, Latency]:
+    agents = [f"agent-{i}" for i in range(10)]
+    with trained_router("mem://", agents, "code") as router:
+        hop = RouterRunnable(runnables={"code": RunnableLambda(lambda x: x)})
+        payload = {"key": "code", "input": "task"}
+        return paired(lambda: router.select("code"), lambda: hop.invoke(payload),
+                      blocks=20, per_block=1000, warmup=2000)
+
+
+def bench_record(workdir: Path) -> tuple[Latency, Latency]:
+    from surrealdb import Surreal
+
+    agents = [f"agent-{i}" for i in range(10)]
+    raw = Surreal(f"surrealkv://{workdir / 'raw'}")
+    raw.use("bench", "bench")
+    raw.query_raw(EXECUTIONS_SCHEMA.split("DEFINE TABLE IF NOT EXISTS task_clock")[0]
+                  + "DEFINE TABLE profile SCHEMAFULL; DEFINE FIELD n ON profile TYPE int;", {})
+    counter = iter(range(10**9))
+
+    def raw_write() -> None:
+        i = next(counter)
+        agent, task = agents[i % 10], f"task-{i % 5}"
+        raw.query_raw(RAW_WRITE, {
+            "id": str(uuid.uuid4()), "agent_id": agent, "task_type": task,
+            "row": {"agent_id": agent, "task_type": task, "success": True, "quality": 0.8,
+                    "latency_ms": 120.0, "cost": None, "timestamp": datetime.now(UTC),
+                    "decision_id": None, "metadata": {}, "seq": i + 1},
+        })
+
+    try:
+        with AgentRouter(agents=agents, store=f"surrealkv://{workdir / 'record'}",
+                         seed=0, strategy=REFERENCE_STRATEGY) as router:
+            def record() -> None:
+                i = next(counter)
+                router.record(agent_id=agents[i % 10], task_type=f"task-{i % 5}",
+                              success=True, quality=0.8, latency_ms=120.0)
+
+            return paired(record, raw_write, blocks=10, per_block=150, warmup=300)
+    finally:
+        raw.close()
+
+
+def synthetic(agents: int, task_types: int, per_pair: int, seed: int) -> list[ExecutionRecord]:
+    """Records of every (agent, task type) pair, interleaved, timestamps over 30 days."""
+    rng = random.Random(seed)
+    start = datetime.now(UTC) - timedelta(days=30)
+    pairs = [(f"agent-{a}", f"task-{t}") for a in range(agents) for t in range(task_types)]
+    records = []
+    for round_ in range(per_pair):
+        for n, (agent, task) in enumerate(pairs):
+            success = rng.random() < 0.7
+            records.append(ExecutionRecord(
+                agent_id=agent, task_type=task, success=success,
+                quality=rng.uniform(0.5, 1.0) if success else rng.uniform(0.0, 0.5),
+                latency_ms=rng.uniform(50, 2000), cost=rng.choice([None, 0.002, 0.01]),
+                timestamp=start + timedelta(seconds=round_ * len(pairs) + n)))
+    return records
+
+
+def bench_bulk(workdir: Path, strategy: str) -> tuple[int, float]:
+    records = synthetic(agents=10, task_types=5, per_pair=400, seed=2)
+    agents = sorted({r.agent_id for r in records})
+    with AgentRouter(agents=agents, store=f"surrealkv://{workdir / ('bulk-' + strategy)}",
+                     strategy=strategy) as router:
+        start = time.perf_counter()
+        written = router.record_many(records, batch_size=5000)
+        elapsed = time.perf_counter() - start
+    assert written == len(records)
+    return written, written / elapsed
+
+
+def build_open_store(workdir: Path) -> tuple[str, list[str], int]:
+    url = f"surrealkv://{workdir / 'open'}"
+    records = synthetic(agents=100, task_types=100, per_pair=3, seed=3)
+    agents = sorted({r.agent_id for r in records})
+    with AgentRouter(agents=agents, store=url, strategy="confidence_weighted") as router:
+        router.record_many(records, batch_size=5000)
+    return url, agents, len(records)
+
+
+def bench_open(url: str, agents: list[str], strategy: str) -> tuple[int, float]:
+    timings = []
+    profiles = 0
+    for _ in range(3):
+        start = time.perf_counter()
+        router = AgentRouter(agents=agents, store=url, strategy=strategy)
+        timings.append(time.perf_counter() - start)
+        profiles = len(router.book)
+        router.close()
+    return profiles, statistics.median(timings)
+
+
+def verdict(ok: bool) -> str:
+    return "[green]PASS[/green]" if ok else "[red]MISS[/red]"
+
+
+def main() -> None:
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    console.print(f"machine: {os.cpu_count()} cores, load average {load:.1f} at start")
+    with tempfile.TemporaryDirectory(prefix="trustroute-bench-") as tmp:
+        workdir = Path(tmp)
+        with console.status("select() vs RouterRunnable hop ..."):
+            sel, hop = bench_select()
+        with console.status("record() vs raw SDK transaction ..."):
+            rec, raw = bench_record(workdir)
+        with console.status("bulk import of 20,000 records ..."):
+            bulk_n, rate = bench_bulk(workdir, REFERENCE_STRATEGY)
+            _, default_rate = bench_bulk(workdir, DEFAULT_STRATEGY)
+        with console.status("building and opening a store with 10,000 profiles ..."):
+            url, agents, executions = build_open_store(workdir)
+            profiles, open_s = bench_open(url, agents, REFERENCE_STRATEGY)
+            _, default_open_s = bench_open(url, agents, DEFAULT_STRATEGY)
+
+    table = Table(title="foundation: measured vs reference (same run)")
+    for column in ("measure", "trustroute", "reference", "ratio", "target", "result"):
+        table.add_column(column, justify="left" if column == "measure" else "right")
+    select_ratio = sel.p50 / hop.p50
+    table.add_row("select() p50, 10 agents", f"{sel.p50:.1f} us",
+                  f"{hop.p50:.1f} us RouterRunnable hop", f"{select_ratio:.2f}x",
+                  f"<= {SELECT_TARGET}x", verdict(select_ratio <= SELECT_TARGET))
+    table.add_row("select() p99", f"{sel.p99:.1f} us", f"{hop.p99:.1f} us",
+                  f"{sel.p99 / hop.p99:.2f}x", "", "")
+    record_ratio = rec.p50 / raw.p50
+    table.add_row("record() p50, surrealkv", f"{rec.p50:.0f} us",
+                  f"{raw.p50:.0f} us raw SDK transaction", f"{record_ratio:.2f}x",
+                  f"<= {RECORD_TARGET}x", verdict(record_ratio <= RECORD_TARGET))
+    table.add_row("record() p99", f"{rec.p99:.0f} us", f"{raw.p99:.0f} us",
+                  f"{rec.p99 / raw.p99:.2f}x", "", "")
+    table.add_row(f"bulk import ({bulk_n:,} records)", f"{rate:,.0f} records/s", "", "",
+                  f">= {BULK_TARGET:,.0f}/s", verdict(rate >= BULK_TARGET))
+    table.add_row(f"open store ({profiles:,} profiles, {executions:,} executions)",
+                  f"{open_s:.2f} s", "", "", f"< {OPEN_TARGET_S:.0f} s",
+                  verdict(open_s < OPEN_TARGET_S))
+    console.print(table)
+    console.print("raw SDK transaction: " + " ".join(RAW_WRITE.split()))
+    console.print(f"with the default strategy ({DEFAULT_STRATEGY}), whose observe()/reset() "
+                  f"learn per record: bulk import {default_rate:,.0f} records/s, "
+                  f"open {default_open_s:.2f} s")
+
+
+if __name__ == "__main__":
+    main()
