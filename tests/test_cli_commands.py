@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 from cli_helpers import run
 
+from profiles.store import Store
+from profiles.store.decisions import DecisionRepository
 from router import AgentRouter
 from router.config.example import EXAMPLE_CONFIG
 
@@ -76,6 +78,17 @@ def test_route_shows_ranked_candidates_with_components_and_reasons(
     assert "1. a: expertise 0.80 x confidence 0.50" in table.out
     excluded = run(capsys, "route", "code", "--store", kv_url, "-x", "a", "--json").json()
     assert "a" not in [c["agent_id"] for c in excluded["candidates"]]
+
+
+def test_route_is_a_preview_that_logs_no_decision(capsys: pytest.CaptureFixture[str],
+                                                  kv_url: str) -> None:
+    assert run(capsys, "route", "code", "-a", "x", "--store", kv_url).code == 0
+    with Store(kv_url) as store:
+        assert store.repository(DecisionRepository).count() == 0
+    with AgentRouter(agents=["x"], store=kv_url) as r:  # whereas a real select() is logged
+        r.select("code")
+    with Store(kv_url) as store:
+        assert store.repository(DecisionRepository).count() == 1
 
 
 def test_route_with_explicit_agents_and_no_config(capsys: pytest.CaptureFixture[str]) -> None:

@@ -13,7 +13,7 @@ from router.cli.base import (
     cli,
     console,
     json_option,
-    open_router,
+    load_router_config,
     print_json,
     router_options,
 )
@@ -63,7 +63,9 @@ def route(task_type: str, agents: tuple[str, ...], exclude: tuple[str, ...],
         overrides["agents"] = list(agents)
     if strategy is not None:
         overrides.update(strategy=strategy, strategy_params={})
-    with open_router(config, store, **overrides) as router:
+    settings = load_router_config(config, store)
+    settings.trust.log_decisions = False  # a preview: no decision log entry awaiting an outcome
+    with settings.build_router(**overrides) as router:
         adopt_known_agents(router)
         decision = router.select(task_type, exclude=exclude)
     if as_json:
