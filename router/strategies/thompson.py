@@ -34,5 +34,4 @@ class ThompsonSampling(PooledPosterior):
             return random_order_verdicts(self, post, ctx)
         if self.exploit(ctx):
             return lower_bound_verdicts(self, post)
-        return self.verdicts(post, ctx.rng.beta(post.alpha, post.beta), "Thompson draw",
-                             "sample")
+        return self.verdicts(post, self.draw(post, ctx.rng), "Thompson draw", "sample")

@@ -1,0 +1,131 @@
+"""``trustroute replay FILE``: compare routing strategies offline on an outcome log."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+import yaml
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from router.cli.base import CliError, cli, console, err_console, json_option, print_json
+from router.replay import ReplayReport, load_outcomes, replay, total_steps
+from router.strategies import DEFAULT_STRATEGY, available_strategies
+
+DEFAULT_COMPARISON = f"{DEFAULT_STRATEGY},confidence_weighted,random"
+
+
+def parse_params(items: tuple[str, ...], strategies: list[str]) -> dict[str, dict[str, Any]]:
+    """``STRATEGY.KEY=VALUE`` (or ``KEY=VALUE`` for every strategy) into params dicts."""
+    params: dict[str, dict[str, Any]] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise CliError(f"--param {item!r}: expected STRATEGY.KEY=VALUE or KEY=VALUE")
+        value = yaml.safe_load(raw) if raw else None
+        name, dot, field = key.rpartition(".")
+        targets = [name] if dot else strategies
+        for target in targets:
+            if target not in strategies:
+                raise CliError(f"--param {item!r}: {target!r} is not among the replayed "
+                               f"strategies ({', '.join(strategies)})")
+            params.setdefault(target, {})[field] = value
+    return params
+
+
+@cli.command(name="replay")
+@click.argument("file", type=click.Path(path_type=Path, exists=True, dir_okay=False))
+@click.option("--strategy", "-S", "strategies", default=DEFAULT_COMPARISON, show_default=True,
+              help="Comma-separated strategies to compare side by side "
+                   f"({', '.join(available_strategies())}).")
+@click.option("--runs", "-n", type=click.IntRange(1, 10_000), default=20, show_default=True,
+              help="Shuffled orderings of the tasks (each strategy replays the same ones).")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Seed of the orderings, agent samples and routers.")
+@click.option("--agents", "-k", type=click.IntRange(1), default=None,
+              help="Sample K agents per run (default: every agent in the log).")
+@click.option("--drift", is_flag=True,
+              help="Halfway through each run the best agent behaves like the worst; the "
+                   "oracle knows about the regression.")
+@click.option("--param", "-p", "params", multiple=True, metavar="[STRATEGY.]KEY=VALUE",
+              help="Strategy parameter, e.g. thompson.half_life_executions=50 (repeatable).")
+@click.option("--success-threshold", type=click.FloatRange(0.0, 1.0), default=0.5,
+              show_default=True, help="Quality at or above which an outcome is a success.")
+@click.option("--jobs", "-j", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="Worker processes (runs are independent).")
+@click.option("--plot", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="Write regret curves to this PNG (needs matplotlib: trustroute[plot]).")
+@json_option
+def replay_command(file: Path, strategies: str, runs: int, seed: int, agents: int | None,
+                   drift: bool, params: tuple[str, ...], success_threshold: float,
+                   jobs: int, plot: Path | None, as_json: bool) -> None:
+    """Replay the outcome log FILE through real routers and compare strategies.
+
+    FILE is CSV or JSONL with columns agent, task_type, task, quality (0-1) and
+    optionally cost and latency_ms, ideally one row for every agent on every task. In
+    each run the tasks arrive in a shuffled order; the router (in-memory store) picks
+    an agent for each, and only that agent's outcome is revealed and recorded (success
+    when quality >= the success threshold). Reports mean quality, % of the
+    per-task-type oracle, cumulative regret and the agents chosen.
+    """
+    names = [s.strip() for s in strategies.split(",") if s.strip()]
+    if not names:
+        raise CliError("--strategy names no strategy")
+    if plot is not None:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise CliError("--plot needs matplotlib: pip install 'trustroute[plot]'") from None
+    log = load_outcomes(file)
+    strategy_params = parse_params(params, names)
+    total = total_steps(log, len(names), runs)
+    with Progress(TextColumn("replaying"), BarColumn(), MofNCompleteColumn(),
+                  TimeRemainingColumn(), console=err_console, transient=True,
+                  disable=as_json) as progress:
+        task = progress.add_task("replay", total=total)
+        report = replay(log, names, runs=runs, seed=seed, agents=agents, drift=drift,
+                        strategy_params=strategy_params, success_threshold=success_threshold,
+                        jobs=jobs, progress=lambda n: progress.advance(task, n))
+    if plot is not None:
+        from router.replay.plot import plot_regret
+
+        plot_regret(report, plot)
+    if as_json:
+        data = report.as_dict()
+        data["settings"]["file"] = str(file)
+        if plot is not None:
+            data["plot"] = str(plot)
+        print_json(data)
+        return
+    show_report(report, file)
+    if plot is not None:
+        console.print(f"regret curves written to {escape(str(plot))}", highlight=False)
+
+
+def show_report(report: ReplayReport, file: Path) -> None:
+    """The side-by-side table."""
+    s = report.settings
+    log = s["log"]
+    summaries = list(report.summaries.values())
+    oracle = summaries[0].oracle_quality
+    console.print(f"{escape(str(file))}: {log['agents']} agents, {log['tasks']} tasks, "
+                  f"{log['task_types']} task types; {s['runs']} runs x {s['agents']} agents "
+                  f"(seed {s['seed']}){', drift' if s['drift'] else ''}", highlight=False)
+    oracle_kind = "regression-aware per-task-type oracle" if s["drift"] else \
+        "per-task-type oracle"
+    console.print(f"{oracle_kind}: mean quality {oracle:.3f}", highlight=False)
+    table = Table(show_edge=False)
+    table.add_column("strategy")
+    table.add_column("mean quality", justify="right")
+    table.add_column("% of oracle", justify="right")
+    table.add_column("final regret", justify="right")
+    table.add_column("most chosen agents")
+    for summary in summaries:
+        pct, quality, regret = summary.pct_oracle, summary.mean_quality, summary.final_regret
+        top = ", ".join(f"{escape(a)} {share:.0%}" for a, share in summary.choice_share(3))
+        table.add_row(escape(summary.strategy), f"{quality['mean']:.3f}",
+                      f"{pct['mean']:.1f} ± {pct['ci95']:.1f}", f"{regret['mean']:.1f}", top)
+    console.print(table)

@@ -1,0 +1,174 @@
+"""OutcomeLog: a full-information outcome log, loaded from CSV or JSONL.
+
+Every row says how one agent did on one task: ``agent, task_type, task, quality`` and
+optionally ``cost`` and ``latency_ms``. Because (ideally) every agent was tried on every
+task, a routing policy can be replayed on the log exactly: ask the router, reveal only
+the chosen agent's row. The log is held as dense matrices (tasks x agents, NaN where an
+agent has no row for a task) so a replay costs array lookups, not searches.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+REQUIRED_COLUMNS = ("agent", "task_type", "task", "quality")
+OPTIONAL_COLUMNS = ("cost", "latency_ms")
+
+
+class OutcomeLogError(ValueError):
+    """A log file that cannot be replayed; the message names the file, line and field."""
+
+
+@dataclass(frozen=True)
+class OutcomeLog:
+    """Outcomes of every agent on every task (NaN where a row is missing)."""
+
+    agents: tuple[str, ...]
+    tasks: tuple[str, ...]
+    task_types: tuple[str, ...]  # the task type of each task, aligned with ``tasks``
+    quality: np.ndarray  # (tasks, agents)
+    cost: np.ndarray | None = None  # (tasks, agents) or None when no row had a cost
+    latency_ms: np.ndarray | None = None
+
+    @property
+    def types(self) -> list[str]:
+        """Distinct task types, sorted."""
+        return sorted(set(self.task_types))
+
+    def type_index(self) -> np.ndarray:
+        """Per task, the index of its task type in ``types``."""
+        lookup = {t: i for i, t in enumerate(self.types)}
+        return np.array([lookup[t] for t in self.task_types], dtype=np.int64)
+
+    def agent_means(self) -> np.ndarray:
+        """Mean quality of each agent over the tasks it has a row for."""
+        return np.nanmean(self.quality, axis=0)
+
+    def type_means(self, quality: np.ndarray | None = None) -> np.ndarray:
+        """(types, agents) mean quality per task type, NaN where an agent has no row."""
+        q = self.quality if quality is None else quality
+        index = self.type_index()
+        out = np.full((len(self.types), q.shape[1]), np.nan)
+        for k in range(len(self.types)):
+            rows = q[index == k]
+            with np.errstate(invalid="ignore"):
+                counts = np.sum(~np.isnan(rows), axis=0)
+                sums = np.nansum(rows, axis=0)
+                out[k] = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+        return out
+
+    def summary(self) -> dict[str, Any]:
+        """Sizes, for reports."""
+        return {"agents": len(self.agents), "tasks": len(self.tasks),
+                "task_types": len(self.types),
+                "rows": int(np.sum(~np.isnan(self.quality)))}
+
+
+def load_outcomes(path: str | Path) -> OutcomeLog:
+    """Read a CSV (header row) or JSONL (one object per line) outcome log."""
+    path = Path(path)
+    if not path.exists():
+        raise OutcomeLogError(f"{path}: no such file")
+    suffix = path.suffix.lower()
+    rows: Iterator[tuple[int, Mapping[str, Any]]]
+    if suffix in (".jsonl", ".ndjson", ".json"):
+        rows = _jsonl_rows(path)
+    elif suffix in (".csv", ".tsv", ".txt"):
+        rows = _csv_rows(path, delimiter="\t" if suffix == ".tsv" else ",")
+    else:
+        raise OutcomeLogError(f"{path}: unknown format {suffix!r}; use .csv or .jsonl")
+    return outcomes_from_rows(rows, source=str(path))
+
+
+def outcomes_from_rows(rows: Iterator[tuple[int, Mapping[str, Any]]] | list[Mapping[str, Any]],
+                       source: str = "<rows>") -> OutcomeLog:
+    """Build a log from ``(line, row)`` pairs or plain row mappings (validated)."""
+    agents: dict[str, int] = {}
+    tasks: dict[str, int] = {}
+    task_types: list[str] = []
+    cells: dict[tuple[int, int], tuple[float, float, float]] = {}
+    has = {"cost": False, "latency_ms": False}
+    for item in rows:
+        line, row = item if isinstance(item, tuple) else (0, item)
+        where = f"{source}:{line}" if line else source
+        missing = [c for c in REQUIRED_COLUMNS if row.get(c) in (None, "")]
+        if missing:
+            raise OutcomeLogError(f"{where}: missing {', '.join(missing)}")
+        agent, task, task_type = (str(row["agent"]), str(row["task"]), str(row["task_type"]))
+        quality = _number(row["quality"], "quality", where, 0.0, 1.0)
+        extra = []
+        for name in OPTIONAL_COLUMNS:
+            value = row.get(name)
+            if value in (None, ""):
+                extra.append(math.nan)
+            else:
+                has[name] = True
+                extra.append(_number(value, name, where, 0.0, None))
+        a = agents.setdefault(agent, len(agents))
+        t = tasks.get(task)
+        if t is None:
+            t = tasks[task] = len(tasks)
+            task_types.append(task_type)
+        elif task_types[t] != task_type:
+            raise OutcomeLogError(f"{where}: task {task!r} has task_type {task_type!r} "
+                                  f"but earlier rows say {task_types[t]!r}")
+        if (t, a) in cells:
+            raise OutcomeLogError(f"{where}: a second row for agent {agent!r} on task {task!r}")
+        cells[(t, a)] = (quality, extra[0], extra[1])
+    if not cells:
+        raise OutcomeLogError(f"{source}: no outcome rows")
+    shape = (len(tasks), len(agents))
+    matrices = [np.full(shape, np.nan) for _ in range(3)]
+    for (t, a), values in cells.items():
+        for m, v in zip(matrices, values, strict=True):
+            m[t, a] = v
+    return OutcomeLog(
+        agents=tuple(agents), tasks=tuple(tasks), task_types=tuple(task_types),
+        quality=matrices[0], cost=matrices[1] if has["cost"] else None,
+        latency_ms=matrices[2] if has["latency_ms"] else None)
+
+
+def _number(value: Any, name: str, where: str, low: float, high: float | None) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise OutcomeLogError(f"{where}: {name} must be a number, got {value!r}") from None
+    if not math.isfinite(number) or number < low or (high is not None and number > high):
+        bounds = f"in [{low:g}, {high:g}]" if high is not None else f">= {low:g}"
+        raise OutcomeLogError(f"{where}: {name} must be {bounds}, got {value!r}")
+    return number
+
+
+def _csv_rows(path: Path, delimiter: str) -> Iterator[tuple[int, Mapping[str, Any]]]:
+    with path.open(newline="", encoding="utf-8") as handle:
+        reader = csv.DictReader(handle, delimiter=delimiter)
+        header = [h.strip() for h in reader.fieldnames or []]
+        absent = [c for c in REQUIRED_COLUMNS if c not in header]
+        if absent:
+            raise OutcomeLogError(f"{path}: header lacks column(s) {', '.join(absent)} "
+                                  f"(found: {', '.join(header) or 'nothing'})")
+        reader.fieldnames = header
+        for row in reader:
+            yield reader.line_num, row
+
+
+def _jsonl_rows(path: Path) -> Iterator[tuple[int, Mapping[str, Any]]]:
+    with path.open(encoding="utf-8") as handle:
+        for number, text in enumerate(handle, start=1):
+            if not text.strip():
+                continue
+            try:
+                row = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise OutcomeLogError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+            if not isinstance(row, dict):
+                raise OutcomeLogError(f"{path}:{number}: expected a JSON object per line")
+            yield number, row

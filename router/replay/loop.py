@@ -1,0 +1,118 @@
+"""The replay loop: one plan through a real AgentRouter on an in-memory store.
+
+Task by task: ``select`` (agents with no row for the task are excluded), reveal only
+the chosen agent's outcome, ``record`` it (success means quality >= the success
+threshold, 0.5 by default), exactly as an application would use the router.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from router.decision import RoutingDecision
+from router.replay.plan import RunPlan
+from router.router import AgentRouter
+
+RouterFactory = Callable[[RunPlan], AgentRouter]
+
+
+@dataclass(frozen=True)
+class ReplayStep:
+    """One decision of a replay, handed to an observer (for calibration studies)."""
+
+    plan: RunPlan
+    step: int
+    decision: RoutingDecision
+    quality: float
+    success: bool
+    expected: float  # the chosen agent's mean quality on this task type (and phase)
+    oracle: float
+
+
+StepObserver = Callable[[ReplayStep], None]
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What one strategy did on one plan; arrays are aligned with the stream."""
+
+    strategy: str
+    plan: RunPlan
+    chosen: np.ndarray  # index into plan.agents per step, -1 where no agent had a row
+    quality: np.ndarray  # revealed quality per step (NaN when skipped)
+    seconds: float = 0.0
+
+
+def strategy_router(strategy: str, params: Mapping[str, Any] | None = None,
+                    **options: Any) -> RouterFactory:
+    """A factory building a fresh in-memory router with ``strategy`` for each plan.
+
+    ``options`` go to ``AgentRouter``. Unless given, ``trust`` turns the decision log
+    off: it only persists decisions for later audits (it does not change which agent is
+    chosen) and writing every candidate of every decision would dominate a replay.
+    """
+    if "trust" not in options:
+        from router.trust_layer import TrustOptions
+
+        options["trust"] = TrustOptions(log_decisions=False)
+
+    def build(plan: RunPlan) -> AgentRouter:
+        return AgentRouter(agents=list(plan.agents), store="mem://", seed=plan.seed,
+                           strategy=strategy, strategy_params=dict(params or {}), **options)
+    return build
+
+
+def replay_run(plan: RunPlan, factory: RouterFactory, *, label: str = "",
+               success_threshold: float = 0.5, observer: StepObserver | None = None,
+               on_step: Callable[[], None] | None = None) -> RunResult:
+    """Replay ``plan`` through the router ``factory`` builds; returns what was chosen."""
+    import time
+
+    started = time.perf_counter()
+    position = {a: j for j, a in enumerate(plan.agents)}
+    missing = np.isnan(plan.quality)
+    chosen = np.full(plan.steps, -1, dtype=np.int64)
+    revealed = np.full(plan.steps, np.nan)
+    oracle = plan.oracle if observer is not None else None
+    with factory(plan) as router:
+        for step, task_type in enumerate(plan.task_types):
+            row_missing = missing[step]
+            if row_missing.all():
+                continue
+            exclude = [plan.agents[j] for j in np.flatnonzero(row_missing)] \
+                if row_missing.any() else ()
+            decision = router.select(task_type, exclude=exclude)
+            j = position[decision.agent_id]
+            quality = float(plan.quality[step, j])
+            success = quality >= success_threshold
+            router.record(decision, success=success, quality=quality,
+                          latency_ms=_cell(plan.latency_ms, step, j, 0.0),
+                          cost=_optional(plan.cost, step, j))
+            chosen[step] = j
+            revealed[step] = quality
+            if observer is not None and oracle is not None:
+                observer(ReplayStep(plan, step, decision, quality, success,
+                                    float(plan.expected[step, j]), float(oracle[step])))
+            if on_step is not None:
+                on_step()
+    return RunResult(label or getattr(router.strategy, "name", "?"), plan, chosen, revealed,
+                     time.perf_counter() - started)
+
+
+def _cell(matrix: np.ndarray | None, step: int, j: int, default: float) -> float:
+    if matrix is None:
+        return default
+    value = float(matrix[step, j])
+    return default if math.isnan(value) else value
+
+
+def _optional(matrix: np.ndarray | None, step: int, j: int) -> float | None:
+    if matrix is None:
+        return None
+    value = float(matrix[step, j])
+    return None if math.isnan(value) else value

@@ -1,0 +1,118 @@
+"""Replay metrics: mean quality, % of the oracle, cumulative regret, agents chosen.
+
+- mean quality: mean revealed quality of the chosen agents;
+- % of oracle: realised quality / the per-task-type oracle's expected quality over the
+  same tasks (with drift, the oracle knows the regression);
+- cumulative regret: sum over steps of (oracle's mean quality on the task type - the
+  chosen agent's mean quality on it), i.e. pseudo-regret, free of outcome noise.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from router.replay.loop import RunResult
+
+
+@dataclass(frozen=True)
+class RunMetrics:
+    """The figures of one run."""
+
+    mean_quality: float
+    oracle_quality: float
+    pct_oracle: float
+    regret: np.ndarray  # cumulative pseudo-regret per step
+    choices: Counter[str]
+
+    @property
+    def final_regret(self) -> float:
+        """Cumulative regret at the end of the stream."""
+        return float(self.regret[-1]) if len(self.regret) else 0.0
+
+
+def run_metrics(result: RunResult) -> RunMetrics:
+    """Metrics of one run."""
+    plan = result.plan
+    decided = result.chosen >= 0
+    steps = np.flatnonzero(decided)
+    oracle = plan.oracle
+    expected = np.zeros(plan.steps)
+    expected[steps] = plan.expected[steps, result.chosen[steps]]
+    gap = np.where(decided, np.nan_to_num(oracle) - np.nan_to_num(expected), 0.0)
+    realised = float(np.sum(result.quality[steps]))
+    oracle_total = float(np.nansum(oracle[steps]))
+    choices: Counter[str] = Counter(plan.agents[j] for j in result.chosen[steps])
+    return RunMetrics(
+        mean_quality=realised / len(steps) if len(steps) else float("nan"),
+        oracle_quality=oracle_total / len(steps) if len(steps) else float("nan"),
+        pct_oracle=100.0 * realised / oracle_total if oracle_total > 0 else float("nan"),
+        regret=np.cumsum(gap), choices=choices)
+
+
+@dataclass
+class StrategySummary:
+    """One strategy over every run of a replay."""
+
+    strategy: str
+    runs: list[RunMetrics] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def _stat(self, values: list[float]) -> dict[str, float]:
+        arr = np.asarray(values, dtype=float)
+        sd = float(arr.std(ddof=1)) if len(arr) > 1 else 0.0
+        return {"mean": float(arr.mean()), "sd": sd,
+                "ci95": 1.96 * sd / np.sqrt(len(arr)) if len(arr) > 1 else 0.0}
+
+    @property
+    def pct_oracle(self) -> dict[str, float]:
+        """Mean, sd and 95% CI half-width of % of oracle across runs."""
+        return self._stat([r.pct_oracle for r in self.runs])
+
+    @property
+    def mean_quality(self) -> dict[str, float]:
+        """Mean quality across runs."""
+        return self._stat([r.mean_quality for r in self.runs])
+
+    @property
+    def oracle_quality(self) -> float:
+        """The oracle's mean quality, averaged over runs."""
+        return float(np.mean([r.oracle_quality for r in self.runs]))
+
+    @property
+    def final_regret(self) -> dict[str, float]:
+        """Final cumulative regret across runs."""
+        return self._stat([r.final_regret for r in self.runs])
+
+    @property
+    def regret_curve(self) -> np.ndarray:
+        """Mean cumulative regret per step across runs."""
+        return np.mean(np.vstack([r.regret for r in self.runs]), axis=0)
+
+    def choice_share(self, top: int | None = None) -> list[tuple[str, float]]:
+        """Agents by share of all decisions across runs, most chosen first."""
+        total: Counter[str] = Counter()
+        for r in self.runs:
+            total.update(r.choices)
+        n = sum(total.values()) or 1
+        return [(a, c / n) for a, c in total.most_common(top)]
+
+    def as_dict(self, curve_points: int = 50) -> dict[str, Any]:
+        """JSON-ready summary (the regret curve subsampled to ``curve_points``)."""
+        curve = self.regret_curve
+        idx = np.unique(np.linspace(0, len(curve) - 1, min(curve_points, len(curve)))
+                        .astype(int)) if len(curve) else np.array([], dtype=int)
+        return {
+            "strategy": self.strategy,
+            "runs": len(self.runs),
+            "mean_quality": self.mean_quality,
+            "oracle_quality": self.oracle_quality,
+            "pct_oracle": self.pct_oracle,
+            "final_regret": self.final_regret,
+            "regret_curve": {"step": (idx + 1).tolist(), "regret": curve[idx].tolist()},
+            "agents_chosen": [{"agent": a, "share": s} for a, s in self.choice_share(10)],
+            "seconds": self.seconds,
+        }

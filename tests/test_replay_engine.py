@@ -1,0 +1,145 @@
+"""Replay engine: plans, the select/record loop through real routers, metrics."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from router.replay import (
+    OutcomeLog,
+    ReplayStep,
+    RunResult,
+    make_plans,
+    outcomes_from_rows,
+    replay,
+    run_metrics,
+)
+
+
+def synthetic_log(seed: int = 0, tasks: int = 80) -> OutcomeLog:
+    """4 agents of known skill on 2 task types; agent d has no row for some tasks."""
+    rng = np.random.default_rng(seed)
+    skill = {"a": (0.1, 0.2), "b": (0.9, 0.6), "c": (0.5, 0.85), "d": (0.4, 0.4)}
+    rows = []
+    for t in range(tasks):
+        kind = t % 2
+        for agent, p in skill.items():
+            if agent == "d" and t % 10 == 0:
+                continue
+            rows.append({"agent": agent, "task_type": ("x", "y")[kind], "task": f"t{t}",
+                         "quality": float(rng.random() < p[kind])})
+    return outcomes_from_rows(rows)
+
+
+def test_plans_are_seeded_and_shared() -> None:
+    log = synthetic_log()
+    a = make_plans(log, runs=3, seed=5, agents=3)
+    b = make_plans(log, runs=3, seed=5, agents=3)
+    c = make_plans(log, runs=3, seed=6, agents=3)
+    assert [p.agents for p in a] == [p.agents for p in b]
+    assert all(np.array_equal(x.quality, y.quality, equal_nan=True)
+               for x, y in zip(a, b, strict=True))
+    assert [p.task_types for p in a] != [p.task_types for p in c]
+    assert all(len(p.agents) == 3 and p.steps == 80 for p in a)
+    assert len({p.task_types for p in a}) == 3  # each run its own order
+
+
+def test_drift_plan_regresses_the_best_agent_to_the_worst() -> None:
+    log = synthetic_log()
+    plan = make_plans(log, runs=1, drift=True)[0]
+    assert plan.regressed == "b" and plan.regressed_like == "a"  # best / worst overall
+    b, a = plan.agents.index("b"), plan.agents.index("a")
+    half = plan.drift_step
+    assert half == 40
+    assert np.array_equal(plan.quality[half:, b], plan.quality[half:, a], equal_nan=True)
+    assert not np.array_equal(plan.quality[:half, b], plan.quality[:half, a])
+    # the oracle knows: after the regression, "b" is no longer the best on "x"
+    x_before = next(s for s in range(half) if plan.task_types[s] == "x")
+    x_after = next(s for s in range(half, plan.steps) if plan.task_types[s] == "x")
+    assert plan.oracle[x_after] < plan.oracle[x_before]
+
+
+def test_bad_plan_arguments() -> None:
+    log = synthetic_log()
+    with pytest.raises(ValueError, match="agents must be between 1 and 4"):
+        make_plans(log, runs=1, agents=9)
+    with pytest.raises(ValueError, match="runs must be >= 1"):
+        make_plans(log, runs=0)
+    with pytest.raises(ValueError, match="drift needs at least 2 agents"):
+        make_plans(log, runs=1, agents=1, drift=True)
+
+
+def test_metrics_of_a_known_run() -> None:
+    log = synthetic_log()
+    plan = make_plans(log, runs=1)[0]
+    best = np.nanargmax(plan.expected, axis=1)  # always pick the oracle's agent
+    chosen = best.copy()
+    quality = plan.quality[np.arange(plan.steps), chosen]
+    ok = ~np.isnan(quality)
+    chosen[~ok] = -1  # skip steps where the oracle agent has no row
+    m = run_metrics(RunResult("oracle", plan, chosen, np.where(ok, quality, np.nan)))
+    assert m.final_regret == pytest.approx(0.0)
+    assert m.mean_quality == pytest.approx(float(np.nanmean(quality)))
+    assert sum(m.choices.values()) == int(ok.sum())
+    worst = np.nanargmin(plan.expected, axis=1)
+    q = plan.quality[np.arange(plan.steps), worst]
+    bad = run_metrics(RunResult("worst", plan, np.where(np.isnan(q), -1, worst), q))
+    assert bad.final_regret > 20
+    assert bad.pct_oracle < 40
+
+
+def test_replay_reveals_only_the_chosen_outcome_and_respects_missing_rows() -> None:
+    log = synthetic_log()
+    seen: list[ReplayStep] = []
+    report = replay(log, ["thompson"], runs=1, seed=2, observer=seen.append)
+    result = report.results["thompson"][0]
+    plan = result.plan
+    assert len(seen) == plan.steps == 80
+    for step in seen:
+        j = plan.agents.index(step.decision.agent_id)
+        assert step.quality == plan.quality[step.step, j]  # the chosen agent's own row
+        assert not np.isnan(step.quality)  # agents without a row are never chosen
+        assert step.success == (step.quality >= 0.5)
+        assert step.decision.confidence is not None
+        assert step.oracle >= step.expected - 1e-12
+    assert all(result.quality[s] == plan.quality[s, result.chosen[s]] for s in range(80))
+
+
+def test_strategies_side_by_side_on_the_same_plans() -> None:
+    log = synthetic_log(tasks=120)
+    report = replay(log, ["thompson", "confidence_weighted", "random"], runs=3, seed=0)
+    assert list(report.summaries) == ["thompson", "confidence_weighted", "random"]
+    plans = {label: [r.plan.index for r in results] for label, results in report.results.items()}
+    assert plans["thompson"] == plans["random"] == [0, 1, 2]
+    thompson, random = report.summaries["thompson"], report.summaries["random"]
+    assert thompson.pct_oracle["mean"] > random.pct_oracle["mean"] + 10
+    assert thompson.final_regret["mean"] < random.final_regret["mean"]
+    assert thompson.choice_share(1)[0][0] in {"b", "c"}
+    data = report.as_dict(curve_points=10)
+    assert len(data["strategies"]) == 3
+    assert len(data["strategies"][0]["regret_curve"]["step"]) == 10
+    assert data["settings"]["log"]["agents"] == 4
+
+
+def test_the_same_replay_in_worker_processes_gives_the_same_choices() -> None:
+    log = synthetic_log(tasks=40)
+    here = replay(log, ["thompson", "random"], runs=2, seed=4)
+    there = replay(log, ["thompson", "random"], runs=2, seed=4, jobs=2)
+    for label in ("thompson", "random"):
+        for a, b in zip(here.results[label], there.results[label], strict=True):
+            assert np.array_equal(a.chosen, b.chosen)
+
+
+def test_labelled_variants_and_bad_requests() -> None:
+    log = synthetic_log(tasks=20)
+    report = replay(log, [("plain", "thompson", {"pooling": False}), "thompson"], runs=1)
+    assert list(report.summaries) == ["plain", "thompson"]
+    with pytest.raises(ValueError, match="unknown strategy 'nope'"):
+        replay(log, ["nope"], runs=1)
+    with pytest.raises(ValueError, match="labels must be distinct"):
+        replay(log, ["random", "random"], runs=1)
+    with pytest.raises(ValueError, match="half_life_executions"):
+        replay(log, ["thompson"], runs=1, strategy_params={"thompson": {
+            "half_life_executions": 0}})
+    with pytest.raises(ValueError, match="jobs=1"):
+        replay(log, ["random"], runs=1, jobs=2, observer=lambda step: None)
