@@ -20,6 +20,7 @@ COMMAND_MODULES: list[str] = [
     "init",
     "profiles",
     "record",
+    "replay",
     "route",
     "trust",
 ]
