@@ -234,15 +234,35 @@ class TrustCounts:
     deprecated_at: datetime | None = None
 
     def scores(self, weights: tuple[float, float, float] = DEFAULT_WEIGHTS) -> TrustScores:
-        """Scores after decay offsets (each floored at 0), composite and tier."""
-        f = max(0.0, frequency_score(self.observations, self.contradictions)
+        """Scores after decay offsets (each floored at 0), composite and tier.
+
+        The same arithmetic as the public functions without their argument checks (the
+        counts are trusted here): a router computes this for every pair when it opens.
+        """
+        n = self.observations
+        base = FREQUENCY_TOP
+        for upper, score in FREQUENCY_BANDS:
+            if n <= upper:
+                base = score
+                break
+        f = max(0.0, max(0.0, base - CONTRADICTION_PENALTY * self.contradictions)
                 - self.frequency_decay)
-        e = max(0.0, effectiveness_score(self.positive, self.negative, self.neutral)
-                - self.effectiveness_decay)
-        h = max(0.0, human_score(self.approvals, self.rejections, self.reviewed)
-                - self.human_decay)
-        c = composite_confidence(f, e, h, weights)
-        return TrustScores(f, e, h, c, tier_for(c))
+        total = self.positive + self.negative + self.neutral
+        e = NEUTRAL_SCORE if total == 0 else \
+            min(1.0, max(0.0, wilson_lower_bound(self.positive, total)))
+        e = max(0.0, e - self.effectiveness_decay)
+        if self.reviewed:
+            h = REVIEWED_SCORE
+        elif self.approvals or self.rejections:
+            h = human_score(self.approvals, self.rejections)
+        else:
+            h = NEUTRAL_SCORE
+        h = max(0.0, h - self.human_decay)
+        c = 0 + weights[0] * f + weights[1] * e + weights[2] * h  # as sum() in composite
+        if f < WEAK_DIMENSION or e < WEAK_DIMENSION or h < WEAK_DIMENSION:
+            c *= WEAK_PENALTY
+        c = min(1.0, max(0.0, c))
+        return TrustScores(f, e, h, c, next(t for edge, t in TIER_EDGES if c >= edge))
 
     def copy(self) -> TrustCounts:
         """An independent copy."""

@@ -2,13 +2,16 @@
 
 Like ``ProfileBook`` it keeps ``select()`` off the database: scores are computed when
 counts change (on record, feedback, reload), so a decision only looks up a cached tier.
+The book may hold only part of the stored pairs: the router loads the pairs whose tier
+restricts routing when it opens, and any other pair before it first changes
+(``missing`` / ``install``); a pair it does not hold counts as a new profile.
 Pure: no I/O, no clock.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from profiles.trust import DEFAULT_WEIGHTS, Tier, TrustCounts, TrustScores, check_weights
 
@@ -23,6 +26,7 @@ class TrustBook:
         self.new_scores: TrustScores = TrustCounts().scores(self.weights)
         self._counts: dict[Pair, TrustCounts] = {}
         self._scores: dict[Pair, TrustScores] = {}
+        self._loaded: set[Pair] = set()
         self._lock = threading.RLock()
 
     # -- reading -------------------------------------------------------------------
@@ -49,6 +53,11 @@ class TrustBook:
     def deprecated_pairs(self) -> int:
         """How many pairs are in the deprecated tier (0 lets the tier policy skip work)."""
         return self._deprecated
+
+    def missing(self, pairs: Iterable[Pair]) -> list[Pair]:
+        """The pairs whose stored counts have not been loaded yet (no duplicates)."""
+        loaded = self._loaded
+        return list(dict.fromkeys(p for p in pairs if p not in loaded))
 
     def pairs(self) -> list[Pair]:
         """Every known pair, sorted."""
@@ -81,19 +90,32 @@ class TrustBook:
             return before, after
 
     def replace(self, counts: dict[Pair, TrustCounts]) -> None:
-        """Swap in freshly loaded counts."""
+        """Swap in freshly loaded counts (the book takes ownership of the objects); only
+        these pairs count as loaded."""
         with self._lock:
-            self._counts = {k: c.copy() for k, c in counts.items()}
+            self._counts = dict(counts)
             self._scores = {}
             self._deprecated = 0
+            self._loaded = set(counts)
             for key, c in self._counts.items():
                 self._store_scores(key, c.scores(self.weights))
+
+    def install(self, pair: Pair, counts: TrustCounts) -> TrustScores:
+        """Put a pair's loaded counts in place (replacing what was held) and mark it
+        loaded; returns its scores."""
+        with self._lock:
+            self._counts[pair] = counts
+            self._loaded.add(pair)
+            scores = counts.scores(self.weights)
+            self._store_scores(pair, scores)
+            return scores
 
     def remove(self, agent_id: str, task_type: str) -> None:
         """Forget a pair (after the lifecycle retired it)."""
         with self._lock:
             key = (agent_id, task_type)
             self._counts.pop(key, None)
+            self._loaded.discard(key)
             old = self._scores.pop(key, None)
             if old is not None and old.tier is Tier.DEPRECATED:
                 self._deprecated -= 1

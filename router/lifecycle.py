@@ -84,16 +84,18 @@ def decay_store(store: Store, *, now: datetime, settings: DecaySettings,
         report.already_applied = True
         return report
     changes, marks, history, doomed = [], [], [], []
-    for (agent_id, task_type), counts in sorted(repo.load().items()):
+    for (agent_id, task_type), counts in sorted(repo.load(times=True).items()):
         before = counts.scores(weights)
         current = counts
         if is_unseen(counts, now, settings):
             current = decay_once(counts, settings)
-            changes.append({"agent_id": agent_id, "task_type": task_type,
-                            "frequency": settings.frequency,
-                            "effectiveness": settings.effectiveness, "human": settings.human})
             report.decayed += 1
         after = current.scores(weights)
+        if current is not counts:
+            changes.append({"agent_id": agent_id, "task_type": task_type,
+                            "frequency": settings.frequency,
+                            "effectiveness": settings.effectiveness, "human": settings.human,
+                            "tier": str(after.tier)})
         if after != before:
             history.append(history_row(agent_id, task_type, after, "decay: unseen", now))
         below = after.composite < settings.deprecate_below

@@ -80,7 +80,7 @@ class AgentRouter:
         self._eligible_cache: dict[str, tuple[int, tuple[AgentSpec, ...], float,
                                               list[tuple[AgentSpec, Arm]]]] = {}
         self.trust_layer = TrustLayer(self.store, self.strategy.name, trust, abstention,
-                                      transfer)
+                                      transfer, exploit_only=exploit_only)
         self.refresh()
 
     # -- life cycle ------------------------------------------------------------------
@@ -286,6 +286,7 @@ class AgentRouter:
                                      cost=cost, timestamp=timestamp, record_id=record_id,
                                      metadata=metadata)
         try:
+            self.trust_layer.prefetch([(rec.agent_id, rec.task_type)])  # first use: 1 read
             seq = self.store.executions.record(rec)
             if seq is not None:
                 self._apply(rec, seq)
@@ -306,6 +307,7 @@ class AgentRouter:
         written = 0
         for start in range(0, len(records), batch_size):
             chunk = records[start:start + batch_size]
+            self.trust_layer.prefetch([(r.agent_id, r.task_type) for r in chunk])
             seqs = self.store.executions.record_many(chunk)
             for rec, seq in zip(chunk, seqs, strict=True):
                 if seq is not None:

@@ -41,9 +41,6 @@ from profiles.trust import (
     Tier,
     TrustCounts,
     TrustScores,
-    apply_execution,
-    apply_feedback,
-    apply_review,
     apply_signal,
     check_weights,
     outcome_kind,
@@ -93,7 +90,8 @@ class TrustLayer:
     """Per-router trust state, policy and buffered persistence."""
 
     def __init__(self, store: Store, strategy: str, options: TrustOptions | None = None,
-                 abstention: AbstentionPolicy | None = None, transfer: Any = None) -> None:
+                 abstention: AbstentionPolicy | None = None, transfer: Any = None, *,
+                 exploit_only: bool = False) -> None:
         self.options = options or TrustOptions()
         self.abstention = abstention or AbstentionPolicy()
         self.transfer = transfer
@@ -107,7 +105,8 @@ class TrustLayer:
         self._flush_lock = threading.Lock()
         self._deltas: dict[Pair, TrustDelta] = {}
         self._changed: dict[Pair, tuple[TrustScores, Counter[str], datetime]] = {}
-        self._history: list[dict[str, Any]] = []
+        self._feedback: list[dict[str, Any]] = []
+        self.exploit_only = exploit_only  # decides which pairs reload() loads up front
         self._last_flush = time.monotonic()
         self._executor: Executor | None = None
 
@@ -195,65 +194,65 @@ class TrustLayer:
 
     # -- outcomes -----------------------------------------------------------------
     def observe(self, record: ExecutionRecord) -> None:
-        """Fold one committed execution in (called under the router's lock)."""
-        quality = record.effective_quality
-        line = self.options.decay.deprecate_below
-        restored = False
-
-        def change(c: TrustCounts) -> None:
-            nonlocal restored
-            apply_execution(c, record.success, quality, record.timestamp)
-            if c.deprecated_at is not None and c.scores(self.book.weights).composite >= line:
-                c.deprecated_at, restored = None, True
-
-        pair = (record.agent_id, record.task_type)
-        before, after = self.book.update(*pair, change)
-        with self._lock:
-            delta = self._delta(pair)
-            delta.observations += 1
-            kind = outcome_kind(record.success, quality)
-            setattr(delta, kind, getattr(delta, kind) + 1)
-            delta.fresh = True
-            delta.restored = delta.restored or restored
-            if delta.at is None or record.timestamp > delta.at:
-                delta.at = record.timestamp
-            self._note(pair, before, after, f"execution {kind}", record.timestamp)
-        for charged in self.rescues.observe(record.agent_id, record.task_type, record.success,
-                                            record.metadata):
-            self._count(charged, "contradictions", f"rescued by {record.agent_id}",
-                        record.timestamp)
+        """Fold one committed execution in (called under the router's lock; no I/O)."""
+        at = record.timestamp
+        kind = outcome_kind(record.success, record.effective_quality)
+        delta = TrustDelta(record.agent_id, record.task_type, observations=1, fresh=True, at=at)
+        setattr(delta, kind, 1)
+        self._change(delta, f"execution {kind}", at)
+        for pair in self.rescues.observe(record.agent_id, record.task_type, record.success,
+                                         record.metadata):
+            self._change(TrustDelta(*pair, contradictions=1), f"rescued by {record.agent_id}",
+                         at)
         self.decisions.outcome(record)
 
-    def _count(self, pair: Pair, counter: str, reason: str, at: datetime) -> None:
-        def change(c: TrustCounts) -> None:
-            setattr(c, counter, getattr(c, counter) + 1)
-
-        before, after = self.book.update(*pair, change)
+    def _change(self, delta: TrustDelta, reason: str, at: datetime
+                ) -> tuple[TrustScores, TrustScores]:
+        """Apply ``delta`` to the in-memory counts and buffer it for the store, atomically
+        (so a concurrent ``prefetch`` sees either both or neither)."""
+        pair = (delta.agent_id, delta.task_type)
+        line = self.options.decay.deprecate_below
         with self._lock:
-            delta = self._delta(pair)
-            setattr(delta, counter, getattr(delta, counter) + 1)
-            self._note(pair, before, after, reason, at)
+            before, after = self.book.update(*pair, delta.apply_to)
+            # back above the deprecation line: lift the lifecycle's mark (no-op if unmarked)
+            delta.restored = before.composite < line <= after.composite
+            pending = self._deltas.get(pair)
+            if pending is None:
+                self._deltas[pair] = delta
+            else:
+                pending.merge(delta)
+            if after != before or pair in self._changed:
+                _, reasons, _ = self._changed.get(pair, (after, Counter(), at))
+                reasons[reason] += 1
+                self._changed[pair] = (after, reasons, at)
+        return before, after
 
-    def _delta(self, pair: Pair) -> TrustDelta:
-        delta = self._deltas.get(pair)
-        if delta is None:
-            delta = self._deltas[pair] = TrustDelta(*pair)
-        return delta
-
-    def _note(self, pair: Pair, before: TrustScores, after: TrustScores, reason: str,
-              at: datetime) -> None:
-        """Coalesce score changes per pair until the next flush (one history row each)."""
-        if after == before and pair not in self._changed:
+    def prefetch(self, pairs: Sequence[Pair]) -> None:
+        """Load the stored counts of pairs this router has not loaded yet (called from
+        ``record`` before the write, never from ``select``)."""
+        if not self.book.missing(pairs):
             return
-        _, reasons, _ = self._changed.get(pair, (after, Counter(), at))
-        reasons[reason] += 1
-        self._changed[pair] = (after, reasons, at)
+        with self._flush_lock:  # no flush in flight: stored + pending is the whole truth
+            missing = self.book.missing(pairs)
+            if not missing:
+                return
+            loaded = self.repo.get_many(missing)
+            with self._lock:
+                for pair in missing:
+                    counts = loaded.get(pair) or TrustCounts()
+                    pending = self._deltas.get(pair)
+                    if pending is not None:
+                        pending.apply_to(counts)
+                    scores = self.book.install(pair, counts)
+                    if pair in self._changed:
+                        _, reasons, at = self._changed[pair]
+                        self._changed[pair] = (scores, reasons, at)
 
     # -- people and signals ---------------------------------------------------------
-    def feedback(self, decision_id: str, approved: bool, comment: str | None = None) -> TrustScores:
+    def feedback(self, decision_id: str, approved: bool, comment: str | None = None
+                 ) -> TrustScores:
         """A person's verdict on one decision; written at once."""
         check_identifier(decision_id, "decision_id")
-        self.flush()  # the decision may still be in the buffer
         found = self.decisions.lookup(decision_id)
         if found is None:
             raise UnknownDecision(decision_id)
@@ -268,38 +267,34 @@ class TrustLayer:
     def _verdict(self, pair: Pair, approved: bool, kind: str, comment: str | None,
                  decision_id: str | None) -> TrustScores:
         at = utc_now()
-        if kind == "review":
-            after = self.book.update(*pair, lambda c: apply_review(c, approved, at))[1]
-        else:
-            after = self.book.update(*pair, lambda c: apply_feedback(c, approved, at))[1]
-        counts = self.book.counts(*pair)
+        self.prefetch([pair])
+        pins = True if kind == "review" and approved else None
         delta = TrustDelta(*pair, approvals=int(approved), rejections=int(not approved),
-                           reviewed=counts.reviewed, fresh=True, at=at)
-        word = "approved" if approved else "rejected"
-        row = {"agent_id": pair[0], "task_type": pair[1], "decision_id": decision_id,
-               "approved": approved, "kind": kind, "signal": None, "comment": comment, "at": at}
-        with self._flush_lock:
-            self.repo.apply([delta], [history_row(*pair, after, f"{kind} {word}", at)], [row])
+                           reviewed=False if not approved else pins, fresh=True, at=at)
+        after = self._change(delta, f"{kind} {'approved' if approved else 'rejected'}", at)[1]
+        with self._lock:
+            self._feedback.append({"agent_id": pair[0], "task_type": pair[1],
+                                   "decision_id": decision_id, "approved": approved,
+                                   "kind": kind, "signal": None, "comment": comment, "at": at})
+        self.flush()  # a person's verdict is never left in a buffer
         return after
 
     def signal(self, agent_id: str, task_type: str, name: str,
                at: datetime | None = None) -> TrustScores:
         """A named signal (see profiles.trust.SIGNALS); buffered like executions."""
         pair = (check_identifier(agent_id, "agent_id"), check_identifier(task_type, "task_type"))
-        when = at or utc_now()
-        before, after = self.book.update(*pair, lambda c: apply_signal(c, name, when))
-        counts = self.book.counts(*pair)
+        if name not in SIGNALS:
+            apply_signal(TrustCounts(), name)  # raises the error naming the known signals
         effect = SIGNALS[name]
-        with self._lock:
-            delta = self._delta(pair)
-            for counter in ("observations", "contradictions", "positive", "negative",
-                            "approvals", "rejections"):
-                setattr(delta, counter, getattr(delta, counter) + getattr(effect, counter))
-            delta.fresh = True
-            delta.reviewed = counts.reviewed if effect.rejections else delta.reviewed
-            if delta.at is None or when > delta.at:
-                delta.at = when
-            self._note(pair, before, after, f"signal {name}", when)
+        when = at or utc_now()
+        self.prefetch([pair])
+        delta = TrustDelta(*pair, observations=effect.observations,
+                           contradictions=effect.contradictions, positive=effect.positive,
+                           negative=effect.negative, approvals=effect.approvals,
+                           rejections=effect.rejections,
+                           reviewed=False if effect.rejections else None, fresh=True, at=when)
+        after = self._change(delta, f"signal {name}", when)[1]
+        self.maybe_flush()
         return after
 
     # -- persistence ----------------------------------------------------------------
@@ -322,24 +317,38 @@ class TrustLayer:
             with self._lock:
                 deltas, self._deltas = self._deltas, {}
                 changed, self._changed = self._changed, {}
-                history, self._history = self._history, []
+                feedback, self._feedback = self._feedback, []
                 self._last_flush = time.monotonic()
-            history += [history_row(*pair, scores, _describe(reasons), at)
-                        for pair, (scores, reasons, at) in changed.items()]
+                for pair, delta in deltas.items():
+                    if not self.book.missing([pair]):
+                        delta.tier = str(self.book.tier(*pair))
+            history = [history_row(*pair, scores, _describe(reasons), at)
+                       for pair, (scores, reasons, at) in changed.items()]
             try:
                 self.decisions.flush()
-                self.repo.apply(list(deltas.values()), history)
+                self.repo.apply(list(deltas.values()), history, feedback)
             except Exception:
                 with self._lock:
                     for pair, delta in deltas.items():
-                        _merge(self._delta(pair), delta)
-                    self._history[:0] = history
+                        later = self._deltas.get(pair)
+                        if later is not None:
+                            delta.merge(later)
+                        self._deltas[pair] = delta
+                    for pair, entry in changed.items():
+                        self._changed.setdefault(pair, entry)
+                    self._feedback[:0] = feedback
                 raise
 
     def reload(self) -> None:
-        """Flush, then reload counts and the calibration map from the store."""
+        """Flush, then reload the calibration map and the pairs whose stored tier
+        restricts routing (deprecated; core/strong for an exploit-only router). Other
+        pairs are loaded on first use (``prefetch``)."""
         self.flush()
-        self.book.replace(self.repo.load())
+        tiers = [str(Tier.DEPRECATED)]
+        if self.exploit_only:
+            tiers += [str(Tier.CORE), str(Tier.STRONG)]
+        with self._flush_lock, self._lock:
+            self.book.replace(self.repo.load_tiers(tiers))
         self.decisions.load()
 
     def close(self) -> None:
@@ -354,6 +363,7 @@ class TrustLayer:
     # -- reading --------------------------------------------------------------------
     def trust(self, agent_id: str, task_type: str) -> TrustScores:
         """The pair's three scores, composite and tier."""
+        self.prefetch([(agent_id, task_type)])
         return self.book.scores(agent_id, task_type)
 
 
@@ -368,18 +378,6 @@ def _with_reason(item: T, candidate: CandidateScore, reason: str) -> T:
 
 def _describe(reasons: Counter[str]) -> str:
     return ", ".join(f"{name} x{n}" if n > 1 else name for name, n in sorted(reasons.items()))
-
-
-def _merge(into: TrustDelta, extra: TrustDelta) -> None:
-    for counter in ("observations", "contradictions", "positive", "negative", "neutral",
-                    "approvals", "rejections"):
-        setattr(into, counter, getattr(into, counter) + getattr(extra, counter))
-    into.fresh = into.fresh or extra.fresh
-    into.restored = into.restored or extra.restored
-    if extra.reviewed is not None and into.reviewed is None:
-        into.reviewed = extra.reviewed
-    if extra.at is not None and (into.at is None or extra.at > into.at):
-        into.at = extra.at
 
 
 def _log_failure(future: Any) -> None:

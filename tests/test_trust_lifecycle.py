@@ -87,8 +87,8 @@ def test_deprecated_too_long_is_deleted_and_its_history_archived(kv_url: str) ->
         history = repo.history("bad", "code")
         last = [h["reason"] for h in history if h["at"] == history[-1]["at"]]
         assert any(reason.startswith("deleted") for reason in last)
-        kept = r.store.run("SELECT counts FROM trust_archive WHERE agent_id = 'bad';")[0]
-        assert kept[0]["counts"]["negative"] == 2
+        kept = r.store.run("SELECT trust FROM trust_archive WHERE agent_id = 'bad';")[0]
+        assert kept[0]["trust"]["counts"] == [2, 0, 0, 2, 0, 0, 0]  # obs, ..., negative 2
         assert r.store.executions.count() == 25
         assert r.trust("bad", "code").tier == Tier.MODERATE  # a fresh start if it returns
 

@@ -196,3 +196,46 @@ def test_exploit_only_prefers_core_and_strong() -> None:
         for _ in range(25):
             r.record(agent_id="pro", task_type="code", success=True, quality=0.7)
         assert all("not selected" not in c.reason for c in r.select("code").candidates)
+
+
+def _deprecate(r: AgentRouter, agent: str, rescuer: str, times: int = 6) -> None:
+    for _ in range(times):
+        task = str(uuid.uuid4())
+        r.record(agent_id=agent, task_type="code", success=False,
+                 metadata={"task_id": task, "attempt": 0})
+        r.record(agent_id=rescuer, task_type="code", success=True,
+                 metadata={"task_id": task, "attempt": 1})
+
+
+def test_reopened_router_loads_restricting_tiers_up_front_and_the_rest_on_use(
+        kv_url: str) -> None:
+    with AgentRouter(agents=["a", "b"], store=kv_url, seed=0) as r:
+        _deprecate(r, "a", "b")
+        good = r.trust("b", "code")
+    with AgentRouter(agents=["a", "b"], store=kv_url, seed=0) as r:
+        assert r.trust_layer.book.pairs() == [("a", "code")]  # only the deprecated pair
+        d = r.select("code")  # no record yet: the tier is known anyway
+        assert d.agent_id == "b" and d.ranking == ["b", "a"]
+        assert r.trust("b", "code") == good  # loaded on first use
+        r.record(agent_id="b", task_type="code", success=True)
+        counts = r.trust_layer.book.counts("b", "code")
+        assert counts.observations == 7 and counts.positive == 7  # stored 6 + this one
+    with AgentRouter(agents=["a", "b"], store=kv_url, seed=0, exploit_only=True) as r:
+        assert sorted(r.trust_layer.book.pairs()) == [("a", "code"), ("b", "code")]
+
+
+def test_routers_sharing_a_store_add_up(kv_url: str) -> None:
+    with AgentRouter(agents=["a"], store=kv_url, seed=0) as first:
+        for _ in range(5):
+            first.record(agent_id="a", task_type="code", success=True)
+        first.flush()
+        second = AgentRouter(agents=["a"], store=first.store, seed=1)
+        second.record(agent_id="a", task_type="code", success=False)
+        assert second.trust_layer.book.counts("a", "code").observations == 6
+        second.close()
+        first.refresh()
+        assert first.trust_layer.book.missing([("a", "code")]) == [("a", "code")]
+        assert first.trust("a", "code").frequency == pytest.approx(0.7)  # 6 observations
+        stored = first.store.repository(TrustRepository).get("a", "code")
+        assert stored is not None
+        assert (stored.observations, stored.positive, stored.negative) == (6, 5, 1)

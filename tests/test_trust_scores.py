@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from profiles.trust import (
     Tier,
@@ -157,3 +159,18 @@ def test_counts_scores_subtract_decay_offsets_floored_at_zero() -> None:
 ])
 def test_outcome_kind(success: bool, quality: float, kind: str) -> None:
     assert outcome_kind(success, quality) == kind
+
+
+@given(st.integers(0, 40), st.integers(0, 12), st.integers(0, 30), st.integers(0, 30),
+       st.integers(0, 10), st.integers(0, 8), st.integers(0, 8), st.booleans(),
+       st.floats(0, 1), st.floats(0, 1), st.floats(0, 1))
+def test_counts_scores_equal_the_public_formulas(obs: int, contra: int, pos: int, neg: int,
+                                                 neu: int, appr: int, rej: int,
+                                                 reviewed: bool, fd: float, ed: float,
+                                                 hd: float) -> None:
+    counts = TrustCounts(obs, contra, pos, neg, neu, appr, rej, reviewed, fd, ed, hd)
+    f = max(0.0, frequency_score(obs, contra) - fd)
+    e = max(0.0, effectiveness_score(pos, neg, neu) - ed)
+    h = max(0.0, human_score(appr, rej, reviewed) - hd)
+    c = composite_confidence(f, e, h)
+    assert counts.scores() == (f, e, h, c, tier_for(c))

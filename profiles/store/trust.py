@@ -1,45 +1,48 @@
 """Trust counters, feedback, confidence history and the archive of retired profiles.
 
-Counters per (agent, task type) only ever change by server-side increments (``+=``) so
-routers in several processes against one server add up instead of overwriting each
-other; the decay offsets are changed server-side too, guarded by the ISO week already
-applied, so a second decay run in the same week changes nothing. Retiring a profile
-copies its executions into ``execution_archive`` in the same transaction that deletes
-them: history is moved, never lost.
+Counters per (agent, task type) only ever change by server-side increments (one
+``vector::add`` on a packed array of counts) so routers in several processes against one
+server add up instead of overwriting each other; packing keeps loading 10,000 pairs
+cheap when a router opens. The decay offsets are changed server-side too, guarded by
+the ISO week already applied, so a second decay run in the same week changes nothing.
+Retiring a profile copies its executions into ``execution_archive`` in the same
+transaction that deletes them: history is moved, never lost.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
+
+from surrealdb import RecordID
 
 from profiles.store.connection import Connection
 from profiles.trust import TrustCounts, TrustScores
 
-_COUNTERS = ("observations", "contradictions", "positive", "negative", "neutral",
+COUNTERS = ("observations", "contradictions", "positive", "negative", "neutral",
              "approvals", "rejections")
 
 SCHEMA = """
 DEFINE TABLE IF NOT EXISTS trust SCHEMAFULL;
 DEFINE FIELD IF NOT EXISTS agent_id ON trust TYPE string;
 DEFINE FIELD IF NOT EXISTS task_type ON trust TYPE string;
-DEFINE FIELD IF NOT EXISTS observations ON trust TYPE int ASSERT $value >= 0;
-DEFINE FIELD IF NOT EXISTS contradictions ON trust TYPE int ASSERT $value >= 0;
-DEFINE FIELD IF NOT EXISTS positive ON trust TYPE int ASSERT $value >= 0;
-DEFINE FIELD IF NOT EXISTS negative ON trust TYPE int ASSERT $value >= 0;
-DEFINE FIELD IF NOT EXISTS neutral ON trust TYPE int ASSERT $value >= 0;
-DEFINE FIELD IF NOT EXISTS approvals ON trust TYPE int ASSERT $value >= 0;
-DEFINE FIELD IF NOT EXISTS rejections ON trust TYPE int ASSERT $value >= 0;
+-- counts: [observations, contradictions, positive, negative, neutral, approvals, rejections]
+DEFINE FIELD IF NOT EXISTS counts ON trust TYPE array<int>
+    ASSERT array::len($value) = 7 AND math::min($value) >= 0;
+-- decay: offsets subtracted from [frequency, effectiveness, human] (scores floor at 0)
+DEFINE FIELD IF NOT EXISTS decay ON trust TYPE array<float>
+    ASSERT array::len($value) = 3 AND math::min($value) >= 0;
 DEFINE FIELD IF NOT EXISTS reviewed ON trust TYPE bool;
-DEFINE FIELD IF NOT EXISTS frequency_decay ON trust TYPE float ASSERT $value >= 0 AND $value <= 1;
-DEFINE FIELD IF NOT EXISTS effectiveness_decay ON trust TYPE float
-    ASSERT $value >= 0 AND $value <= 1;
-DEFINE FIELD IF NOT EXISTS human_decay ON trust TYPE float ASSERT $value >= 0 AND $value <= 1;
 DEFINE FIELD IF NOT EXISTS last_seen ON trust TYPE option<datetime>;
 DEFINE FIELD IF NOT EXISTS deprecated_at ON trust TYPE option<datetime>;
 DEFINE FIELD IF NOT EXISTS decay_week ON trust TYPE option<string>;
+-- The tier last computed by a router (a cache): opening a router loads only the pairs
+-- whose tier restricts routing (deprecated; core/strong in exploit-only mode), the rest
+-- on first use, so opening a store of many pairs stays cheap.
+DEFINE FIELD IF NOT EXISTS tier ON trust TYPE option<string>;
+DEFINE INDEX IF NOT EXISTS trust_tier ON trust FIELDS tier;
 
 DEFINE TABLE IF NOT EXISTS trust_history SCHEMAFULL;
 DEFINE FIELD IF NOT EXISTS agent_id ON trust_history TYPE string;
@@ -90,23 +93,28 @@ DEFINE INDEX IF NOT EXISTS execution_archive_pair ON execution_archive FIELDS ag
 DEFINE TABLE IF NOT EXISTS trust_archive SCHEMAFULL;
 DEFINE FIELD IF NOT EXISTS agent_id ON trust_archive TYPE string;
 DEFINE FIELD IF NOT EXISTS task_type ON trust_archive TYPE string;
-DEFINE FIELD IF NOT EXISTS counts ON trust_archive FLEXIBLE TYPE object;
+DEFINE FIELD IF NOT EXISTS trust ON trust_archive FLEXIBLE TYPE object;
 DEFINE FIELD IF NOT EXISTS profile ON trust_archive FLEXIBLE TYPE option<object>;
 DEFINE FIELD IF NOT EXISTS archived_at ON trust_archive TYPE datetime;
 """
 
 # One counter update; $d is a TrustDelta row. Fresh evidence clears the decay offsets.
+# Loading packs each row into one array with times as integer nanoseconds: decoding
+# plain arrays is several times cheaper than rows of named fields and datetimes.
+_PACKED = "[agent_id, task_type, counts, decay, reviewed]"
+_PACKED_TIMES = ("[agent_id, task_type, counts, decay, reviewed, "
+                 "IF last_seen THEN time::nano(last_seen) END, "
+                 "IF deprecated_at THEN time::nano(deprecated_at) END]")
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
 _APPLY_DELTA = """
 UPSERT type::thing('trust', [$d.agent_id, $d.task_type]) SET
     agent_id = $d.agent_id, task_type = $d.task_type,
-    observations += $d.observations, contradictions += $d.contradictions,
-    positive += $d.positive, negative += $d.negative, neutral += $d.neutral,
-    approvals += $d.approvals, rejections += $d.rejections,
+    counts = vector::add(counts ?? [0, 0, 0, 0, 0, 0, 0], $d.counts),
     reviewed = IF $d.reviewed = NONE THEN (reviewed ?? false) ELSE $d.reviewed END,
-    frequency_decay = IF $d.fresh THEN 0.0 ELSE (frequency_decay ?? 0.0) END,
-    effectiveness_decay = IF $d.fresh THEN 0.0 ELSE (effectiveness_decay ?? 0.0) END,
-    human_decay = IF $d.fresh THEN 0.0 ELSE (human_decay ?? 0.0) END,
+    decay = IF $d.fresh OR decay = NONE THEN [0.0, 0.0, 0.0] ELSE decay END,
     deprecated_at = IF $d.restored THEN NONE ELSE deprecated_at END,
+    tier = $d.tier ?? tier,
     last_seen = IF $d.at != NONE AND (last_seen = NONE OR $d.at > last_seen)
         THEN $d.at ELSE last_seen END;
 """
@@ -122,10 +130,8 @@ _DECAY = """
 BEGIN TRANSACTION;
 FOR $c IN $changes {
     UPDATE type::thing('trust', [$c.agent_id, $c.task_type]) SET
-        frequency_decay = math::min([1.0, frequency_decay + $c.frequency]),
-        effectiveness_decay = math::min([1.0, effectiveness_decay + $c.effectiveness]),
-        human_decay = math::min([1.0, human_decay + $c.human]),
-        decay_week = $week
+        decay = vector::add(decay, [$c.frequency, $c.effectiveness, $c.human]),
+        decay_week = $week, tier = $c.tier
     WHERE decay_week != $week;
 };
 FOR $m IN $marks {
@@ -146,10 +152,10 @@ FOR $e IN (SELECT * FROM execution WHERE agent_id = $agent_id AND task_type = $t
         seq: $e.seq, archived_at: $at
     };
 };
-LET $counts = (SELECT * OMIT id FROM ONLY type::thing('trust', $key));
+LET $trust = (SELECT * OMIT id FROM ONLY type::thing('trust', $key));
 LET $profile = (SELECT * OMIT id FROM ONLY type::thing('profile', $key));
 CREATE trust_archive CONTENT {
-    agent_id: $agent_id, task_type: $task_type, counts: $counts ?? {},
+    agent_id: $agent_id, task_type: $task_type, trust: $trust ?? {},
     profile: $profile, archived_at: $at
 };
 DELETE execution WHERE agent_id = $agent_id AND task_type = $task_type;
@@ -180,13 +186,39 @@ class TrustDelta:
     fresh: bool = False  # new evidence arrived: clear the decay offsets
     restored: bool = False  # composite back above the deprecation line: clear the mark
     at: datetime | None = None
+    tier: str | None = None  # the tier after these changes, when known
 
     def row(self) -> dict[str, Any]:
         """The bound-parameter form."""
         return {"agent_id": self.agent_id, "task_type": self.task_type,
-                **{name: getattr(self, name) for name in _COUNTERS},
+                "counts": [getattr(self, name) for name in COUNTERS],
                 "reviewed": self.reviewed, "fresh": self.fresh, "restored": self.restored,
-                "at": self.at}
+                "at": self.at, "tier": self.tier}
+
+    def apply_to(self, counts: TrustCounts) -> None:
+        """What the store does with this delta, done to in-memory counts."""
+        for name in COUNTERS:
+            setattr(counts, name, getattr(counts, name) + getattr(self, name))
+        if self.reviewed is not None:
+            counts.reviewed = self.reviewed
+        if self.fresh:
+            counts.clear_decay()
+        if self.restored:
+            counts.deprecated_at = None
+        if self.at is not None and (counts.last_seen is None or self.at > counts.last_seen):
+            counts.last_seen = self.at
+
+    def merge(self, other: TrustDelta) -> None:
+        """Fold a later delta of the same pair into this one."""
+        for name in COUNTERS:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.fresh = self.fresh or other.fresh
+        self.restored = self.restored or other.restored
+        if other.reviewed is not None:
+            self.reviewed = other.reviewed
+        if other.at is not None and (self.at is None or other.at > self.at):
+            self.at = other.at
+        self.tier = other.tier or self.tier
 
 
 def history_row(agent_id: str, task_type: str, scores: TrustScores, reason: str,
@@ -207,16 +239,36 @@ class TrustRepository:
         self._conn = conn
 
     # -- counters --------------------------------------------------------------------
-    def load(self) -> dict[tuple[str, str], TrustCounts]:
-        """Every pair's counts (for rebuilding the in-memory view)."""
-        rows = self._conn.run("SELECT * FROM trust;")[0]
-        return {(r["agent_id"], r["task_type"]): counts_from_row(r) for r in rows}
+    def load(self, *, times: bool = False) -> dict[tuple[str, str], TrustCounts]:
+        """Every pair's counts. The router's view skips ``last_seen``/``deprecated_at``
+        (only the lifecycle job needs them; ``times=True``), which makes opening a
+        store of 10,000 pairs about a third cheaper."""
+        rows = self._conn.run(f"SELECT VALUE {_PACKED_TIMES if times else _PACKED} "
+                              "FROM trust;")[0]
+        return {(r[0], r[1]): counts_from_packed(r) for r in rows}
+
+    def load_tiers(self, tiers: Sequence[str]) -> dict[tuple[str, str], TrustCounts]:
+        """The pairs whose cached tier is one of ``tiers`` (indexed: cheap)."""
+        if not tiers:
+            return {}
+        rows = self._conn.run(f"SELECT VALUE {_PACKED} FROM trust WHERE tier IN $tiers;",
+                              {"tiers": list(tiers)})[0]
+        return {(r[0], r[1]): counts_from_packed(r) for r in rows}
+
+    def get_many(self, pairs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], TrustCounts]:
+        """The stored counts of the given pairs (absent pairs are left out)."""
+        if not pairs:
+            return {}
+        ids = [RecordID("trust", [a, t]) for a, t in pairs]
+        rows = self._conn.run(f"SELECT VALUE {_PACKED} FROM $ids;", {"ids": ids})[0]
+        return {(r[0], r[1]): counts_from_packed(r) for r in rows}
 
     def get(self, agent_id: str, task_type: str) -> TrustCounts | None:
         """One pair's counts, or None."""
-        rows = self._conn.run("SELECT * FROM ONLY type::thing('trust', [$a, $t]);",
+        rows = self._conn.run(f"SELECT VALUE {_PACKED_TIMES} FROM ONLY "
+                              "type::thing('trust', [$a, $t]);",
                               {"a": agent_id, "t": task_type})
-        return counts_from_row(rows[0]) if rows and rows[0] else None
+        return counts_from_packed(rows[0]) if rows and rows[0] else None
 
     def apply(self, deltas: Sequence[TrustDelta], history: Sequence[dict[str, Any]] = (),
               feedback: Sequence[dict[str, Any]] = ()) -> None:
@@ -275,14 +327,20 @@ class TrustRepository:
             {"a": agent_id, "t": task_type})[0])
 
 
-def counts_from_row(row: dict[str, Any]) -> TrustCounts:
-    """A stored trust row as TrustCounts."""
+def _moment(nanos: int | None) -> datetime | None:
+    return None if nanos is None else _EPOCH + timedelta(microseconds=int(nanos) // 1000)
+
+
+def counts_from_packed(row: Sequence[Any]) -> TrustCounts:
+    """A packed row (with or without the two times) as TrustCounts."""
+    counts, decay, reviewed = row[2:5]
+    last_seen, deprecated_at = row[5:7] if len(row) >= 7 else (None, None)
+    counts = list(counts or (0,) * len(COUNTERS))
+    decay = list(decay or (0.0, 0.0, 0.0))
     return TrustCounts(
-        **{name: int(row.get(name) or 0) for name in _COUNTERS},
-        reviewed=bool(row.get("reviewed") or False),
-        frequency_decay=float(row.get("frequency_decay") or 0.0),
-        effectiveness_decay=float(row.get("effectiveness_decay") or 0.0),
-        human_decay=float(row.get("human_decay") or 0.0),
-        last_seen=row.get("last_seen"),
-        deprecated_at=row.get("deprecated_at"),
-    )
+        **{name: int(c) for name, c in zip(COUNTERS, counts, strict=True)},
+        reviewed=bool(reviewed),
+        frequency_decay=min(1.0, float(decay[0])),
+        effectiveness_decay=min(1.0, float(decay[1])),
+        human_decay=min(1.0, float(decay[2])),
+        last_seen=_moment(last_seen), deprecated_at=_moment(deprecated_at))

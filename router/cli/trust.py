@@ -149,7 +149,9 @@ def trust(task_type: str | None, agent: str | None, config: Path | None, store: 
           as_json: bool) -> None:
     """Composite trust per (agent, task type): the three scores, composite and tier."""
     with open_router(config, store) as router:
-        rows = [(pair, counts, scores) for pair, counts, scores in router.trust_layer.book
+        weights = router.trust_layer.options.weights
+        rows = [(pair, counts, counts.scores(weights))
+                for pair, counts in router.trust_layer.repo.load(times=True).items()
                 if (task_type is None or pair[1] == task_type)
                 and (agent is None or pair[0] == agent)]
     rows.sort(key=lambda r: (r[0][1], -r[2].composite, r[0][0]))
@@ -157,7 +159,8 @@ def trust(task_type: str | None, agent: str | None, config: Path | None, store: 
         print_json([{"agent_id": a, "task_type": t, **s.as_dict(),
                      "observations": c.observations, "contradictions": c.contradictions,
                      "approvals": c.approvals, "rejections": c.rejections,
-                     "reviewed": c.reviewed, "deprecated_at": c.deprecated_at}
+                     "reviewed": c.reviewed, "last_seen": c.last_seen,
+                     "deprecated_at": c.deprecated_at}
                     for (a, t), c, s in rows])
         return
     if not rows:
