@@ -5,7 +5,8 @@
 a second run in the same week changes nothing. For every pair unseen for
 ``unseen_days`` it adds one week of decay to the offsets subtracted from the three
 scores; a pair whose composite falls below ``deprecate_below`` is marked deprecated
-(from that moment the tier policy stops selecting it); a pair deprecated for more than
+(since its last evidence when that evidence already put it there, else from now; the
+tier policy stops selecting it at once); a pair deprecated for more than
 ``delete_after_days`` is retired: its executions are moved to ``execution_archive`` and
 its profile and counts to ``trust_archive`` in one transaction. Every score change is
 appended to the confidence history.
@@ -100,10 +101,15 @@ def decay_store(store: Store, *, now: datetime, settings: DecaySettings,
             history.append(history_row(agent_id, task_type, after, "decay: unseen", now))
         below = after.composite < settings.deprecate_below
         if below and counts.deprecated_at is None:
-            marks.append({"agent_id": agent_id, "task_type": task_type, "at": now})
+            # Already below before this week's decay: its own evidence put it there, so it
+            # has been deprecated since that evidence; otherwise it fell just now.
+            was_below = before.composite < settings.deprecate_below
+            counts.deprecated_at = (counts.last_seen or now) if was_below else now
+            marks.append({"agent_id": agent_id, "task_type": task_type,
+                          "at": counts.deprecated_at})
             history.append(history_row(agent_id, task_type, after, "deprecated", now))
             report.deprecated += 1
-        elif below and due_for_deletion(counts, now, settings):
+        if below and due_for_deletion(counts, now, settings):
             doomed.append((agent_id, task_type, after))
         elif not below and counts.deprecated_at is not None:  # recovered: lift the mark
             marks.append({"agent_id": agent_id, "task_type": task_type, "at": None})

@@ -128,3 +128,13 @@ def test_cli_review_needs_a_verdict(kv_url: str, capsys: pytest.CaptureFixture[s
     assert _cli("review", "good", "code", "-s", kv_url) != 0
     assert "--approve or --reject" in capsys.readouterr().err
     assert _cli("decay", "--now", "yesterday", "-s", kv_url) == 2
+
+
+def test_deprecated_by_its_own_old_evidence_counts_from_that_evidence() -> None:
+    with AgentRouter(agents=["good", "bad"], store="mem://", seed=0) as r:
+        _seed(r)  # 'bad' failed twice at T0: deprecated by its own evidence back then
+        report = r.decay(now=T0 + timedelta(days=40))
+        assert (report.deprecated, report.deleted, report.archived_executions) == (1, 1, 2)
+        assert report.retired == [("bad", "code")]
+        assert r.trust("good", "code").tier != Tier.DEPRECATED  # decayed, still kept
+        assert r.profile("good", "code").executions_total == 25
