@@ -11,7 +11,9 @@ people agree with it. Three scores, each in [0, 1], answer the three questions:
 
 ``composite_confidence`` weighs them (0.35 / 0.40 / 0.25 by default) and multiplies by
 0.7 when any dimension is below 0.2 (one very weak dimension is a red flag a weighted
-mean would hide); ``tier_for`` names the band. Everything here is pure arithmetic over
+mean would hide); ``tier_for`` names the band. The named signals and how executions,
+feedback and reviews move the counts are here too; the weekly decay math is in
+``profiles.trust_decay``. Everything here is pure arithmetic over
 counts: the store and the router keep the counts, this module turns them into scores.
 """
 
@@ -64,7 +66,8 @@ def _count(value: int, name: str) -> int:
     return value
 
 
-def _unit(value: float, name: str) -> float:
+def check_unit(value: float, name: str) -> float:
+    """A number within [0, 1] (NaN rejected), or an error naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError(f"{name} must be a number, got {type(value).__name__}")
     value = float(value)
@@ -137,8 +140,8 @@ def human_score(approvals: int, rejections: int, reviewed: bool = False) -> floa
 def composite_confidence(frequency: float, effectiveness: float, human: float,
                          weights: tuple[float, float, float] = DEFAULT_WEIGHTS) -> float:
     """Weighted sum of the three scores, x0.7 if any is below 0.2, clamped to [0, 1]."""
-    scores = (_unit(frequency, "frequency"), _unit(effectiveness, "effectiveness"),
-              _unit(human, "human"))
+    scores = (check_unit(frequency, "frequency"), check_unit(effectiveness, "effectiveness"),
+              check_unit(human, "human"))
     w = check_weights(weights)
     value = sum(wi * si for wi, si in zip(w, scores, strict=True))
     if min(scores) < WEAK_DIMENSION:
@@ -160,7 +163,7 @@ def check_weights(weights: tuple[float, float, float]) -> tuple[float, float, fl
 def tier_for(composite: float) -> Tier:
     """core [0.8, 1], strong [0.6, 0.8), moderate [0.4, 0.6), tentative [0.2, 0.4),
     deprecated [0, 0.2)."""
-    c = _unit(composite, "composite")
+    c = check_unit(composite, "composite")
     return next(tier for edge, tier in TIER_EDGES if c >= edge)
 
 
@@ -375,53 +378,3 @@ def _seen(counts: TrustCounts, at: datetime | None) -> None:
     counts.clear_decay()
     if at is not None and (counts.last_seen is None or at > counts.last_seen):
         counts.last_seen = at
-
-
-# -- lifecycle -------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class DecaySettings:
-    """The weekly decay job's parameters (the reference values by default)."""
-
-    unseen_days: float = 7.0
-    frequency: float = 0.02
-    effectiveness: float = 0.01
-    human: float = 0.005
-    deprecate_below: float = WEAK_DIMENSION
-    delete_after_days: float = 30.0
-
-    def __post_init__(self) -> None:
-        for name in ("unseen_days", "frequency", "effectiveness", "human",
-                     "delete_after_days"):
-            value = getattr(self, name)
-            if not math.isfinite(value) or value < 0:
-                raise ValueError(f"decay.{name} must be a finite number >= 0, got {value}")
-        _unit(self.deprecate_below, "decay.deprecate_below")
-
-
-def iso_week(moment: datetime) -> str:
-    """The ISO week a moment falls in, e.g. ``2025-W07`` (the decay job's idempotency key)."""
-    year, week, _ = moment.isocalendar()
-    return f"{year}-W{week:02d}"
-
-
-def is_unseen(counts: TrustCounts, now: datetime, settings: DecaySettings) -> bool:
-    """True when no evidence about the pair arrived in the last ``unseen_days``."""
-    if counts.last_seen is None:
-        return True
-    return (now - counts.last_seen).total_seconds() >= settings.unseen_days * 86_400.0
-
-
-def decay_once(counts: TrustCounts, settings: DecaySettings) -> TrustCounts:
-    """A copy with one week's decay added to the offsets (each offset capped at 1)."""
-    out = counts.copy()
-    out.frequency_decay = min(1.0, out.frequency_decay + settings.frequency)
-    out.effectiveness_decay = min(1.0, out.effectiveness_decay + settings.effectiveness)
-    out.human_decay = min(1.0, out.human_decay + settings.human)
-    return out
-
-
-def due_for_deletion(counts: TrustCounts, now: datetime, settings: DecaySettings) -> bool:
-    """True when the pair has been deprecated for more than ``delete_after_days``."""
-    if counts.deprecated_at is None:
-        return False
-    return (now - counts.deprecated_at).total_seconds() > settings.delete_after_days * 86_400.0

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 from profiles.records import utc_now
 from profiles.store import Store
 from profiles.store.trust import TrustRepository, history_row
-from profiles.trust import (
-    DEFAULT_WEIGHTS,
+from profiles.trust import DEFAULT_WEIGHTS
+from profiles.trust_decay import (
     DecaySettings,
     decay_once,
     due_for_deletion,

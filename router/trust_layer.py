@@ -37,7 +37,6 @@ from profiles.store.trust import TrustDelta, TrustRepository, history_row
 from profiles.trust import (
     DEFAULT_WEIGHTS,
     SIGNALS,
-    DecaySettings,
     Tier,
     TrustCounts,
     TrustScores,
@@ -46,6 +45,7 @@ from profiles.trust import (
     outcome_kind,
 )
 from profiles.trust_book import TrustBook
+from profiles.trust_decay import DecaySettings
 from router.abstention import Abstained, AbstentionPolicy, GateView
 from router.decision import CandidateScore, RoutingDecision
 from router.decision_log import DecisionLog

@@ -9,11 +9,13 @@ import pytest
 from profiles.rescues import RescueTracker
 from profiles.trust import (
     SIGNALS,
-    DecaySettings,
     TrustCounts,
     apply_execution,
     apply_review,
     apply_signal,
+)
+from profiles.trust_decay import (
+    DecaySettings,
     decay_once,
     due_for_deletion,
     is_unseen,

@@ -24,7 +24,7 @@ import math
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from profiles.calibration import CalibrationSettings
-from profiles.trust import DecaySettings
+from profiles.trust_decay import DecaySettings
 from router.abstention import (
     AbstentionPolicy,
     Conflicted,

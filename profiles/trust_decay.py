@@ -1,0 +1,64 @@
+"""Trust decay math for the weekly lifecycle job (pure: time is passed in).
+
+A pair unseen for ``unseen_days`` gets one more week of decay added to the offsets that
+``TrustCounts.scores`` subtracts from its three scores; the job is keyed by ISO week so
+it runs at most once a week. A pair deprecated for more than ``delete_after_days`` is
+due for deletion (its history is archived by the store, not lost).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime
+
+from profiles.trust import WEAK_DIMENSION, TrustCounts, check_unit
+
+
+@dataclass(frozen=True, slots=True)
+class DecaySettings:
+    """The weekly decay job's parameters (the reference values by default)."""
+
+    unseen_days: float = 7.0
+    frequency: float = 0.02
+    effectiveness: float = 0.01
+    human: float = 0.005
+    deprecate_below: float = WEAK_DIMENSION
+    delete_after_days: float = 30.0
+
+    def __post_init__(self) -> None:
+        for name in ("unseen_days", "frequency", "effectiveness", "human",
+                     "delete_after_days"):
+            value = getattr(self, name)
+            if not math.isfinite(value) or value < 0:
+                raise ValueError(f"decay.{name} must be a finite number >= 0, got {value}")
+        check_unit(self.deprecate_below, "decay.deprecate_below")
+
+
+def iso_week(moment: datetime) -> str:
+    """The ISO week a moment falls in, e.g. ``2025-W07`` (the decay job's idempotency key)."""
+    year, week, _ = moment.isocalendar()
+    return f"{year}-W{week:02d}"
+
+
+def is_unseen(counts: TrustCounts, now: datetime, settings: DecaySettings) -> bool:
+    """True when no evidence about the pair arrived in the last ``unseen_days``."""
+    if counts.last_seen is None:
+        return True
+    return (now - counts.last_seen).total_seconds() >= settings.unseen_days * 86_400.0
+
+
+def decay_once(counts: TrustCounts, settings: DecaySettings) -> TrustCounts:
+    """A copy with one week's decay added to the offsets (each offset capped at 1)."""
+    out = counts.copy()
+    out.frequency_decay = min(1.0, out.frequency_decay + settings.frequency)
+    out.effectiveness_decay = min(1.0, out.effectiveness_decay + settings.effectiveness)
+    out.human_decay = min(1.0, out.human_decay + settings.human)
+    return out
+
+
+def due_for_deletion(counts: TrustCounts, now: datetime, settings: DecaySettings) -> bool:
+    """True when the pair has been deprecated for more than ``delete_after_days``."""
+    if counts.deprecated_at is None:
+        return False
+    return (now - counts.deprecated_at).total_seconds() > settings.delete_after_days * 86_400.0
