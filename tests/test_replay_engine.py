@@ -79,12 +79,14 @@ def test_metrics_of_a_known_run() -> None:
     chosen[~ok] = -1  # skip steps where the oracle agent has no row
     m = run_metrics(RunResult("oracle", plan, chosen, np.where(ok, quality, np.nan)))
     assert m.final_regret == pytest.approx(0.0)
+    assert m.oracle_share == 1.0
     assert m.mean_quality == pytest.approx(float(np.nanmean(quality)))
     assert sum(m.choices.values()) == int(ok.sum())
     worst = np.nanargmin(plan.expected, axis=1)
     q = plan.quality[np.arange(plan.steps), worst]
     bad = run_metrics(RunResult("worst", plan, np.where(np.isnan(q), -1, worst), q))
     assert bad.final_regret > 20
+    assert bad.oracle_share == 0.0
     assert bad.pct_oracle < 40
 
 

@@ -118,14 +118,16 @@ def show_report(report: ReplayReport, file: Path) -> None:
         "per-task-type oracle"
     console.print(f"{oracle_kind}: mean quality {oracle:.3f}", highlight=False)
     table = Table(show_edge=False)
-    table.add_column("strategy")
+    table.add_column("strategy", no_wrap=True)
     table.add_column("mean quality", justify="right")
     table.add_column("% of oracle", justify="right")
     table.add_column("final regret", justify="right")
+    table.add_column("oracle's pick", justify="right")
     table.add_column("most chosen agents")
     for summary in summaries:
         pct, quality, regret = summary.pct_oracle, summary.mean_quality, summary.final_regret
-        top = ", ".join(f"{escape(a)} {share:.0%}" for a, share in summary.choice_share(3))
+        top = ", ".join(f"{escape(a)} {share:.0%}" for a, share in summary.choice_share(2))
         table.add_row(escape(summary.strategy), f"{quality['mean']:.3f}",
-                      f"{pct['mean']:.1f} ± {pct['ci95']:.1f}", f"{regret['mean']:.1f}", top)
+                      f"{pct['mean']:.1f} ± {pct['ci95']:.1f}", f"{regret['mean']:.1f}",
+                      f"{summary.oracle_share['mean']:.0%}", top)
     console.print(table)

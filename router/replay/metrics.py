@@ -4,7 +4,8 @@
 - % of oracle: realised quality / the per-task-type oracle's expected quality over the
   same tasks (with drift, the oracle knows the regression);
 - cumulative regret: sum over steps of (oracle's mean quality on the task type - the
-  chosen agent's mean quality on it), i.e. pseudo-regret, free of outcome noise.
+  chosen agent's mean quality on it), i.e. pseudo-regret, free of outcome noise;
+- oracle share: fraction of decisions that went to the oracle's agent (or one as good).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ class RunMetrics:
     pct_oracle: float
     regret: np.ndarray  # cumulative pseudo-regret per step
     choices: Counter[str]
+    oracle_share: float = float("nan")
 
     @property
     def final_regret(self) -> float:
@@ -50,7 +52,8 @@ def run_metrics(result: RunResult) -> RunMetrics:
         mean_quality=realised / len(steps) if len(steps) else float("nan"),
         oracle_quality=oracle_total / len(steps) if len(steps) else float("nan"),
         pct_oracle=100.0 * realised / oracle_total if oracle_total > 0 else float("nan"),
-        regret=np.cumsum(gap), choices=choices)
+        regret=np.cumsum(gap), choices=choices,
+        oracle_share=float(np.mean(gap[steps] <= 1e-12)) if len(steps) else float("nan"))
 
 
 @dataclass
@@ -83,6 +86,11 @@ class StrategySummary:
         return float(np.mean([r.oracle_quality for r in self.runs]))
 
     @property
+    def oracle_share(self) -> dict[str, float]:
+        """Share of decisions that went to the oracle's agent, across runs."""
+        return self._stat([r.oracle_share for r in self.runs])
+
+    @property
     def final_regret(self) -> dict[str, float]:
         """Final cumulative regret across runs."""
         return self._stat([r.final_regret for r in self.runs])
@@ -112,6 +120,7 @@ class StrategySummary:
             "oracle_quality": self.oracle_quality,
             "pct_oracle": self.pct_oracle,
             "final_regret": self.final_regret,
+            "oracle_share": self.oracle_share,
             "regret_curve": {"step": (idx + 1).tolist(), "regret": curve[idx].tolist()},
             "agents_chosen": [{"agent": a, "share": s} for a, s in self.choice_share(10)],
             "seconds": self.seconds,
