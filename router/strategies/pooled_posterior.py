@@ -81,7 +81,7 @@ class PooledPosterior:
                                      p.type_prior_strength)
         self.monitor = (ChangeMonitor(p.change_window, p.change_delta)
                         if p.change_detection else None)
-        self._cache: dict[tuple[str, tuple[str, ...]], tuple[tuple[Any, ...], Posterior]] = {}
+        self._cache: dict[tuple[str, tuple[int, ...]], tuple[tuple[Any, ...], Posterior]] = {}
         # per agent: [cost sum, cost count, latency sum ms, runs] across task types
         self._usage: dict[str, list[float]] = {}
 
@@ -131,22 +131,26 @@ class PooledPosterior:
 
     # -- the posterior ----------------------------------------------------------------
     def posterior(self, arms: Sequence[Arm], ctx: StrategyContext) -> Posterior:
-        """The (cached) posterior of ``arms`` for ``ctx.task_type``."""
-        ids = tuple(arm.agent_id for arm in arms)
-        now = ctx.now.timestamp()
-        key = (ctx.task_type, ids)
-        agents = tuple(arm.agent for arm in arms)
+        """The (cached) posterior of ``arms`` for ``ctx.task_type``.
+
+        Cached per task type and arm set (by the identity of the agent specs, which the
+        cache entry keeps alive, so a changed spec, e.g. a new cost, is a new key) until
+        the ledger changes, or for at most a minute under wall-time discounting.
+        """
+        agents = [arm.agent for arm in arms]
+        key = (ctx.task_type, tuple(map(id, agents)))
         cached = self._cache.get(key)
         if cached is not None:
-            cached_agents, post = cached
-            fresh = (self.params.half_life_days is None
-                     or 0.0 <= now - post.computed_at < _TIME_REFRESH_SECONDS)
-            if post.version == self.ledger.version and cached_agents == agents and fresh:
+            post = cached[1]
+            if post.version == self.ledger.version and (
+                    self.params.half_life_days is None
+                    or 0.0 <= ctx.now.timestamp() - post.computed_at < _TIME_REFRESH_SECONDS):
                 return post
-        post = self._compute(arms, ids, ctx.task_type, now)
+        ids = tuple(agent.id for agent in agents)
+        post = self._compute(arms, ids, ctx.task_type, ctx.now.timestamp())
         if len(self._cache) >= _CACHE_LIMIT:
             self._cache.clear()
-        self._cache[key] = (agents, post)
+        self._cache[key] = (tuple(agents), post)
         return post
 
     def _compute(self, arms: Sequence[Arm], ids: tuple[str, ...], task_type: str,
@@ -261,22 +265,17 @@ class PooledPosterior:
             penalty = post.penalty.tolist()
             for i, value in enumerate(drawn):
                 score = value - penalty[i]
-                reason = (f"{label} {_two_decimals(value)}; {post.explained[i]}; "
+                reason = (f"{label} {value:.2f}; {post.explained[i]}; "
                           f"cost/latency penalty {penalty[i]:.3f}")
                 out.append(ArmScore(score, reason, success[i], {
                     **post.components[i], component: value, "objective": score}))
             return out
+        two = _TWO_DECIMALS  # values lie in [0, 1]: format by table lookup
         for value, reason, base, p in zip(drawn, post.explained, post.components, success,
                                           strict=True):
-            out.append(ArmScore(value, f"{label} {_two_decimals(value)}; {reason}", p,
+            out.append(ArmScore(value, f"{label} {two[int(value * 100.0 + 0.5)]}; {reason}", p,
                                 {**base, component: value, "objective": value}))
         return out
 
 
-_TWO_DECIMALS = [f"{k / 100:.2f}" for k in range(101)]
-
-
-def _two_decimals(x: float) -> str:
-    """``f"{x:.2f}"`` for x in [0, 1] by table lookup (formatting floats is slow)."""
-    k = int(x * 100.0 + 0.5)
-    return _TWO_DECIMALS[k] if 0 <= k <= 100 and x == x else f"{x:.2f}"
+_TWO_DECIMALS = [f"{k / 100:.2f}" for k in range(101)]  # formatting floats is slow
