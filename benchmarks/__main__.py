@@ -16,6 +16,7 @@ BENCHMARKS: list[str] = [
     "foundation",
     "handoff_banking77",
     "langchain",
+    "learning",
 ]
 
 
