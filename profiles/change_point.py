@@ -1,19 +1,26 @@
 """Change-point test: has an agent's quality shifted within its recent outcomes?
 
-A generalized likelihood ratio (GLR) test for Bernoulli means (Besson & Kaufmann,
+Generalized likelihood ratio (GLR) tests for Bernoulli means (Besson & Kaufmann,
 "Efficient change-point detection for tackling piecewise-stationary bandits", JMLR
-2022), extended to an agent that works on several task types: each task type keeps
-its own mean before and after the change, and the agent-level statistic at a split is
-the *sum* of the per-type GLR statistics (the likelihoods are independent), so a
-regression that shows on every task type is caught from all of them at once, while a
-mere change in the mix of task types (each type's mean unchanged) raises nothing.
+2022), extended to an agent that works on several task types. Two tests share the
+false-alarm budget, and a mere change in the mix of task types (each type's mean
+unchanged) raises neither:
 
-Threshold: twice the statistic is about chi-square with one degree of freedom per task
-type observed on both sides of the split; the Laurent-Massart tail bound
-``P(chi2_d >= d + 2 sqrt(d t) + 2 t) <= exp(-t)`` with ``t = ln(3 n^1.5 / delta)``
-(a union bound over the splits of n outcomes, as in Besson & Kaufmann) gives the
-threshold ``d/2 + sqrt(d t) + t`` for the statistic. Qualities in [0, 1] are allowed:
-the Bernoulli KL bounds any [0, 1]-valued variable's likelihood ratio.
+- per type: each task type keeps its own mean before and after the change; the
+  statistic is the *sum* of the per-type GLR statistics (independent likelihoods), so
+  a change confined to one task type is caught;
+- common shift: the outcomes after the split are compared with what each one's task
+  type did before it, pooled into one degree of freedom, so an agent-wide regression
+  (a model update gone wrong) is caught from every task type at once, several times
+  sooner than by the per-type test.
+
+Threshold: ``t = ln(3 n^1.5 / delta)`` (Besson & Kaufmann; a union bound over the
+splits of n outcomes) for one parameter. Twice the per-type statistic is about
+chi-square with one degree of freedom per task type observed on both sides of the
+split, so each type beyond the first adds the Laurent-Massart excess
+(``P(chi2_d >= d + 2 sqrt(d t) + 2 t) <= exp(-t)``): ``t + (d-1)/2 + sqrt((d-1) t)``.
+Qualities in [0, 1] are allowed: the Bernoulli KL bounds any [0, 1]-valued variable's
+likelihood ratio.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 _EPS = 1e-9
+_MIN_BASELINE_RUNS = 5  # outcomes needed before a split for the shift test to use it
 
 
 def bernoulli_kl(p: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -36,10 +44,15 @@ def bernoulli_kl(p: np.ndarray, q: np.ndarray) -> np.ndarray:
 
 
 def glr_threshold(n: int, dof: np.ndarray | int, delta: float) -> np.ndarray:
-    """Detection threshold for ``n`` outcomes and ``dof`` task types split by the change."""
+    """Detection threshold for ``n`` outcomes and ``dof`` task types split by the change.
+
+    ``t = ln(3 n^1.5 / delta)`` is Besson & Kaufmann's threshold for one parameter; each
+    further degree of freedom adds its chi-square excess (Laurent-Massart):
+    ``t + (d - 1)/2 + sqrt((d - 1) t)``.
+    """
     t = float(np.log(3.0 * n ** 1.5 / delta))
-    d = np.asarray(dof, dtype=float)
-    return np.asarray(d / 2.0 + np.sqrt(d * t) + t)
+    extra = np.maximum(np.asarray(dof, dtype=float) - 1.0, 0.0)
+    return np.asarray(t + extra / 2.0 + np.sqrt(extra * t))
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +64,7 @@ class ChangePoint:
     threshold: float
     before: float  # mean quality before / after the split, all task types pooled
     after: float
+    kind: str = "per_type"  # which test fired: "per_type" or "shift" (agent-wide)
 
 
 def _xlogx(x: np.ndarray) -> np.ndarray:
@@ -63,14 +77,30 @@ def _split_entropy(total: np.ndarray, count: np.ndarray) -> np.ndarray:
     return _xlogx(total) + _xlogx(np.maximum(count - total, 0.0)) - _xlogx(count)
 
 
-def glr_statistics(groups: np.ndarray, values: np.ndarray, splits: np.ndarray
-                   ) -> tuple[np.ndarray, np.ndarray]:
-    """GLR statistic and degrees of freedom at each split in ``splits`` (1 .. n-1).
+@dataclass(frozen=True, slots=True)
+class SplitStatistics:
+    """Both test statistics at each candidate split."""
 
-    The statistic at split s is the sum over task types of
+    per_type: np.ndarray  # GLR with a free before/after mean per task type
+    dof: np.ndarray  # task types observed on both sides of the split
+    shift: np.ndarray  # one common shift of every task type (one degree of freedom)
+
+
+def split_statistics(groups: np.ndarray, values: np.ndarray, splits: np.ndarray
+                     ) -> SplitStatistics:
+    """Both statistics at each split in ``splits`` (1 .. n-1).
+
+    per-type GLR: the sum over task types of
     ``n_before KL(mean_before, mean) + n_after KL(mean_after, mean)``, computed in the
     equivalent entropy form ``h(before) + h(after) - h(all)`` with
     ``h(s, n) = s ln s + (n - s) ln(n - s) - n ln n`` (fewer array passes).
+
+    common shift: ``n_eff KL(observed mean after, expected mean after)``, where each
+    outcome after the split is expected at its task type's mean before it. A mix of
+    Bernoulli means is dominated by one Bernoulli at their average (Hoeffding), so the
+    one-parameter bound applies; ``n_eff`` discounts the after-count for the noise in
+    the before-means. It catches an agent-wide regression several times sooner than
+    the per-type test, which pays a degree of freedom per task type.
     """
     n = len(values)
     onehot = np.zeros((int(groups.max()) + 1, n))
@@ -85,19 +115,32 @@ def glr_statistics(groups: np.ndarray, values: np.ndarray, splits: np.ndarray
                                 sum_after, count_after - sum_after)))
     negative = _xlogx(np.stack((count_before, count_after)))
     whole = _split_entropy(sum_all, count_all)
-    stat = positive.sum(axis=(0, 1)) - negative.sum(axis=(0, 1)) - float(whole.sum())
+    per_type = positive.sum(axis=(0, 1)) - negative.sum(axis=(0, 1)) - float(whole.sum())
     dof = ((count_before > 0) & (count_after > 0)).sum(axis=0)
-    return np.maximum(stat, 0.0), dof
+    # common shift: after-outcomes against the before-means of their task types
+    baseline = (sum_before + 0.5) / (count_before + 1.0)  # Krichevsky-Trofimov estimate
+    after = n - splits
+    expected = (count_after * baseline).sum(axis=0) / after
+    observed = sum_after.sum(axis=0) / after
+    # the before-means are estimates too: the effective size 1 / (1/n_after + var of the
+    # expectation in run units) reduces, for one task type, to the two-sample GLR's
+    # n_before n_after / (n_before + n_after)
+    weight = count_after / after
+    spread = (weight * weight / (count_before + 1.0)).sum(axis=0)
+    effective = 1.0 / (1.0 / after + spread)
+    shift = np.where(splits >= _MIN_BASELINE_RUNS,
+                     effective * bernoulli_kl(observed, expected), 0.0)
+    return SplitStatistics(np.maximum(per_type, 0.0), dof, shift)
 
 
-def detect_change(groups: np.ndarray, values: np.ndarray, delta: float = 0.01,
+def detect_change(groups: np.ndarray, values: np.ndarray, delta: float = 0.05,
                   min_segment: int = 1, max_splits: int = 64) -> ChangePoint | None:
-    """The strongest change in ``values`` (ordered by time) if the GLR test fires.
+    """The strongest change in ``values`` (ordered by time) if either test fires.
 
     ``groups[i]`` is the task type of outcome ``i``, numbered 0, 1, 2, ... (compact:
     the statistic allocates one row per number up to the largest). Splits leave at
     least ``min_segment`` outcomes on each side; at most about ``max_splits`` evenly
-    spaced splits are tried.
+    spaced splits are tried. The false-alarm level ``delta`` is shared by the two tests.
     """
     n = len(values)
     if n < 2 * min_segment or n < 2:
@@ -109,12 +152,18 @@ def detect_change(groups: np.ndarray, values: np.ndarray, delta: float = 0.01,
     splits = np.arange(max(1, min_segment), n - min_segment + 1, step)
     if len(splits) == 0:
         return None
-    stat, dof = glr_statistics(np.asarray(groups, dtype=np.int64), values, splits)
-    threshold = glr_threshold(n, np.maximum(dof, 1), delta)
-    margin = np.where(dof > 0, stat - threshold, -np.inf)
-    best = int(np.argmax(margin))
-    if not margin[best] > 0.0:
+    stats = split_statistics(np.asarray(groups, dtype=np.int64), values, splits)
+    per_type_threshold = glr_threshold(n, np.maximum(stats.dof, 1), delta / 2.0)
+    shift_threshold = float(glr_threshold(n, 1, delta / 2.0))
+    margins = np.stack((np.where(stats.dof > 0, stats.per_type - per_type_threshold,
+                                 -np.inf),
+                        stats.shift - shift_threshold))
+    kind, best = np.unravel_index(int(np.argmax(margins)), margins.shape)
+    if not margins[kind, best] > 0.0:
         return None
     s = int(splits[best])
-    return ChangePoint(index=s, statistic=float(stat[best]), threshold=float(threshold[best]),
-                       before=float(values[:s].mean()), after=float(values[s:].mean()))
+    statistic = stats.per_type[best] if kind == 0 else stats.shift[best]
+    threshold = per_type_threshold[best] if kind == 0 else shift_threshold
+    return ChangePoint(index=s, statistic=float(statistic), threshold=float(threshold),
+                       before=float(values[:s].mean()), after=float(values[s:].mean()),
+                       kind="per_type" if kind == 0 else "shift")

@@ -15,6 +15,12 @@ def test_bernoulli_kl_values() -> None:
         0.9 * np.log(0.9 / 0.5) + 0.1 * np.log(0.1 / 0.5))
 
 
+def test_threshold_is_besson_kaufmann_for_one_parameter() -> None:
+    assert float(glr_threshold(100, 1, 0.01)) == pytest.approx(np.log(3 * 100**1.5 / 0.01))
+    t = np.log(3 * 100**1.5 / 0.01)
+    assert float(glr_threshold(100, 3, 0.01)) == pytest.approx(t + 1.0 + np.sqrt(2 * t))
+
+
 def test_threshold_grows_with_length_and_task_types() -> None:
     assert glr_threshold(100, 1, 0.01) < glr_threshold(1000, 1, 0.01)
     assert glr_threshold(100, 1, 0.01) < glr_threshold(100, 3, 0.01)
@@ -68,8 +74,39 @@ def test_evidence_from_several_task_types_adds_up() -> None:
         joint += detect_change(groups, values) is not None
         alone += sum(detect_change(np.zeros(n // 3, dtype=int), values[groups == k])
                      is not None for k in range(3))
-    assert joint / 30 >= 0.4
-    assert alone / 90 <= 0.1
+    assert joint / 30 >= 0.75
+    assert alone / 90 <= 0.3
+
+
+def test_an_agent_wide_regression_is_caught_by_the_common_shift_test() -> None:
+    # five task types, 20 runs each before and 12 each after a drop of 0.4 everywhere:
+    # the per-type test pays five degrees of freedom, the common shift only one
+    hits = {"shift": 0, "per_type": 0}
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        groups = np.tile(np.arange(5), 32)
+        means = np.array([0.5, 0.6, 0.45, 0.55, 0.4])[groups]
+        means = means - np.where(np.arange(160) >= 100, 0.4, 0.0)
+        values = (rng.random(160) < means).astype(float)
+        change = detect_change(groups, values, delta=0.05)
+        if change is not None:
+            hits[change.kind] += 1
+            assert 85 <= change.index <= 110
+            assert change.after < change.before
+    assert hits["shift"] >= 10
+    assert hits["per_type"] == 0
+
+
+def test_a_change_on_one_task_type_only_is_caught() -> None:
+    caught = 0
+    for seed in range(10):
+        rng = np.random.default_rng(seed)
+        groups = np.tile([0, 1, 2], 60)
+        drop = np.where((np.arange(180) >= 90) & (groups == 0), 0.8, 0.0)
+        means = np.array([0.9, 0.5, 0.3])[groups] - drop
+        change = detect_change(groups, (rng.random(180) < means).astype(float))
+        caught += change is not None and 80 <= change.index <= 110
+    assert caught >= 8
 
 
 def test_short_sequences_are_not_tested() -> None:

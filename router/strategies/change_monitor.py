@@ -80,7 +80,7 @@ class AgentHistory:
 class ChangeMonitor:
     """Per-agent outcome histories and the change-point test run on them."""
 
-    def __init__(self, window: int = 200, delta: float = 0.01) -> None:
+    def __init__(self, window: int = 200, delta: float = 0.05) -> None:
         self.window = window
         self.delta = delta
         self._history: dict[str, AgentHistory] = {}

@@ -42,7 +42,7 @@ class PosteriorParams(BaseModel):
     """Evidence also halves every this many days of age at decision time (None: never)."""
     change_detection: bool = True
     """Forget an agent's evidence from before a detected change in its quality."""
-    change_delta: float = Field(default=0.01, gt=0, lt=1)
+    change_delta: float = Field(default=0.05, gt=0, lt=1)
     """False-alarm level of the change-point test."""
     change_window: int = Field(default=200, ge=10, le=10_000)
     """Most recent outcomes per agent the change-point test looks at."""
