@@ -37,10 +37,7 @@ def bernoulli_kl(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     """KL divergence between Bernoulli(p) and Bernoulli(q), elementwise (0 log 0 = 0)."""
     p = np.clip(p, 0.0, 1.0)
     q = np.clip(q, _EPS, 1.0 - _EPS)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        a = np.where(p > 0.0, p * np.log(np.maximum(p, _EPS) / q), 0.0)
-        b = np.where(p < 1.0, (1.0 - p) * np.log(np.maximum(1.0 - p, _EPS) / (1.0 - q)), 0.0)
-    return np.asarray(a + b)
+    return np.asarray(_xlogx(p) + _xlogx(1.0 - p) - p * np.log(q) - (1.0 - p) * np.log1p(-q))
 
 
 def glr_threshold(n: int, dof: np.ndarray | int, delta: float) -> np.ndarray:
@@ -108,14 +105,17 @@ def split_statistics(groups: np.ndarray, values: np.ndarray, splits: np.ndarray
     count_cum = np.cumsum(onehot, axis=1)
     sum_cum = np.cumsum(onehot * values, axis=1)
     count_all, sum_all = count_cum[:, -1:], sum_cum[:, -1:]
-    count_before, sum_before = count_cum[:, splits - 1], sum_cum[:, splits - 1]
+    # one extra column at split n ("everything before") yields h(all) in the same pass
+    columns = np.append(splits, n) - 1
+    count_before, sum_before = count_cum[:, columns], sum_cum[:, columns]
     count_after, sum_after = count_all - count_before, sum_all - sum_before
     # h(before) + h(after) - h(all), all task types at once: few, large array passes
-    positive = _xlogx(np.stack((sum_before, count_before - sum_before,
-                                sum_after, count_after - sum_after)))
-    negative = _xlogx(np.stack((count_before, count_after)))
-    whole = _split_entropy(sum_all, count_all)
-    per_type = positive.sum(axis=(0, 1)) - negative.sum(axis=(0, 1)) - float(whole.sum())
+    entropy = (_xlogx(np.stack((sum_before, count_before - sum_before,
+                                sum_after, count_after - sum_after))).sum(axis=(0, 1))
+               - _xlogx(np.stack((count_before, count_after))).sum(axis=(0, 1)))
+    per_type = entropy[:-1] - entropy[-1]
+    count_before, sum_before = count_before[:, :-1], sum_before[:, :-1]
+    count_after, sum_after = count_after[:, :-1], sum_after[:, :-1]
     dof = ((count_before > 0) & (count_after > 0)).sum(axis=0)
     # common shift: after-outcomes against the before-means of their task types
     baseline = (sum_before + 0.5) / (count_before + 1.0)  # Krichevsky-Trofimov estimate
