@@ -114,6 +114,20 @@ def test_rebuild_estimates_records_older_than_the_window() -> None:
     assert approx[0] == pytest.approx(exact[0], rel=0.05)
 
 
+def test_rebuild_never_weighs_a_record_above_one() -> None:
+    # a book whose clock lags its records (e.g. assembled by hand) must not inflate them
+    ledger, book = EvidenceLedger(10.0, None, 2.0), ProfileBook()
+    for _ in range(5):
+        feed(ledger, book, "a", "code", 1.0)
+    lagging = ProfileBook()
+    lagging.replace(list(book), {"code": 1})
+    fresh = EvidenceLedger(10.0, None, 2.0)
+    fresh.rebuild(lagging)
+    weight = fresh.view("code", ["a"], 0.0).pair[2, 0]
+    assert weight == pytest.approx(ledger.view("code", ["a"], 0.0).pair[2, 0])
+    assert weight <= 5.0
+
+
 def test_replace_pair_forgets_and_updates_the_pooled_sums() -> None:
     ledger, book = EvidenceLedger(None, None, 2.0), ProfileBook()
     for _ in range(5):

@@ -201,14 +201,23 @@ class EvidenceLedger:
         states = list(book)
         if not states:
             return
-        latest = max((s.last_updated.timestamp() for s in states if s.last_updated),
-                     default=0.0)
+        # a clock or a time behind its own records would weigh them above 1: take the max
+        clocks: dict[str, int] = {}
+        latest = 0.0
+        for state in states:
+            newest = max((e.seq for e in state.window), default=0)
+            clocks[state.task_type] = max(clocks.get(state.task_type, 0), newest,
+                                          book.clock(state.task_type))
+            stamps = [e.timestamp for e in state.window]
+            if state.last_updated is not None:
+                stamps.append(state.last_updated.timestamp())
+            latest = max([latest, *stamps])
         self._latest = latest
         if self.half_life_seconds is not None:
             self._time_ref = latest
         for state in states:
             i = self.index(state.agent_id)
-            clock = book.clock(state.task_type)
+            clock = clocks[state.task_type]
             te = self._type(state.task_type, clock)
             te.sums[:, i] = self._state_sums(state, clock, latest)
         for te in self._types.values():
