@@ -14,7 +14,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.prompts import PromptTemplate
 from langchain_core.runnables import RunnableLambda
 
-from integrations.langchain_handoff import HandoffResult, HandoffRunnable, estimate_tokens
+from integrations.langchain.handoff import HandoffResult, HandoffRunnable, estimate_tokens
 from profiles.store import Store
 from profiles.store.handoffs import HandoffRepository
 from router import AgentRouter

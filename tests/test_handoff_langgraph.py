@@ -8,7 +8,7 @@ import pytest
 from handoff_helpers import faq_store
 from langchain_core.runnables import RunnableLambda
 
-from integrations.langchain_handoff import HandoffResult, HandoffRunnable
+from integrations.langchain.handoff import HandoffResult, HandoffRunnable
 from profiles.store import Store
 from profiles.store.handoffs import HandoffRepository
 from router.handoff import RetrievalConfidence
