@@ -13,12 +13,11 @@ imports nothing the second time while genuinely repeated rows still count.
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
 import uuid
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from profiles.records import ExecutionRecord
+from router.row_files import RowFileError, csv_rows, jsonl_rows
 
 REQUIRED = ("task_type", "success")
 OPTIONAL = ("quality", "latency_ms", "cost", "timestamp", "record_id", "decision_id",
@@ -160,48 +160,24 @@ def row_to_record(row: Mapping[str, Any], seen: Counter[bytes]) -> ExecutionReco
         raise ValueError(f"{name}: {msg}") from None
 
 
-def _jsonl_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    with path.open(encoding="utf-8") as handle:
-        for line_no, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ExecutionFileError(f"{path}: line {line_no}: not valid JSON: {exc.msg}"
-                                         ) from None
-            if not isinstance(row, dict):
-                raise ExecutionFileError(f"{path}: line {line_no}: expected a JSON object, "
-                                         f"got {type(row).__name__}")
-            yield line_no, row
-
-
-def _csv_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    with path.open(encoding="utf-8-sig", newline="") as handle:  # -sig: Excel's BOM
-        reader = csv.DictReader(handle)
-        header = reader.fieldnames or []
-        if not header:
-            return
-        unknown = [c for c in header if c not in COLUMNS]
-        if unknown:
-            raise ExecutionFileError(f"{path}: line 1: {unknown[0]}: unknown column; allowed: "
-                                     f"{', '.join(COLUMNS)}")
-        missing = [c for c in REQUIRED if c not in header]
-        if not any(c in header for c in AGENT_COLUMNS):
-            missing.insert(0, "agent_id")
-        if missing:
-            raise ExecutionFileError(f"{path}: line 1: {missing[0]}: missing column")
-        for row in reader:
-            if None in row:
-                raise ExecutionFileError(f"{path}: line {reader.line_num}: more values than "
-                                         f"the {len(header)} header columns")
-            yield reader.line_num, row
+def _check_header(header: Sequence[str]) -> None:
+    """A CSV header names only known columns and every required one (empty: no rows)."""
+    if not header:
+        return
+    unknown = [c for c in header if c not in _KNOWN]
+    if unknown:
+        raise ValueError(f"{unknown[0]}: unknown column; allowed: {', '.join(COLUMNS)}")
+    missing = [c for c in REQUIRED if c not in header]
+    if not any(c in header for c in AGENT_COLUMNS):
+        missing.insert(0, "agent_id")
+    if missing:
+        raise ValueError(f"{missing[0]}: missing column")
 
 
 def read_executions(path: Path, fmt: str | None = None) -> list[ExecutionRecord]:
     """Every row of ``path`` as a record, or ExecutionFileError naming the first bad one."""
     fmt = detect_format(path, fmt)
-    rows = _jsonl_rows(path) if fmt == "jsonl" else _csv_rows(path)
+    rows = jsonl_rows(path) if fmt == "jsonl" else csv_rows(path, check_header=_check_header)
     seen: Counter[bytes] = Counter()
     records = []
     try:
@@ -210,8 +186,7 @@ def read_executions(path: Path, fmt: str | None = None) -> list[ExecutionRecord]
                 records.append(row_to_record(row, seen))
             except ValueError as exc:
                 raise ExecutionFileError(f"{path}: line {line_no}: {exc}") from None
-    except UnicodeDecodeError as exc:
-        raise ExecutionFileError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-    except csv.Error as exc:
-        raise ExecutionFileError(f"{path}: not valid CSV: {exc}") from None
+    except RowFileError as exc:
+        where = f"line {exc.line}: " if exc.line else ""
+        raise ExecutionFileError(f"{exc.path}: {where}{exc.problem}") from None
     return records

@@ -34,30 +34,22 @@ from router.cli.base import (
 from router.cli.tables import age, num, pct
 from router.handoff import RetrievalConfidence, coerce_config
 from router.handoff_calibration import CalibrationReport
+from router.row_files import RowFileError, jsonl_rows
 
 SHORT_ID = 8
 
 
 def read_examples(path: Path) -> list[dict[str, Any]]:
     """The JSONL file's examples; errors name the file and line."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise CliError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     examples = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise CliError(f"{path}:{number}: not valid JSON: {exc.msg}") from None
-        if not isinstance(row, dict) or "scores" not in row or "needs_human" not in row:
-            raise CliError(
-                f'{path}:{number}: expected an object with "scores" and "needs_human", '
-                f"got {line.strip()[:60]}"
-            )
-        examples.append(row)
+    try:
+        for number, row in jsonl_rows(path):
+            if "scores" not in row or "needs_human" not in row:
+                raise CliError(f'{path}:{number}: expected an object with "scores" and '
+                               f'"needs_human", got {json.dumps(row)[:60]}')
+            examples.append(row)
+    except RowFileError as exc:
+        raise CliError(str(exc)) from None
     if not examples:
         raise CliError(f"{path}: no examples (one JSON object per line)")
     return examples

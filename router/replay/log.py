@@ -9,15 +9,15 @@ agent has no row for a task) so a replay costs array lookups, not searches.
 
 from __future__ import annotations
 
-import csv
-import json
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from router.row_files import RowFileError, csv_rows, jsonl_rows
 
 REQUIRED_COLUMNS = ("agent", "task_type", "task", "quality")
 OPTIONAL_COLUMNS = ("cost", "latency_ms")
@@ -80,12 +80,16 @@ def load_outcomes(path: str | Path) -> OutcomeLog:
     suffix = path.suffix.lower()
     rows: Iterator[tuple[int, Mapping[str, Any]]]
     if suffix in (".jsonl", ".ndjson", ".json"):
-        rows = _jsonl_rows(path)
+        rows = jsonl_rows(path)
     elif suffix in (".csv", ".tsv", ".txt"):
-        rows = _csv_rows(path, delimiter="\t" if suffix == ".tsv" else ",")
+        rows = csv_rows(path, delimiter="\t" if suffix == ".tsv" else ",",
+                        check_header=_check_header)
     else:
         raise OutcomeLogError(f"{path}: unknown format {suffix!r}; use .csv or .jsonl")
-    return outcomes_from_rows(rows, source=str(path))
+    try:
+        return outcomes_from_rows(rows, source=str(path))
+    except RowFileError as exc:
+        raise OutcomeLogError(str(exc)) from None
 
 
 def outcomes_from_rows(rows: Iterator[tuple[int, Mapping[str, Any]]] | list[Mapping[str, Any]],
@@ -147,28 +151,8 @@ def _number(value: Any, name: str, where: str, low: float, high: float | None) -
     return number
 
 
-def _csv_rows(path: Path, delimiter: str) -> Iterator[tuple[int, Mapping[str, Any]]]:
-    with path.open(newline="", encoding="utf-8") as handle:
-        reader = csv.DictReader(handle, delimiter=delimiter)
-        header = [h.strip() for h in reader.fieldnames or []]
-        absent = [c for c in REQUIRED_COLUMNS if c not in header]
-        if absent:
-            raise OutcomeLogError(f"{path}: header lacks column(s) {', '.join(absent)} "
-                                  f"(found: {', '.join(header) or 'nothing'})")
-        reader.fieldnames = header
-        for row in reader:
-            yield reader.line_num, row
-
-
-def _jsonl_rows(path: Path) -> Iterator[tuple[int, Mapping[str, Any]]]:
-    with path.open(encoding="utf-8") as handle:
-        for number, text in enumerate(handle, start=1):
-            if not text.strip():
-                continue
-            try:
-                row = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise OutcomeLogError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
-            if not isinstance(row, dict):
-                raise OutcomeLogError(f"{path}:{number}: expected a JSON object per line")
-            yield number, row
+def _check_header(header: Sequence[str]) -> None:
+    absent = [c for c in REQUIRED_COLUMNS if c not in header]
+    if absent:
+        raise ValueError(f"header lacks column(s) {', '.join(absent)} "
+                         f"(found: {', '.join(header) or 'nothing'})")

@@ -1,0 +1,85 @@
+"""Rows of a CSV or JSONL file, each with its line number, with errors that name the file and line.
+
+Execution logs, outcome logs and hand-off examples are all read this way, so a bad file
+reads the same everywhere: every problem is a RowFileError carrying the path, the line
+(0 when it is the whole file) and what is wrong, and each caller words it in its own error
+type. Files are read as UTF-8 with an optional BOM (Excel writes one) and streamed, so a
+large log is never held as text.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+Row = tuple[int, dict[str, Any]]
+
+
+class RowFileError(ValueError):
+    """A file, or one of its lines, that cannot be read as rows."""
+
+    def __init__(self, path: Path, line: int, problem: str) -> None:
+        self.path, self.line, self.problem = path, line, problem
+        super().__init__(f"{path}:{line}: {problem}" if line else f"{path}: {problem}")
+
+
+def jsonl_rows(path: Path) -> Iterator[Row]:
+    """Each non-blank line's JSON object with its line number."""
+    with _open(path) as handle:
+        try:
+            for line_no, text in enumerate(handle, start=1):
+                if not text.strip():
+                    continue
+                try:
+                    row = json.loads(text)
+                except json.JSONDecodeError as exc:
+                    raise RowFileError(path, line_no, f"not valid JSON: {exc.msg}") from None
+                if not isinstance(row, dict):
+                    raise RowFileError(path, line_no,
+                                       f"expected a JSON object, got {type(row).__name__}")
+                yield line_no, row
+        except UnicodeDecodeError as exc:
+            raise _not_utf8(path, exc) from None
+
+
+def csv_rows(path: Path, delimiter: str = ",",
+             check_header: Callable[[Sequence[str]], None] | None = None) -> Iterator[Row]:
+    """Each data row as ``{column: value}`` with the line it ends on.
+
+    Header names are stripped of surrounding blanks. ``check_header`` sees them before
+    any row and raises ValueError saying what is wrong (reported at line 1). A row with
+    more values than the header has columns is an error, not a silently dropped value.
+    """
+    with _open(path, newline="") as handle:
+        reader = csv.DictReader(handle, delimiter=delimiter)
+        try:
+            header = [name.strip() for name in reader.fieldnames or []]
+            if check_header is not None:
+                try:
+                    check_header(header)
+                except ValueError as exc:
+                    raise RowFileError(path, 1, str(exc)) from None
+            reader.fieldnames = header
+            for row in reader:
+                if None in row:
+                    raise RowFileError(path, reader.line_num, f"more values than the "
+                                                              f"{len(header)} header columns")
+                yield reader.line_num, row
+        except UnicodeDecodeError as exc:
+            raise _not_utf8(path, exc) from None
+        except csv.Error as exc:
+            raise RowFileError(path, reader.line_num, f"not valid CSV: {exc}") from None
+
+
+def _open(path: Path, newline: str | None = None) -> TextIO:
+    try:
+        return path.open(encoding="utf-8-sig", newline=newline)
+    except OSError as exc:
+        raise RowFileError(path, 0, f"cannot read: {exc.strerror or exc}") from None
+
+
+def _not_utf8(path: Path, exc: UnicodeDecodeError) -> RowFileError:
+    return RowFileError(path, 0, f"not UTF-8 text (byte {exc.start})")
