@@ -18,6 +18,7 @@ from router.config import ConfigError, RouterConfig, load_config
 from router.config.loader import describe_problem
 from router.errors import RouterError
 from router.router import AgentRouter
+from router.strategies import available_strategies
 
 console = Console()
 err_console = Console(stderr=True)
@@ -126,6 +127,19 @@ def router_options(func: F) -> F:
                         type=click.Path(path_type=Path, dir_okay=False),
                         help="Router config (YAML/TOML/JSON); default ./router.yaml if "
                              "present.")(func)
+
+
+def strategy_option(func: F) -> F:
+    """Add --strategy NAME (see ``strategy_overrides``)."""
+    return click.option("--strategy", default=None, metavar="NAME",
+                        help=f"Route with this strategy instead of the config's "
+                             f"({', '.join(available_strategies())}).")(func)
+
+
+def strategy_overrides(strategy: str | None) -> dict[str, Any]:
+    """Router overrides for --strategy: the config's strategy_params belong to the
+    config's strategy, so another strategy starts from its own defaults."""
+    return {} if strategy is None else {"strategy": strategy, "strategy_params": {}}
 
 
 def json_option(func: F) -> F:

@@ -22,10 +22,11 @@ from router.cli.base import (
     open_router,
     print_json,
     router_options,
+    strategy_option,
+    strategy_overrides,
 )
 from router.cli.tables import LEADERBOARD_LEGEND, leaderboard_heading, leaderboard_table, pct
 from router.demo import DEFAULT_WORKLOAD, DemoSummary, TaskResult, run_demo, summarize
-from router.strategies import available_strategies
 
 
 def _report(summary: DemoSummary, store_url: str, store_given: bool) -> None:
@@ -55,9 +56,7 @@ def _report(summary: DemoSummary, store_url: str, store_given: bool) -> None:
               show_default=True, help="Number of simulated tasks.")
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Seed of the task stream, the outcomes and the router's randomness.")
-@click.option("--strategy", default=None, metavar="NAME",
-              help=f"Route with this strategy instead of the config's or the default "
-                   f"({', '.join(available_strategies())}).")
+@strategy_option
 @router_options
 @json_option
 def demo(tasks: int, seed: int, strategy: str | None, config: Path | None, store: str | None,
@@ -72,9 +71,8 @@ def demo(tasks: int, seed: int, strategy: str | None, config: Path | None, store
     the oracle. Use --store mem:// for a fresh, throw-away run.
     """
     workload = DEFAULT_WORKLOAD
-    overrides: dict[str, Any] = {"agents": workload.agent_specs(), "seed": seed}
-    if strategy is not None:
-        overrides.update(strategy=strategy, strategy_params={})
+    overrides: dict[str, Any] = {"agents": workload.agent_specs(), "seed": seed,
+                                 **strategy_overrides(strategy)}
     with open_router(config, store, **overrides) as router:
         url = router.store.url
         if not as_json:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import click
 from rich.markup import escape
@@ -16,10 +15,11 @@ from router.cli.base import (
     load_router_config,
     print_json,
     router_options,
+    strategy_option,
+    strategy_overrides,
 )
 from router.cli.tables import decision_table, num, reason_lines
 from router.router import AgentRouter
-from router.strategies import available_strategies
 
 
 def adopt_known_agents(router: AgentRouter) -> None:
@@ -44,9 +44,7 @@ def adopt_known_agents(router: AgentRouter) -> None:
               help="Route among these agents instead of the config's (repeatable).")
 @click.option("--exclude", "-x", multiple=True, metavar="ID",
               help="Leave this agent out, e.g. one that already failed (repeatable).")
-@click.option("--strategy", default=None, metavar="NAME",
-              help=f"Rank with this strategy instead of the config's "
-                   f"({', '.join(available_strategies())}).")
+@strategy_option
 @router_options
 @json_option
 def route(task_type: str, agents: tuple[str, ...], exclude: tuple[str, ...],
@@ -58,11 +56,9 @@ def route(task_type: str, agents: tuple[str, ...], exclude: tuple[str, ...],
     `select()` would make now. Agents come from the config, --agent, or else every agent
     the store has profiles for.
     """
-    overrides: dict[str, Any] = {}
+    overrides = strategy_overrides(strategy)
     if agents:
         overrides["agents"] = list(agents)
-    if strategy is not None:
-        overrides.update(strategy=strategy, strategy_params={})
     settings = load_router_config(config, store)
     settings.trust.log_decisions = False  # a preview: no decision log entry awaiting an outcome
     with settings.build_router(**overrides) as router:
