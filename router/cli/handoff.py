@@ -226,7 +226,13 @@ def handoff_rates(store: Store, task_type: str | None = None) -> list[dict[str, 
     show_default=True,
     help="Which stored requests to list.",
 )
-@click.option("--limit", type=click.IntRange(1), default=100, show_default=True)
+@click.option(
+    "--limit",
+    type=click.IntRange(1),
+    default=100,
+    show_default=True,
+    help="Most requests listed (or re-delivered with --retry).",
+)
 @click.option("--stats", is_flag=True, help="Hand-off rate per task type instead.")
 @click.option("--retry", is_flag=True, help="Re-deliver pending requests through the hooks.")
 @click.option(
