@@ -281,11 +281,6 @@ class TrustCounts:
         self.frequency_decay = self.effectiveness_decay = self.human_decay = 0.0
 
 
-def new_profile_scores(weights: tuple[float, float, float] = DEFAULT_WEIGHTS) -> TrustScores:
-    """Scores of a pair with no evidence at all (moderate with the default weights)."""
-    return TrustCounts().scores(weights)
-
-
 # -- evidence ------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class SignalEffect:
@@ -367,11 +362,6 @@ def apply_review(counts: TrustCounts, approved: bool, at: datetime | None = None
         counts.rejections += 1
         counts.reviewed = False
     _seen(counts, at)
-
-
-def apply_feedback(counts: TrustCounts, approved: bool, at: datetime | None = None) -> None:
-    """Feedback on one decision: an approval or a rejection (see ``human_score``)."""
-    apply_signal(counts, "user_accepted" if approved else "user_corrected", at)
 
 
 def _seen(counts: TrustCounts, at: datetime | None) -> None:

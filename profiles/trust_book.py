@@ -110,16 +110,6 @@ class TrustBook:
             self._store_scores(pair, scores)
             return scores
 
-    def remove(self, agent_id: str, task_type: str) -> None:
-        """Forget a pair (after the lifecycle retired it)."""
-        with self._lock:
-            key = (agent_id, task_type)
-            self._counts.pop(key, None)
-            self._loaded.discard(key)
-            old = self._scores.pop(key, None)
-            if old is not None and old.tier is Tier.DEPRECATED:
-                self._deprecated -= 1
-
     def _store_scores(self, key: Pair, scores: TrustScores) -> None:
         old = self._scores.get(key)
         self._deprecated += ((scores.tier is Tier.DEPRECATED)
