@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -26,8 +25,9 @@ from profiles.store import Store
 from profiles.trust import TrustScores
 from router.abstention import AbstentionPolicy
 from router.agents import AgentLike, AgentSpec, as_specs
-from router.decision import CandidateScore, RoutingDecision
+from router.decision import CandidateScore, RoutingDecision, new_decision_id
 from router.errors import NoAgentAvailable, UnknownAgent
+from router.explanation import Deferred
 from router.load import InFlightTracker, Lease
 from router.strategies import DEFAULT_STRATEGY, Arm, Strategy, StrategyContext, make_strategy
 from router.transfer import TransferDispatcher
@@ -38,6 +38,21 @@ if TYPE_CHECKING:
 
 _SNAPSHOT_SECONDS = 60.0  # expertise drifts by < 0.02% a minute at the 7-day time constant
 _ELIGIBLE_CACHE_LIMIT = 1024  # task types whose ranked arms are cached at once
+
+
+class _VerdictWithLoad(Deferred):
+    """A candidate's reason and components: its verdict's, plus the load when non-zero."""
+
+    __slots__ = ()
+
+    def explain(self, key: Any) -> tuple[str, Mapping[str, float]]:
+        """``key`` is (the strategy's ArmScore, the agent's load)."""
+        verdict, load = key
+        reason = verdict.reason if not load else f"{verdict.reason}; load {load:.2f}"
+        return reason, verdict.components
+
+
+_FROM_VERDICT = _VerdictWithLoad()
 
 
 class AgentRouter:
@@ -233,6 +248,7 @@ class AgentRouter:
                                   self.exploit_only)
             scores = self.strategy.score(arms, ctx)
             ties = self._rng.random(len(arms)).tolist()
+            deferred = CandidateScore.deferred
             candidates = []
             for i, (arm, verdict, load, tie) in enumerate(
                     zip(arms, scores, loads, ties, strict=True)):
@@ -240,22 +256,18 @@ class AgentRouter:
                 final = s / (1.0 + load) if s >= 0 else s * (1.0 + load)
                 p = arm.profile
                 # (-final, tie, i): best first, seeded-random among equals; i keeps sort stable
-                candidates.append((-final, tie, i, CandidateScore(
-                    agent_id=arm.agent_id, expertise=p.expertise, confidence=p.confidence,
-                    adjusted_score=p.adjusted_score, executions=p.executions_total,
-                    load=load, score=s, final_score=final,
-                    reason=verdict.reason if not load else f"{verdict.reason}; load {load:.2f}",
-                    components=verdict.components), verdict.success_probability))
+                candidates.append((-final, tie, i, deferred(
+                    arm.agent_id, p.expertise, p.confidence, p.adjusted_score,
+                    p.executions_total, load, s, final, _FROM_VERDICT, (verdict, load)),
+                    verdict.success_probability))
             candidates.sort()
             # trust tiers: deprecated agents and (exploit-only) untrusted ones move last
             candidates = self.trust_layer.order(task_type, candidates, self.exploit_only)
             best = candidates[0]
             lease = self.acquire(best[3].agent_id) if acquire else None
-        decision = RoutingDecision(
-            decision_id=str(uuid.uuid4()), task_type=task_type, agent_id=best[3].agent_id,
-            candidates=tuple(c[3] for c in candidates), strategy=self.strategy.name,
-            created_at=now, context=context, lease=lease,
-        )
+        decision = RoutingDecision(  # positional: the fields' order, cheaper than keywords
+            new_decision_id(), task_type, best[3].agent_id, tuple(c[3] for c in candidates),
+            self.strategy.name, now, None, None, False, None, context, lease)
         # calibrated confidence, tier, abstention; buffered for the decision log (no I/O)
         return self.trust_layer.decide(decision, [c[4] for c in candidates])
 

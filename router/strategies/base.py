@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -19,6 +19,7 @@ from profiles.book import ProfileBook
 from profiles.profile import ProfileSettings, ProfileState, TaskTypeProfile
 from profiles.records import ExecutionRecord
 from router.agents import AgentSpec
+from router.explanation import Deferred, explained_on_read
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,9 +36,11 @@ class Arm:
         return self.agent.id
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class StrategyContext:
-    """Everything a strategy may read for one decision (read-only by convention)."""
+    """Everything a strategy may read for one decision (read-only by convention; not
+    frozen because ``select()`` builds one per decision and frozen construction costs
+    several times as much)."""
 
     task_type: str
     now: datetime
@@ -47,6 +50,7 @@ class StrategyContext:
     exploit_only: bool = False
 
 
+@explained_on_read
 @dataclass(slots=True)
 class ArmScore:
     """A strategy's verdict on one arm: higher ``score`` is better.
@@ -55,12 +59,21 @@ class ArmScore:
     decision's confidence); ``components`` are the numbers that explain the score.
     Treat it as read-only; it is not a frozen dataclass only because ``select()`` builds
     one per arm per decision and frozen construction costs about 3.5x as much.
+    ``deferred`` builds one whose reason and components are formatted on first read
+    (see ``router.explanation``).
     """
 
     score: float
     reason: str
     success_probability: float | None = None
     components: Mapping[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def deferred(cls, score: float, success_probability: float | None,
+                 explainer: Deferred, key: Any) -> ArmScore:
+        """A verdict whose reason and components ``explainer.explain(key)`` builds when
+        first read."""
+        return cls(score, explainer, success_probability, key)  # type: ignore[arg-type]
 
 
 @runtime_checkable

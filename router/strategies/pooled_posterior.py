@@ -36,6 +36,7 @@ from profiles.posterior import (
     wilson_lower_bound,
 )
 from profiles.records import ExecutionRecord
+from router.explanation import Deferred
 from router.strategies.base import Arm, ArmScore, StrategyContext
 from router.strategies.change_monitor import ChangeMonitor, DetectedChange
 from router.strategies.evidence import EvidenceLedger
@@ -62,6 +63,8 @@ class Posterior:
     evidence: np.ndarray  # discounted runs of the pair itself
     lower_bound: np.ndarray
     penalty: np.ndarray  # lambda_cost x cost + lambda_latency x latency
+    success_list: list[float] = field(default_factory=list)  # ``success`` as floats
+    penalties: list[float] | None = None  # ``penalty`` as floats; None when all zero
     explained: list[str] = field(default_factory=list)  # per-arm reason, built lazily
     components: list[dict[str, float]] = field(default_factory=list)
     pending: np.ndarray | None = None  # pre-drawn Thompson samples (batch, arms)
@@ -175,12 +178,14 @@ class PooledPosterior:
         beta = np.maximum(beta, 1e-9)
         mean = beta_mean(alpha, beta)
         qa, qb = alpha[0], beta[0]
+        penalty = self._penalty(arms)
         return Posterior(
             version=self.ledger.version, computed_at=now, alpha=qa, beta=qb,
             mean=mean[0], sd=beta_sd(qa, qb), success=mean[1], prior_mean=prior_mean[0],
             prior_strength=prior_strength, evidence=pair[2],
             lower_bound=wilson_lower_bound(mean[0], qa + qb, p.z),
-            penalty=self._penalty(arms))
+            penalty=penalty, success_list=mean[1].tolist(),
+            penalties=penalty.tolist() if penalty.any() else None)
 
     def _penalty(self, arms: Sequence[Arm]) -> np.ndarray:
         """``lambda_cost x cost + lambda_latency x latency_s`` per arm (0 by default).
@@ -212,21 +217,28 @@ class PooledPosterior:
 
     @staticmethod
     def explain(post: Posterior) -> None:
-        """Fill the per-arm reasons and components that do not depend on a draw."""
+        """Fill the per-arm reasons and components that do not depend on a draw.
+
+        Built into local lists and published at once (``explained`` last, it is the
+        flag), so a reader on another thread never sees a half-filled list.
+        """
         if post.explained:
             return
+        reasons, components = [], []
         columns = zip(post.mean.tolist(), post.sd.tolist(), post.evidence.tolist(),
                       post.prior_mean.tolist(), post.prior_strength.tolist(),
                       post.success.tolist(), post.lower_bound.tolist(),
                       post.penalty.tolist(), strict=True)
         for mean, sd, n, prior, strength, success, bound, penalty in columns:
-            post.explained.append(f"mean {mean:.2f} ± {sd:.2f} over {n:.1f} runs "
-                                  f"(pooled prior {prior:.2f} x {strength:.1f})")
-            post.components.append({
+            reasons.append(f"mean {mean:.2f} ± {sd:.2f} over {n:.1f} runs "
+                           f"(pooled prior {prior:.2f} x {strength:.1f})")
+            components.append({
                 "posterior_mean": mean, "posterior_sd": sd, "evidence": n,
                 "prior_mean": prior, "prior_strength": strength,
                 "success_probability": success, "lower_bound": bound, "penalty": penalty,
             })
+        post.components = components
+        post.explained = reasons
 
     def draw(self, post: Posterior, rng: np.random.Generator) -> np.ndarray:
         """One Thompson draw per arm from the posterior.
@@ -255,27 +267,43 @@ class PooledPosterior:
         """One ArmScore per arm: ``values - penalty`` explained by ``label``.
 
         ``values`` lie in [0, 1]; ``component`` names them in the components
-        (``sample``, ``lower_bound`` or ``random_order``).
+        (``sample``, ``lower_bound`` or ``random_order``). Reasons and components are
+        formatted only when read (``VerdictExplainer``): most decisions are never read.
         """
-        self.explain(post)
         drawn = values.tolist()
-        success = post.success.tolist()
-        out = []
-        if post.penalty.any():
-            penalty = post.penalty.tolist()
-            for i, value in enumerate(drawn):
-                score = value - penalty[i]
-                reason = (f"{label} {value:.2f}; {post.explained[i]}; "
-                          f"cost/latency penalty {penalty[i]:.3f}")
-                out.append(ArmScore(score, reason, success[i], {
-                    **post.components[i], component: value, "objective": score}))
-            return out
-        two = _TWO_DECIMALS  # values lie in [0, 1]: format by table lookup
-        for value, reason, base, p in zip(drawn, post.explained, post.components, success,
-                                          strict=True):
-            out.append(ArmScore(value, f"{label} {two[int(value * 100.0 + 0.5)]}; {reason}", p,
-                                {**base, component: value, "objective": value}))
-        return out
+        success = post.success_list
+        explainer = VerdictExplainer(post, drawn, label, component)
+        deferred = ArmScore.deferred
+        penalty = post.penalties
+        if penalty is not None:
+            return [deferred(value - penalty[i], success[i], explainer, i)
+                    for i, value in enumerate(drawn)]
+        return [deferred(value, success[i], explainer, i) for i, value in enumerate(drawn)]
+
+
+class VerdictExplainer(Deferred):
+    """The reason and components of one decision's verdicts, built per arm on read."""
+
+    __slots__ = ("component", "label", "post", "values")
+
+    def __init__(self, post: Posterior, values: list[float], label: str,
+                 component: str) -> None:
+        self.post, self.values, self.label, self.component = post, values, label, component
+
+    def explain(self, key: Any) -> tuple[str, dict[str, float]]:
+        """Arm ``key``'s reason and components (the value, its penalty, the posterior)."""
+        post, i = self.post, int(key)
+        PooledPosterior.explain(post)
+        value = self.values[i]
+        if post.penalties is not None:  # every arm's reason names the penalty, zero or not
+            penalty = post.penalties[i]
+            score = value - penalty
+            reason = (f"{self.label} {value:.2f}; {post.explained[i]}; "
+                      f"cost/latency penalty {penalty:.3f}")
+        else:  # values lie in [0, 1]: format by table lookup
+            score = value
+            reason = f"{self.label} {_TWO_DECIMALS[int(value * 100.0 + 0.5)]}; {post.explained[i]}"
+        return reason, {**post.components[i], self.component: value, "objective": score}
 
 
 _TWO_DECIMALS = [f"{k / 100:.2f}" for k in range(101)]  # formatting floats is slow
