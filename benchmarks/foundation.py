@@ -48,7 +48,7 @@ from profiles.store.executions import SCHEMA as EXECUTIONS_SCHEMA
 from router import AgentRouter
 from router.strategies import DEFAULT_STRATEGY
 
-console = Console()
+console = Console(width=150)  # the table has seven columns: never wrap them
 
 SELECT_TARGET = 0.3
 RECORD_TARGET = 2.0

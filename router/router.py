@@ -29,7 +29,14 @@ from router.decision import CandidateScore, RoutingDecision, new_decision_id
 from router.errors import NoAgentAvailable, UnknownAgent
 from router.explanation import Deferred
 from router.load import InFlightTracker, Lease
-from router.strategies import DEFAULT_STRATEGY, Arm, Strategy, StrategyContext, make_strategy
+from router.strategies import (
+    DEFAULT_STRATEGY,
+    Arm,
+    ArmScore,
+    Strategy,
+    StrategyContext,
+    make_strategy,
+)
 from router.transfer import TransferDispatcher
 from router.trust_layer import TrustLayer, TrustOptions
 
@@ -46,10 +53,11 @@ class _VerdictWithLoad(Deferred):
     __slots__ = ()
 
     def explain(self, key: Any) -> tuple[str, Mapping[str, float]]:
-        """``key`` is (the strategy's ArmScore, the agent's load)."""
+        """``key`` is the strategy's ArmScore, or (that ArmScore, the agent's load)."""
+        if isinstance(key, ArmScore):
+            return key.reason, key.components
         verdict, load = key
-        reason = verdict.reason if not load else f"{verdict.reason}; load {load:.2f}"
-        return reason, verdict.components
+        return f"{verdict.reason}; load {load:.2f}", verdict.components
 
 
 _FROM_VERDICT = _VerdictWithLoad()
@@ -252,14 +260,15 @@ class AgentRouter:
             candidates = []
             for i, (arm, verdict, load, tie) in enumerate(
                     zip(arms, scores, loads, ties, strict=True)):
-                s = verdict.score
-                final = s / (1.0 + load) if s >= 0 else s * (1.0 + load)
+                s = final = verdict.score
+                if load:
+                    final = s / (1.0 + load) if s >= 0 else s * (1.0 + load)
                 p = arm.profile
                 # (-final, tie, i): best first, seeded-random among equals; i keeps sort stable
                 candidates.append((-final, tie, i, deferred(
-                    arm.agent_id, p.expertise, p.confidence, p.adjusted_score,
-                    p.executions_total, load, s, final, _FROM_VERDICT, (verdict, load)),
-                    verdict.success_probability))
+                    arm.agent.id, p.expertise, p.confidence, p.adjusted_score,
+                    p.executions_total, load, s, final, _FROM_VERDICT,
+                    (verdict, load) if load else verdict), verdict.success_probability))
             candidates.sort()
             # trust tiers: deprecated agents and (exploit-only) untrusted ones move last
             candidates = self.trust_layer.order(task_type, candidates, self.exploit_only)
