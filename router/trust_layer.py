@@ -70,7 +70,8 @@ class TrustOptions:
     confidence_tiers: tuple[float, float] = (0.5, 0.8)  # medium from, strong from
     unknown_probability: float = 0.5  # raw confidence when the strategy has no estimate
     log_decisions: bool = True
-    flush_every: int = 64
+    log_candidates: int | None = 8  # the head of each logged ranking; None logs them all
+    flush_every: int = 16
     flush_seconds: float = 1.0
     rescue_memory: int = 10_000
 
@@ -82,6 +83,8 @@ class TrustOptions:
                              f"got {self.confidence_tiers}")
         if not 0.0 <= self.unknown_probability <= 1.0:
             raise ValueError("trust.unknown_probability must be within [0, 1]")
+        if self.log_candidates is not None and self.log_candidates < 1:
+            raise ValueError("trust.log_candidates must be >= 1 (or null for every candidate)")
         if self.flush_every < 1 or not self.flush_seconds >= 0:
             raise ValueError("trust.flush_every must be >= 1 and flush_seconds >= 0")
 
@@ -100,7 +103,8 @@ class TrustLayer:
         self.repo = store.repository(TrustRepository)
         self.decisions = DecisionLog(store.repository(DecisionRepository), strategy,
                                      self.options.calibration,
-                                     enabled=self.options.log_decisions)
+                                     enabled=self.options.log_decisions,
+                                     log_candidates=self.options.log_candidates)
         self._lock = threading.Lock()
         self._flush_lock = threading.Lock()
         self._deltas: dict[Pair, TrustDelta] = {}

@@ -116,6 +116,23 @@ def test_decision_log_is_joined_with_outcomes(router: AgentRouter) -> None:
     assert row2 is not None and row2["success"] is False
 
 
+def test_decision_log_keeps_the_head_of_a_long_ranking() -> None:
+    agents = [f"agent{i}" for i in range(20)]
+    with AgentRouter(agents=agents, store="mem://", seed=1,
+                     trust=TrustOptions(log_candidates=3)) as r:
+        d = r.select("code")
+        r.record(d, success=True)
+        r.flush()
+        row = r.store.repository(DecisionRepository).get(d.decision_id)
+    assert row is not None and row["candidate_count"] == 20
+    assert [c["agent_id"] for c in row["candidates"]] == d.ranking[:3]
+    chosen, *others = row["candidates"]
+    assert chosen["agent_id"] == d.agent_id and chosen["reason"] == d.chosen.reason
+    assert all("reason" not in c and "components" not in c for c in others)
+    with pytest.raises(ValueError, match="log_candidates"):
+        TrustOptions(log_candidates=0)
+
+
 def test_select_does_not_touch_the_database(router: AgentRouter,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     router.record(agent_id="a", task_type="code", success=True)

@@ -27,6 +27,7 @@ DEFINE FIELD IF NOT EXISTS abstained ON decision TYPE bool;
 DEFINE FIELD IF NOT EXISTS abstain_reason ON decision TYPE option<string>;
 DEFINE FIELD IF NOT EXISTS abstain_detail ON decision TYPE option<string>;
 DEFINE FIELD IF NOT EXISTS candidates ON decision FLEXIBLE TYPE array<object>;
+DEFINE FIELD IF NOT EXISTS candidate_count ON decision TYPE option<int>;
 DEFINE FIELD IF NOT EXISTS created_at ON decision TYPE datetime;
 DEFINE FIELD IF NOT EXISTS success ON decision TYPE option<bool>;
 DEFINE FIELD IF NOT EXISTS quality ON decision TYPE option<float>

@@ -98,7 +98,8 @@ class TrustSection(_Strict):
     calibration: CalibrationSection = Field(default_factory=CalibrationSection)
     decay: DecaySection = Field(default_factory=DecaySection)
     log_decisions: bool = True
-    flush_every: int = Field(default=64, ge=1)
+    log_candidates: int | None = Field(default=8, ge=1)
+    flush_every: int = Field(default=16, ge=1)
     flush_seconds: float = Field(default=1.0, ge=0, allow_inf_nan=False)
 
     @field_validator("weights")
@@ -119,7 +120,8 @@ class TrustSection(_Strict):
             calibration=CalibrationSettings(**self.calibration.model_dump()),
             decay=DecaySettings(**self.decay.model_dump()),
             confidence_tiers=(self.confidence_tiers.medium, self.confidence_tiers.strong),
-            log_decisions=self.log_decisions, flush_every=self.flush_every,
+            log_decisions=self.log_decisions, log_candidates=self.log_candidates,
+            flush_every=self.flush_every,
             flush_seconds=self.flush_seconds,
         )
 
