@@ -29,6 +29,7 @@ from router.decision import CandidateScore, RoutingDecision, new_decision_id
 from router.errors import NoAgentAvailable, UnknownAgent
 from router.explanation import Deferred
 from router.load import InFlightTracker, Lease
+from router.recording import build_record
 from router.strategies import (
     DEFAULT_STRATEGY,
     Arm,
@@ -302,10 +303,10 @@ class AgentRouter:
         if isinstance(decision, ExecutionRecord):
             rec = decision
         else:
-            rec = self._build_record(decision, agent_id=agent_id, task_type=task_type,
-                                     success=success, quality=quality, latency_ms=latency_ms,
-                                     cost=cost, timestamp=timestamp, record_id=record_id,
-                                     metadata=metadata)
+            rec = build_record(decision, self._agents, agent_id=agent_id,
+                               task_type=task_type, success=success, quality=quality,
+                               latency_ms=latency_ms, cost=cost, timestamp=timestamp,
+                               record_id=record_id, metadata=metadata)
         try:
             self.trust_layer.prefetch([(rec.agent_id, rec.task_type)])  # first use: 1 read
             seq = self.store.executions.record(rec)
@@ -376,32 +377,3 @@ class AgentRouter:
         from router.lifecycle import run_decay
 
         return run_decay(self, now=now)
-
-    def _build_record(self, decision: RoutingDecision | None, *, agent_id: str | None,
-                      task_type: str | None, success: bool | None, quality: float | None,
-                      latency_ms: float, cost: float | None, timestamp: datetime | None,
-                      record_id: str | None, metadata: Mapping[str, Any] | None
-                      ) -> ExecutionRecord:
-        if decision is not None:
-            for name, given, known in (("agent_id", agent_id, decision.agent_id),
-                                       ("task_type", task_type, decision.task_type)):
-                if given is not None and given != known:
-                    raise ValueError(f"{name} {given!r} contradicts the decision's {known!r}")
-            agent_id, task_type = decision.agent_id, decision.task_type
-        if agent_id is None or task_type is None:
-            raise ValueError("record() needs a decision, or both agent_id and task_type")
-        if success is None:
-            raise ValueError("record() needs success=True or success=False")
-        if cost is None and agent_id in self._agents:
-            cost = self._agents[agent_id].cost_per_call
-        fields: dict[str, Any] = {
-            "agent_id": agent_id, "task_type": task_type, "success": success,
-            "quality": quality, "latency_ms": latency_ms, "cost": cost,
-            "decision_id": decision.decision_id if decision else None,
-            "metadata": dict(metadata or {}),
-        }
-        if timestamp is not None:
-            fields["timestamp"] = timestamp
-        if record_id is not None:
-            fields["record_id"] = record_id
-        return ExecutionRecord(**fields)

@@ -1,0 +1,48 @@
+"""Turning ``record()``'s arguments into a validated ExecutionRecord.
+
+A caller may pass the decision from ``select`` (its agent and task type are used, and
+must not be contradicted), or the agent and task type directly; a missing cost falls
+back to the agent's configured ``cost_per_call``. Validation itself (ranges, ids,
+timestamps) is ExecutionRecord's job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from profiles.records import ExecutionRecord
+from router.agents import AgentSpec
+from router.decision import RoutingDecision
+
+
+def build_record(decision: RoutingDecision | None, agents: Mapping[str, AgentSpec], *,
+                 agent_id: str | None, task_type: str | None, success: bool | None,
+                 quality: float | None, latency_ms: float, cost: float | None,
+                 timestamp: datetime | None, record_id: str | None,
+                 metadata: Mapping[str, Any] | None) -> ExecutionRecord:
+    """The ExecutionRecord ``record()`` stores; ValueError names what is missing or wrong."""
+    if decision is not None:
+        for name, given, known in (("agent_id", agent_id, decision.agent_id),
+                                   ("task_type", task_type, decision.task_type)):
+            if given is not None and given != known:
+                raise ValueError(f"{name} {given!r} contradicts the decision's {known!r}")
+        agent_id, task_type = decision.agent_id, decision.task_type
+    if agent_id is None or task_type is None:
+        raise ValueError("record() needs a decision, or both agent_id and task_type")
+    if success is None:
+        raise ValueError("record() needs success=True or success=False")
+    if cost is None and agent_id in agents:
+        cost = agents[agent_id].cost_per_call
+    fields: dict[str, Any] = {
+        "agent_id": agent_id, "task_type": task_type, "success": success,
+        "quality": quality, "latency_ms": latency_ms, "cost": cost,
+        "decision_id": decision.decision_id if decision else None,
+        "metadata": dict(metadata or {}),
+    }
+    if timestamp is not None:
+        fields["timestamp"] = timestamp
+    if record_id is not None:
+        fields["record_id"] = record_id
+    return ExecutionRecord(**fields)
