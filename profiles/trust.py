@@ -265,7 +265,12 @@ class TrustCounts:
         if f < WEAK_DIMENSION or e < WEAK_DIMENSION or h < WEAK_DIMENSION:
             c *= WEAK_PENALTY
         c = min(1.0, max(0.0, c))
-        return TrustScores(f, e, h, c, next(t for edge, t in TIER_EDGES if c >= edge))
+        tier = Tier.DEPRECATED
+        for edge, band in TIER_EDGES:  # a loop, not next(generator): runs once per record
+            if c >= edge:
+                tier = band
+                break
+        return TrustScores(f, e, h, c, tier)
 
     def copy(self) -> TrustCounts:
         """An independent copy."""
@@ -350,6 +355,15 @@ def apply_execution(counts: TrustCounts, success: bool, quality: float,
         counts.neutral += 1
     _seen(counts, at)
     return kind
+
+
+def add_one(counts: TrustCounts, name: str, seen: datetime | None = None) -> None:
+    """One more ``name`` (a counter); with ``seen``, also one observation of fresh
+    evidence seen then (how a recorded execution or a rescue moves the counts)."""
+    setattr(counts, name, getattr(counts, name) + 1)
+    if seen is not None:
+        counts.observations += 1
+        _seen(counts, seen)
 
 
 def apply_review(counts: TrustCounts, approved: bool, at: datetime | None = None) -> None:

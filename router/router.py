@@ -331,18 +331,29 @@ class AgentRouter:
             chunk = records[start:start + batch_size]
             self.trust_layer.prefetch([(r.agent_id, r.task_type) for r in chunk])
             seqs = self.store.executions.record_many(chunk)
-            for rec, seq in zip(chunk, seqs, strict=True):
-                if seq is not None:
-                    self._apply(rec, seq)
-                    written += 1
+            written += self._apply_many([(rec, seq) for rec, seq in zip(chunk, seqs, strict=True)
+                                         if seq is not None])
             self.trust_layer.maybe_flush()
         return written
 
     def _apply(self, rec: ExecutionRecord, seq: int) -> None:
+        self._apply_many(((rec, seq),))
+
+    def _apply_many(self, committed: Sequence[tuple[ExecutionRecord, int]]) -> int:
+        """Fold committed records into the book and the strategy one by one (a strategy
+        may read the book as of each record), then into the trust layer in one call (it
+        reads neither); one lock round for the whole batch. Returns how many."""
+        book, observe = self.book, self.strategy.observe
+        done = 0
         with self._lock:
-            self.book.apply(rec, seq)
-            self.strategy.observe(rec, seq, self.book)
-            self.trust_layer.observe(rec)
+            try:
+                for rec, seq in committed:
+                    book.apply(rec, seq)
+                    observe(rec, seq, book)
+                    done += 1
+            finally:  # what reached the book also reaches the trust layer
+                self.trust_layer.observe_many([rec for rec, _ in committed[:done]])
+        return done
 
     # -- trust ---------------------------------------------------------------------
     def feedback(self, decision_id: str, approved: bool, comment: str | None = None

@@ -40,6 +40,7 @@ from profiles.trust import (
     Tier,
     TrustCounts,
     TrustScores,
+    add_one,
     apply_signal,
     check_weights,
     outcome_kind,
@@ -199,37 +200,68 @@ class TrustLayer:
     # -- outcomes -----------------------------------------------------------------
     def observe(self, record: ExecutionRecord) -> None:
         """Fold one committed execution in (called under the router's lock; no I/O)."""
-        at = record.timestamp
-        kind = outcome_kind(record.success, record.effective_quality)
-        delta = TrustDelta(record.agent_id, record.task_type, observations=1, fresh=True, at=at)
-        setattr(delta, kind, 1)
-        self._change(delta, f"execution {kind}", at)
-        for pair in self.rescues.observe(record.agent_id, record.task_type, record.success,
-                                         record.metadata):
-            self._change(TrustDelta(*pair, contradictions=1), f"rescued by {record.agent_id}",
-                         at)
-        self.decisions.outcome(record)
+        self.observe_many((record,))
+
+    def observe_many(self, records: Sequence[ExecutionRecord]) -> None:
+        """Fold committed executions in, in order (under the router's lock; no I/O):
+        what one ``_change`` per execution and rescue does, counted in place, since a
+        TrustDelta built and merged per record was most of a bulk import's Python time.
+        Scores stay per record: each step's before/after decides history and lifts."""
+        with self._lock:
+            for record in records:
+                agent, at = record.agent_id, record.timestamp
+                kind = outcome_kind(record.success, record.effective_quality)
+                self._count((agent, record.task_type), kind, f"execution {kind}", at, at)
+                for pair in self.rescues.observe(agent, record.task_type, record.success,
+                                                 record.metadata):
+                    self._count(pair, "contradictions", f"rescued by {agent}", None, at)
+        for record in records:
+            self.decisions.outcome(record)
+
+    def _count(self, pair: Pair, name: str, reason: str, seen: datetime | None,
+               at: datetime) -> None:
+        """``_change`` of the delta "one more ``name``" (plus, with ``seen``, one fresh
+        observation seen then), without building it; the caller holds ``self._lock``."""
+        before, after = self.book.update(*pair, add_one, name, seen)
+        pending = self._deltas.get(pair)
+        if pending is None:
+            pending = self._deltas[pair] = TrustDelta(*pair)
+        setattr(pending, name, getattr(pending, name) + 1)
+        if seen is not None:
+            pending.observations += 1
+            pending.fresh = True
+            if pending.at is None or seen > pending.at:
+                pending.at = seen
+        self._note(pair, before, after, reason, at)
 
     def _change(self, delta: TrustDelta, reason: str, at: datetime
                 ) -> tuple[TrustScores, TrustScores]:
         """Apply ``delta`` to the in-memory counts and buffer it for the store, atomically
         (so a concurrent ``prefetch`` sees either both or neither)."""
         pair = (delta.agent_id, delta.task_type)
-        line = self.options.decay.deprecate_below
         with self._lock:
             before, after = self.book.update(*pair, delta.apply_to)
-            # back above the deprecation line: lift the lifecycle's mark (no-op if unmarked)
-            delta.restored = before.composite < line <= after.composite
             pending = self._deltas.get(pair)
             if pending is None:
                 self._deltas[pair] = delta
             else:
                 pending.merge(delta)
-            if after != before or pair in self._changed:
-                _, reasons, _ = self._changed.get(pair, (after, Counter(), at))
-                reasons[reason] += 1
-                self._changed[pair] = (after, reasons, at)
+            self._note(pair, before, after, reason, at)
         return before, after
+
+    def _note(self, pair: Pair, before: TrustScores, after: TrustScores, reason: str,
+              at: datetime) -> None:
+        """Mark a lift back above the deprecation line on the pair's pending delta (the
+        store then clears the lifecycle's mark) and count ``reason`` in its next history
+        row once its scores moved; the caller holds ``self._lock``."""
+        if before.composite < self.options.decay.deprecate_below <= after.composite:
+            self._deltas[pair].restored = True
+        changed = self._changed.get(pair)
+        if changed is not None:
+            changed[1][reason] += 1
+            self._changed[pair] = (after, changed[1], at)
+        elif after != before:
+            self._changed[pair] = (after, Counter((reason,)), at)
 
     def prefetch(self, pairs: Sequence[Pair]) -> None:
         """Load the stored counts of pairs this router has not loaded yet (called from
