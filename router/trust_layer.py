@@ -7,7 +7,8 @@ decision path:
 - ``admit`` (in ``select``): the tier policy narrows the candidates (a dict lookup per
   agent, and nothing at all while no pair is deprecated and exploitation is off);
 - ``decide`` (end of ``select``): calibrated confidence, decision tier, abstention
-  gates, the decision buffered for the log, and the ``on_abstain`` action;
+  gates, the decision buffered for the log, and the ``on_abstain`` action
+  (``router.abstain_action``);
 - ``observe`` (in ``record``, under the router lock): trust counts, contradictions,
   the decision joined with its outcome and the calibration map refreshed.
 
@@ -22,8 +23,7 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
-from concurrent.futures import Executor
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, TypeVar
@@ -47,7 +47,8 @@ from profiles.trust import (
 )
 from profiles.trust_book import TrustBook
 from profiles.trust_decay import DecaySettings
-from router.abstention import Abstained, AbstentionPolicy, GateView
+from router.abstain_action import AbstainAction
+from router.abstention import AbstentionPolicy, GateView
 from router.decision import CandidateScore, RoutingDecision
 from router.decision_log import DecisionLog
 from router.errors import NoAgentAvailable, UnknownDecision
@@ -98,7 +99,6 @@ class TrustLayer:
                  exploit_only: bool = False) -> None:
         self.options = options or TrustOptions()
         self.abstention = abstention or AbstentionPolicy()
-        self.transfer = transfer
         self.book = TrustBook(self.options.weights)
         self.rescues = RescueTracker(self.options.rescue_memory)
         self.repo = store.repository(TrustRepository)
@@ -113,7 +113,7 @@ class TrustLayer:
         self._feedback: list[dict[str, Any]] = []
         self.exploit_only = exploit_only  # decides which pairs reload() loads up front
         self._last_flush = time.monotonic()
-        self._executor: Executor | None = None
+        self.abstain_action = AbstainAction(self.abstention.on_abstain, transfer)
 
     # -- decisions (hot path) -----------------------------------------------------
     def order(self, task_type: str, ranked: list[T], exploit_only: bool) -> list[T]:
@@ -165,37 +165,8 @@ class TrustLayer:
             decision.abstain_reason, detail = verdict
         self.decisions.remember(decision, raw, probabilities, detail)
         if verdict is not None:
-            self._on_abstain(decision, detail or "")
+            self.abstain_action(decision, detail or "")
         return decision
-
-    def _on_abstain(self, decision: RoutingDecision, detail: str) -> None:
-        action = self.abstention.on_abstain
-        if action == "raise":
-            decision.release()
-            raise Abstained(decision, detail)
-        if action == "human":
-            if self.transfer is None:
-                log.warning("on_abstain is 'human' but the router has no transfer "
-                            "dispatcher; decision %s routed anyway", decision.decision_id)
-                return
-            self._background(self._hand_off, decision, detail)
-
-    def _hand_off(self, decision: RoutingDecision, detail: str) -> Any:
-        """Deliver the abstained decision to people through the transfer hooks."""
-        from router.transfer import TransferRequest
-
-        request = TransferRequest.from_decision(
-            decision, reason=f"{decision.abstain_reason}: {detail}" if detail else None)
-        return self.transfer.dispatch(request)
-
-    def _background(self, func: Callable[..., Any], *args: Any) -> None:
-        """Run a hand-off off the decision path (hooks may do network I/O)."""
-        if self._executor is None:
-            from concurrent.futures import ThreadPoolExecutor
-
-            self._executor = ThreadPoolExecutor(1, thread_name_prefix="trustroute-handoff")
-        future = self._executor.submit(func, *args)
-        future.add_done_callback(_log_failure)
 
     # -- outcomes -----------------------------------------------------------------
     def observe(self, record: ExecutionRecord) -> None:
@@ -392,9 +363,7 @@ class TrustLayer:
         try:
             self.flush()
         finally:
-            if self._executor is not None:
-                self._executor.shutdown(wait=True)
-                self._executor = None
+            self.abstain_action.close()
 
     # -- reading --------------------------------------------------------------------
     def trust(self, agent_id: str, task_type: str) -> TrustScores:
@@ -414,9 +383,3 @@ def _with_reason(item: T, candidate: CandidateScore, reason: str) -> T:
 
 def _describe(reasons: Counter[str]) -> str:
     return ", ".join(f"{name} x{n}" if n > 1 else name for name, n in sorted(reasons.items()))
-
-
-def _log_failure(future: Any) -> None:
-    exc = future.exception()
-    if exc is not None:
-        log.error("hand-off after abstention failed: %s", exc)
