@@ -159,7 +159,6 @@ CREATE trust_archive CONTENT {
     profile: $profile, archived_at: $at
 };
 DELETE execution WHERE agent_id = $agent_id AND task_type = $task_type;
-DELETE recent WHERE agent_id = $agent_id AND task_type = $task_type;
 DELETE type::thing('profile', $key);
 DELETE type::thing('trust', $key);
 CREATE trust_history CONTENT $history;
