@@ -122,7 +122,7 @@ def bench_record(workdir: Path, strategy: str) -> tuple[Latency, Latency]:
     agents = [f"agent-{i}" for i in range(10)]
     raw = Surreal(f"surrealkv://{workdir / ('raw-' + strategy)}")
     raw.use("bench", "bench")
-    raw.query_raw(EXECUTIONS_SCHEMA.split("DEFINE TABLE IF NOT EXISTS task_clock")[0]
+    raw.query_raw(EXECUTIONS_SCHEMA.split("DEFINE TABLE IF NOT EXISTS profile")[0]
                   + "DEFINE TABLE profile SCHEMAFULL; DEFINE FIELD n ON profile TYPE int;", {})
     counter = iter(range(10**9))
 

@@ -215,3 +215,40 @@ def test_window_text_round_trips_exactly() -> None:
         for seq, r in enumerate(records, start=41)
     ]
     assert parse_window("") == [] and parse_window(None) == []
+
+
+def test_seqs_continue_from_the_stored_clocks_and_skip_nothing(kv_url: str) -> None:
+    with Store(kv_url) as store:
+        first = rec("a", "code", i=1)
+        assert store.executions.record(first) == 1
+        assert store.executions.record(first) is None  # a retry does not move the clock
+        assert store.executions.record(rec("b", "code", i=2)) == 2
+        assert store.executions.record_many([rec("a", "math", i=3), first,
+                                             rec("b", "code", i=4)]) == [1, None, 3]
+    with Store(kv_url) as store:  # clocks come back from the profiles
+        _, clocks = store.executions.load()
+        assert clocks == {"code": 3, "math": 1}
+        assert store.executions.record(rec("c", "code", i=5)) == 4
+
+
+def test_a_store_written_with_a_task_clock_table_still_loads_and_counts_on(
+        kv_url: str) -> None:
+    """Stores written before seqs were numbered by the repository have a task_clock
+    table and window text without a leading separator; both are read as before."""
+    with Store(kv_url) as store:
+        store.run("DEFINE TABLE task_clock SCHEMAFULL; DEFINE FIELD n ON task_clock TYPE int;"
+                  " UPSERT task_clock:['code'] SET n = 2;")
+        old = [rec("a", "code", i=1), rec("a", "code", i=2)]
+        text = ";".join(f"{window_entry(r)} {seq}" for seq, r in enumerate(old, start=1))
+        store.run("UPSERT profile:['a', 'code'] SET agent_id = 'a', task_type = 'code',"
+                  " executions_total = 2, executions_successful = 1, quality_sum = 0.5,"
+                  " latency_sum_ms = 3.0, cost_sum = 0.0, cost_count = 0,"
+                  " last_updated = $at, recent = $text;",
+                  {"at": old[1].timestamp, "text": text})
+    with AgentRouter(agents=["a"], store=kv_url) as r:
+        assert r.book.clock("code") == 2
+        r.record(rec("a", "code", i=3))
+        assert [e.seq for e in r.book.get("a", "code").window] == [1, 2, 3]  # type: ignore[union-attr]
+    with AgentRouter(agents=["a"], store=kv_url) as r:
+        assert [e.seq for e in r.book.get("a", "code").window] == [1, 2, 3]  # type: ignore[union-attr]
+        assert r.profile("a", "code").executions_total == 3

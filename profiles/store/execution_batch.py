@@ -4,10 +4,10 @@ A batch is written in one transaction. What does not depend on the stored state 
 computed here, once, in Python:
 
 - duplicates inside the batch are dropped (the first occurrence wins);
-- each record gets its ordinal among the batch's records of its task type; the store adds
-  the task clock's previous value to it, so ``seq`` numbers stay contiguous per task type;
-- per (agent, task type) the profile deltas are summed and the window entries of its
-  last ``window_size`` records are prepared (older ones would be trimmed anyway).
+- each record gets its ordinal among the batch's records of its task type; its seq is
+  the task clock's value before the batch plus that ordinal, so seqs stay contiguous;
+- per (agent, task type) the profile deltas are summed and the window text of its last
+  ``window_size`` records is built (older ones would be trimmed anyway).
 
 The transaction applies the deltas as server-side increments (``+=``), never as values
 read earlier by Python, so writers in several processes against one server add up.
@@ -21,27 +21,31 @@ from datetime import datetime
 from typing import Any
 
 from profiles.records import ExecutionRecord
-from profiles.store.window_format import window_entry, window_params
+from profiles.store.window_format import SEPARATOR, window_entry, window_params
 
 
-def execution_fields(record: ExecutionRecord) -> dict[str, Any]:
-    """The stored columns of one execution, as bound parameters."""
-    return {
+def record_params(record: ExecutionRecord, seq: int) -> dict[str, Any]:
+    """Bound parameters of a single-record write: the columns, its seq, its profile
+    deltas and its window entry (with the separator that appends it).
+
+    Absent optional columns are left out (the statement reads them as NONE): encoding
+    parameters is Python work inside the SDK, a tenth of a one-record write.
+    """
+    row: dict[str, Any] = {
         "record_id": record.record_id, "agent_id": record.agent_id,
         "task_type": record.task_type, "success": record.success,
         "quality": record.effective_quality, "latency_ms": record.latency_ms,
-        "cost": record.cost, "timestamp": record.timestamp,
-        "decision_id": record.decision_id, "metadata": record.metadata,
+        "timestamp": record.timestamp, "seq": seq,
+        "entry": f"{SEPARATOR}{window_entry(record)} {seq}",
+        "successes": int(record.success),
+        "cost_sum": record.cost or 0.0, "cost_count": int(record.cost is not None),
     }
-
-
-def record_params(record: ExecutionRecord) -> dict[str, Any]:
-    """Bound parameters of a single-record write: the columns plus its profile deltas."""
-    row = execution_fields(record)
-    row["entry"] = window_entry(record)
-    row["successes"] = int(record.success)
-    row["cost_sum"] = record.cost or 0.0
-    row["cost_count"] = int(record.cost is not None)
+    if record.cost is not None:
+        row["cost"] = record.cost
+    if record.decision_id is not None:
+        row["decision_id"] = record.decision_id
+    if record.metadata:
+        row["metadata"] = record.metadata
     return row
 
 
@@ -77,16 +81,17 @@ class PairDelta:
         if len(self.tail) > 2 * window_size:  # trim in chunks: amortised O(1) per record
             del self.tail[:-window_size]
 
-    def params(self, window_size: int) -> dict[str, Any]:
-        """The profile deltas and window entries as bound parameters."""
+    def params(self, window_size: int, base: int) -> dict[str, Any]:
+        """The profile deltas and window entries as bound parameters; ``base`` is the
+        pair's task clock before the batch."""
         return {
             "agent_id": self.agent_id, "task_type": self.task_type, "task": self.task,
             "executions": self.executions, "successes": self.successes,
             "quality_sum": self.quality_sum, "latency_sum_ms": self.latency_sum_ms,
             "cost_sum": self.cost_sum, "cost_count": self.cost_count,
             "last_updated": self.last_updated,
-            "window": [{"entry": window_entry(record), "ordinal": ordinal}
-                       for record, ordinal in self.tail[-window_size:]],
+            "entries": "".join(f"{SEPARATOR}{window_entry(record)} {base + ordinal}"
+                               for record, ordinal in self.tail[-window_size:]),
         }
 
 
@@ -102,8 +107,8 @@ class BatchPlan:
     pairs: list[PairDelta]
     window_size: int
 
-    def params(self) -> dict[str, Any]:
-        """Bound parameters of the batch write.
+    def params(self, bases: Sequence[int]) -> dict[str, Any]:
+        """Bound parameters of the batch write, given each task clock before it.
 
         Rows are kept small (encoding them is a large share of a bulk write): absent
         optional columns are left out.
@@ -112,7 +117,7 @@ class BatchPlan:
         for record, (task, ordinal) in zip(self.records, self.placements, strict=True):
             row: dict[str, Any] = {
                 "record_id": record.record_id, "agent_id": record.agent_id,
-                "task_type": record.task_type, "task": task, "ordinal": ordinal,
+                "task_type": record.task_type, "seq": bases[task] + ordinal,
                 "success": record.success, "quality": record.effective_quality,
                 "latency_ms": record.latency_ms, "timestamp": record.timestamp,
             }
@@ -125,9 +130,7 @@ class BatchPlan:
             rows.append(row)
         return {
             "rows": rows,
-            "tasks": [{"task_type": t, "count": n}
-                      for t, n in zip(self.task_types, self.task_counts, strict=True)],
-            "pairs": [p.params(self.window_size) for p in self.pairs],
+            "pairs": [p.params(self.window_size, bases[p.task]) for p in self.pairs],
             **window_params(self.window_size),
         }
 

@@ -4,12 +4,22 @@ One ``record()`` is one transaction: create the execution under its client-gener
 and update the profile aggregate with server-side increments (``SET n += 1``), never a
 read-modify-write from Python, so routers in several processes against one server stay
 consistent. A record id that already exists makes the write a no-op (idempotent retry).
-The per-task-type clock ``task_clock`` numbers executions so strategies can age evidence
-by count as well as by time.
+
+Each execution also gets a ``seq``: its place in its task type's execution clock, which
+strategies use to age evidence by count as well as by time. The repository numbers them
+itself, under its write lock, from clocks it loads with the profiles (the highest of the
+type's summed ``executions_total`` and the newest seq in its windows). Embedded, one
+process owns the store (path lock), so seqs are exact and gapless. Against a server,
+each router numbers its own writes from its last load, so two processes may give the
+same seq to different executions until they ``refresh()``; the aggregates, written with
+server-side increments, stay exact. A clock row updated inside every write would make
+seqs global, but it was a third statement in the transaction and cost about 45 us of a
+~550 us write (docs/storage.md has the measurements).
 """
 
 from __future__ import annotations
 
+import threading
 from collections import deque
 from collections.abc import Iterator, Sequence
 from datetime import datetime
@@ -40,9 +50,6 @@ DEFINE FIELD IF NOT EXISTS seq ON execution TYPE int ASSERT $value >= 1;
 -- index costs every write (decisions live in their own table, keyed by decision id).
 DEFINE INDEX IF NOT EXISTS execution_pair ON execution FIELDS agent_id, task_type;
 
-DEFINE TABLE IF NOT EXISTS task_clock SCHEMAFULL;
-DEFINE FIELD IF NOT EXISTS n ON task_clock TYPE int ASSERT $value >= 0;
-
 DEFINE TABLE IF NOT EXISTS profile SCHEMAFULL;
 DEFINE FIELD IF NOT EXISTS agent_id ON profile TYPE string;
 DEFINE FIELD IF NOT EXISTS task_type ON profile TYPE string;
@@ -63,26 +70,25 @@ DEFINE FIELD IF NOT EXISTS last_updated ON profile TYPE datetime;
 DEFINE FIELD IF NOT EXISTS recent ON profile TYPE string;
 """
 
-# Append $new (one or more ';'-joined entries) to the window text. Trimming to the last
-# $w entries costs a split and a join, so it runs only once the text is longer than
-# $trim_at characters (see window_params); between trims an append is a
+# Append $new (one or more entries, each starting with ';') to the window text. Trimming
+# to the last $w entries costs a split and a join, so it runs only once the text is
+# longer than $trim_at characters (see window_params); between trims an append is a
 # plain concatenation. Loading keeps the last $w entries either way.
 _APPEND_WINDOW = """IF string::len(recent ?? '') > $trim_at
             THEN array::join(array::slice(string::split(
-                (IF recent THEN recent + ';' ELSE '' END) + {new}, ';'), -$w), ';')
-            ELSE (IF recent THEN recent + ';' ELSE '' END) + {new} END"""
+                (recent ?? '') + {new}, ';'), -$w), ';')
+            ELSE (recent ?? '') + {new} END"""
 
-# One record, one transaction ($r: see execution_batch.record_params); returns its seq.
+# One record, one transaction ($r: see execution_batch.record_params).
 # An id that is already stored makes the CREATE, and so the whole transaction, fail:
 # the caller then checks whether the id is stored (an idempotent retry) or re-raises.
 RECORD_ONE = """
 BEGIN TRANSACTION;
-LET $seq = (UPSERT type::thing('task_clock', [$r.task_type]) SET n += 1 RETURN VALUE n)[0];
 CREATE type::thing('execution', $r.record_id) CONTENT {
     agent_id: $r.agent_id, task_type: $r.task_type, success: $r.success,
     quality: $r.quality, latency_ms: $r.latency_ms, cost: $r.cost,
-    timestamp: $r.timestamp, decision_id: $r.decision_id, metadata: $r.metadata,
-    seq: $seq
+    timestamp: $r.timestamp, decision_id: $r.decision_id, metadata: $r.metadata ?? {},
+    seq: $r.seq
 } RETURN NONE;
 UPSERT type::thing('profile', [$r.agent_id, $r.task_type]) SET
     agent_id = $r.agent_id, task_type = $r.task_type,
@@ -94,32 +100,23 @@ UPSERT type::thing('profile', [$r.agent_id, $r.task_type]) SET
     cost_count += $r.cost_count,
     last_updated = IF last_updated = NONE OR $r.timestamp > last_updated
         THEN $r.timestamp ELSE last_updated END,
-    recent = """ + _APPEND_WINDOW.format(new="$r.entry + ' ' + <string> $seq") + """
+    recent = """ + _APPEND_WINDOW.format(new="$r.entry") + """
 RETURN NONE;
-RETURN $seq;
 COMMIT TRANSACTION;
 """
 
-# A batch, one transaction ($rows, $tasks, $pairs, $w: see execution_batch.py).
-# The INSERT fails, and with it the whole transaction, when an id is already stored:
-# the caller then asks which (STORED_IDS), drops them and writes the rest. Otherwise
-# each task clock's value before the batch is returned; a record's seq is that value
-# plus its ordinal in the batch. Closures cannot read LET variables, hence SELECT and FOR.
+# A batch, one transaction ($rows, $pairs: see execution_batch.py). The INSERT fails,
+# and with it the whole transaction, when an id is already stored: the caller then asks
+# which (STORED_IDS), drops them and writes the rest.
 RECORD_BATCH = """
 BEGIN TRANSACTION;
-LET $bases = array::map($tasks, |$t|
-    (UPSERT type::thing('task_clock', [$t.task_type]) SET n += $t.count
-     RETURN VALUE n)[0] - $t.count);
 INSERT INTO execution (
     SELECT type::thing('execution', record_id) AS id, agent_id, task_type,
         success, quality, latency_ms, cost, timestamp, decision_id,
-        metadata ?? {} AS metadata, $bases[task] + ordinal AS seq
+        metadata ?? {} AS metadata, seq
     FROM $rows
 ) RETURN NONE;
 FOR $p IN $pairs {
-    LET $base = $bases[$p.task];
-    LET $entries = array::join(
-        (SELECT VALUE entry + ' ' + <string> ($base + ordinal) FROM $p.window), ';');
     UPSERT type::thing('profile', [$p.agent_id, $p.task_type]) SET
         agent_id = $p.agent_id, task_type = $p.task_type,
         executions_total += $p.executions,
@@ -130,10 +127,9 @@ FOR $p IN $pairs {
         cost_count += $p.cost_count,
         last_updated = IF last_updated = NONE OR $p.last_updated > last_updated
             THEN $p.last_updated ELSE last_updated END,
-        recent = """ + _APPEND_WINDOW.format(new="$entries") + """
+        recent = """ + _APPEND_WINDOW.format(new="$p.entries") + """
     RETURN NONE;
 };
-RETURN $bases;
 COMMIT TRANSACTION;
 """
 
@@ -142,28 +138,32 @@ STORED_IDS = "RETURN array::filter($ids, |$id| record::exists(type::thing('execu
 LOAD = """
 SELECT VALUE [agent_id, task_type, executions_total, executions_successful, quality_sum,
               latency_sum_ms, cost_sum, cost_count, last_updated, recent] FROM profile;
-SELECT VALUE [record::id(id)[0], n] FROM task_clock;
 """
 
 
 class ExecutionRepository:
-    """Writes executions and reads profile aggregates."""
+    """Writes executions (numbering them per task type) and reads profile aggregates."""
 
     def __init__(self, conn: Connection, window_size: int = 100) -> None:
         self._conn = conn
         self.window_size = window_size
         self._window_params = window_params(window_size)
+        self._clocks: dict[str, int] = {}  # task type -> seq of its last written execution
+        self._write_lock = threading.Lock()  # a seq is taken and committed atomically
 
     def record(self, record: ExecutionRecord) -> int | None:
         """Write one execution; returns its seq, or None if its id was already stored."""
-        try:
-            rows = self._conn.run(RECORD_ONE,
-                                  {"r": record_params(record), **self._window_params})
-        except QueryFailed:
-            if self.stored_ids([record.record_id]):
-                return None
-            raise
-        return int(rows[-1])
+        with self._write_lock:
+            seq = self._clocks.get(record.task_type, 0) + 1
+            try:
+                self._conn.run(RECORD_ONE, {"r": record_params(record, seq),
+                                            **self._window_params})
+            except QueryFailed:
+                if self.stored_ids([record.record_id]):
+                    return None
+                raise
+            self._clocks[record.task_type] = seq
+            return seq
 
     def record_many(self, records: Sequence[ExecutionRecord]) -> list[int | None]:
         """Write a batch in one transaction; per record its seq, or None when its id is
@@ -174,24 +174,30 @@ class ExecutionRepository:
         again. Each retry drops at least one record, so this ends.
         """
         seqs: list[int | None] = [None] * len(records)
-        plan = plan_batch(records, self.window_size)
-        while plan.records:
-            try:
-                bases = self._conn.run(RECORD_BATCH, plan.params())[-1]
-            except QueryFailed:
-                stored = self.stored_ids(plan.record_ids)
-                if not stored:
-                    raise
-                plan = plan.without(stored)
-                continue
-            for position, seq in zip(plan.positions, plan.seqs(bases), strict=True):
-                seqs[position] = seq
-            break
+        with self._write_lock:
+            plan = plan_batch(records, self.window_size)
+            while plan.records:
+                bases = [self._clocks.get(t, 0) for t in plan.task_types]
+                try:
+                    self._conn.run(RECORD_BATCH, plan.params(bases))
+                except QueryFailed:
+                    stored = self.stored_ids(plan.record_ids)
+                    if not stored:
+                        raise
+                    plan = plan.without(stored)
+                    continue
+                for position, seq in zip(plan.positions, plan.seqs(bases), strict=True):
+                    seqs[position] = seq
+                for task_type, base, count in zip(plan.task_types, bases, plan.task_counts,
+                                                  strict=True):
+                    self._clocks[task_type] = base + count
+                break
         return seqs
 
     def load(self) -> tuple[list[ProfileState], dict[str, int]]:
-        """Every profile aggregate and task clock, for rebuilding the in-memory book."""
-        profiles, clocks = self._conn.run(LOAD)
+        """Every profile aggregate, and each task type's clock, for rebuilding the
+        in-memory book; the clocks also become the ones new writes count from."""
+        profiles = self._conn.run(LOAD)[0]
         states = [
             ProfileState(
                 agent_id=agent_id, task_type=task_type, window_size=self.window_size,
@@ -204,7 +210,16 @@ class ExecutionRepository:
             for (agent_id, task_type, total, successful, quality_sum, latency_sum_ms,
                  cost_sum, cost_count, last_updated, recent) in profiles
         ]
-        return states, {task_type: int(n) for task_type, n in clocks}
+        executed: dict[str, int] = {}
+        newest: dict[str, int] = {}
+        for state in states:
+            t = state.task_type
+            executed[t] = executed.get(t, 0) + state.executions_total
+            newest[t] = max([newest.get(t, 0), *(e.seq for e in state.window)])
+        clocks = {t: max(n, newest[t]) for t, n in executed.items()}
+        with self._write_lock:
+            self._clocks = dict(clocks)
+        return states, clocks
 
     def stored_ids(self, record_ids: Sequence[str]) -> set[str]:
         """Which of ``record_ids`` are stored (for checking what a crash kept)."""
