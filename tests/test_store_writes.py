@@ -9,7 +9,7 @@ import pytest
 
 from profiles import ExecutionRecord, ProfileSettings, RecencySettings
 from profiles.store import QueryFailed, Store
-from profiles.store.window_format import parse_window, window_entry, window_params
+from profiles.store.window_format import parse_window, window_entry
 from router import AgentRouter
 
 HOSTILE = [
@@ -141,9 +141,11 @@ def test_small_windows_stay_exact_through_trims_and_reopen(kv_url: str, window: 
         assert [e.seq for e in in_memory] == list(range(61 - window, 61))
     with AgentRouter(agents=["a"], store=kv_url, settings=settings) as r:
         assert list(r.book.get("a", "code").window) == in_memory  # type: ignore[union-attr]
-        text = r.store.run("SELECT VALUE recent FROM profile;")[0][0]
-        # trimmed: at most the trim threshold plus the one entry appended last
-        assert len(text) <= window_params(window)["trim_at"] + 64
+        tail, older = r.store.run("SELECT VALUE recent FROM profile;"
+                                  " SELECT VALUE recent FROM profile_window;")
+        # the row every record() rewrites holds a short tail; the rest is trimmed
+        assert len(parse_window(tail[0])) < r.store.executions.seal_every
+        assert len(parse_window(older[0])) <= window
 
 
 def test_last_updated_is_the_latest_timestamp_not_the_last_written(kv_url: str) -> None:
@@ -252,3 +254,21 @@ def test_a_store_written_with_a_task_clock_table_still_loads_and_counts_on(
     with AgentRouter(agents=["a"], store=kv_url) as r:
         assert [e.seq for e in r.book.get("a", "code").window] == [1, 2, 3]  # type: ignore[union-attr]
         assert r.profile("a", "code").executions_total == 3
+
+
+def test_retiring_a_pair_removes_both_parts_of_its_window(kv_url: str) -> None:
+    from profiles.store.trust import TrustRepository
+
+    with Store(kv_url) as store:
+        store.executions.record_many([rec("a", "code", i=i) for i in range(30)])
+        store.executions.record(rec("a", "code", i=31))
+        store.executions.record(rec("b", "code", i=32))
+        assert len(store.run("SELECT * FROM profile_window;")[0]) == 1
+        repo = store.repository(TrustRepository)
+        history = {"agent_id": "a", "task_type": "code", "frequency": 0.0,
+                   "effectiveness": 0.0, "human": 0.5, "composite": 0.1,
+                   "tier": "deprecated", "reason": "deleted", "at": T0}
+        assert repo.retire("a", "code", history, T0) == 31
+        assert store.run("SELECT * FROM profile_window;")[0] == []
+        states, _ = store.executions.load()
+        assert [(s.agent_id, len(s.window)) for s in states] == [("b", 1)]

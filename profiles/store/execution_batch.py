@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import Any
 
 from profiles.records import ExecutionRecord
-from profiles.store.window_format import SEPARATOR, window_entry, window_params
+from profiles.store.window_format import SEPARATOR, window_entry
 
 
 def record_params(record: ExecutionRecord, seq: int) -> dict[str, Any]:
@@ -131,7 +131,7 @@ class BatchPlan:
         return {
             "rows": rows,
             "pairs": [p.params(self.window_size, bases[p.task]) for p in self.pairs],
-            **window_params(self.window_size),
+            "w": self.window_size,
         }
 
     @property

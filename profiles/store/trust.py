@@ -160,6 +160,7 @@ CREATE trust_archive CONTENT {
 };
 DELETE execution WHERE agent_id = $agent_id AND task_type = $task_type;
 DELETE type::thing('profile', $key);
+DELETE type::thing('profile_window', $key);
 DELETE type::thing('trust', $key);
 CREATE trust_history CONTENT $history;
 RETURN (SELECT count() AS n FROM execution_archive

@@ -3,7 +3,9 @@
 Entries are separated by ``;``; each is ``"<POSIX seconds> <quality> <success 0/1> <seq>"``,
 oldest first. The client writes the first three fields (``repr`` of a float is its
 shortest exact form, so a reloaded window equals the one built in memory bit for bit);
-the store appends the seq, which only it knows, inside the write transaction.
+the store's repository appends the seq it assigned. A pair's window is stored in two
+parts, both in this format (see executions.py): the profile row's short tail and the
+older, trimmed part in ``profile_window``.
 """
 
 from __future__ import annotations
@@ -12,18 +14,6 @@ from profiles.profile import WindowEntry
 from profiles.records import ExecutionRecord
 
 SEPARATOR = ";"
-TYPICAL_ENTRY_CHARS = 48  # "1767225600.123456 0.8123456789012345 1 1234": about 44
-
-
-def window_params(window_size: int) -> dict[str, int]:
-    """Bound parameters of a window append: its size, and the text length past which
-    the store trims it back to the window.
-
-    Trimming (split, slice, join) costs more than appending, but every write rewrites
-    the whole text, so the slack is kept small: about a quarter of the window.
-    """
-    return {"w": window_size, "trim_at": (window_size + window_size // 4 + 1)
-            * TYPICAL_ENTRY_CHARS}
 
 
 def window_entry(record: ExecutionRecord) -> str:
