@@ -81,15 +81,15 @@ class PairDelta:
         if len(self.tail) > 2 * window_size:  # trim in chunks: amortised O(1) per record
             del self.tail[:-window_size]
 
-    def params(self, window_size: int, base: int) -> dict[str, Any]:
+    def params(self, window_size: int, base: int, seal: bool) -> dict[str, Any]:
         """The profile deltas and window entries as bound parameters; ``base`` is the
-        pair's task clock before the batch."""
+        pair's task clock before the batch, ``seal`` whether its tail is sealed."""
         return {
             "agent_id": self.agent_id, "task_type": self.task_type, "task": self.task,
             "executions": self.executions, "successes": self.successes,
             "quality_sum": self.quality_sum, "latency_sum_ms": self.latency_sum_ms,
             "cost_sum": self.cost_sum, "cost_count": self.cost_count,
-            "last_updated": self.last_updated,
+            "last_updated": self.last_updated, "seal": seal,
             "entries": "".join(f"{SEPARATOR}{window_entry(record)} {base + ordinal}"
                                for record, ordinal in self.tail[-window_size:]),
         }
@@ -107,8 +107,9 @@ class BatchPlan:
     pairs: list[PairDelta]
     window_size: int
 
-    def params(self, bases: Sequence[int]) -> dict[str, Any]:
-        """Bound parameters of the batch write, given each task clock before it.
+    def params(self, bases: Sequence[int], seals: Sequence[bool]) -> dict[str, Any]:
+        """Bound parameters of the batch write, given each task clock before it and
+        whether each pair's tail is sealed.
 
         Rows are kept small (encoding them is a large share of a bulk write): absent
         optional columns are left out.
@@ -130,7 +131,8 @@ class BatchPlan:
             rows.append(row)
         return {
             "rows": rows,
-            "pairs": [p.params(self.window_size, bases[p.task]) for p in self.pairs],
+            "pairs": [p.params(self.window_size, bases[p.task], seal)
+                      for p, seal in zip(self.pairs, seals, strict=True)],
             "w": self.window_size,
         }
 

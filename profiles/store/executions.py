@@ -124,10 +124,10 @@ RECORD_ONE_SEALING = ("BEGIN TRANSACTION;" + _CREATE_ONE
                       + _ONE_AGGREGATES + ",\n    recent = '' RETURN NONE;"
                       + "\nCOMMIT TRANSACTION;")
 
-# A batch, one transaction ($rows, $pairs: see execution_batch.py); every pair's tail is
-# sealed (one window rewrite per pair per batch). The INSERT fails, and with it the
-# whole transaction, when an id is already stored: the caller then asks which
-# (STORED_IDS), drops them and writes the rest.
+# A batch, one transaction ($rows, $pairs: see execution_batch.py). A pair's entries go
+# to its tail, or, when they would fill it ($p.seal), are sealed with it into
+# profile_window. The INSERT fails, and with it the whole transaction, when an id is
+# already stored: the caller then asks which (STORED_IDS), drops them and writes the rest.
 RECORD_BATCH = """
 BEGIN TRANSACTION;
 INSERT INTO execution (
@@ -136,11 +136,13 @@ INSERT INTO execution (
         metadata ?? {} AS metadata, seq
     FROM $rows
 ) RETURN NONE;
-FOR $p IN $pairs {""" + _SEAL.format(key="[$p.agent_id, $p.task_type]", new="$p.entries") + """
+FOR $p IN $pairs {
+    IF $p.seal {""" + _SEAL.format(key="[$p.agent_id, $p.task_type]", new="$p.entries") + """
+    };
     UPSERT type::thing('profile', [$p.agent_id, $p.task_type]) SET"""\
     + _AGGREGATES.format(p="$p", executions="$p.executions", quality="quality_sum",
                          latency="latency_sum_ms", at="last_updated") + """,
-        recent = '' RETURN NONE;
+        recent = IF $p.seal THEN '' ELSE (recent ?? '') + $p.entries END RETURN NONE;
 };
 COMMIT TRANSACTION;
 """
@@ -206,8 +208,11 @@ class ExecutionRepository:
             plan = plan_batch(records, self.window_size)
             while plan.records:
                 bases = [self._clocks.get(t, 0) for t in plan.task_types]
+                tails = [self._tails.get((p.agent_id, p.task_type), 0) + p.executions
+                         for p in plan.pairs]
+                seals = [tail >= self.seal_every for tail in tails]
                 try:
-                    self._conn.run(RECORD_BATCH, plan.params(bases))
+                    self._conn.run(RECORD_BATCH, plan.params(bases, seals))
                 except QueryFailed:
                     stored = self.stored_ids(plan.record_ids)
                     if not stored:
@@ -219,8 +224,8 @@ class ExecutionRepository:
                 for task_type, base, count in zip(plan.task_types, bases, plan.task_counts,
                                                   strict=True):
                     self._clocks[task_type] = base + count
-                for pair in plan.pairs:
-                    self._tails[(pair.agent_id, pair.task_type)] = 0
+                for pair, tail, sealed in zip(plan.pairs, tails, seals, strict=True):
+                    self._tails[(pair.agent_id, pair.task_type)] = 0 if sealed else tail
                 break
         return seqs
 
