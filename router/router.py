@@ -340,19 +340,30 @@ class AgentRouter:
         self._apply_many(((rec, seq),))
 
     def _apply_many(self, committed: Sequence[tuple[ExecutionRecord, int]]) -> int:
-        """Fold committed records into the book and the strategy one by one (a strategy
-        may read the book as of each record), then into the trust layer in one call (it
-        reads neither); one lock round for the whole batch. Returns how many."""
-        book, observe = self.book, self.strategy.observe
+        """Fold committed records into the book one by one, then into the strategy in one
+        ``observe_many`` call (it recovers what it reads of the book as of each record:
+        a bulk import pays no per-record strategy overhead) and the trust layer in one
+        call (it reads neither); one lock round for the whole batch. What reached the
+        book also reaches the strategy and the trust layer, even when a step raises.
+        A strategy without ``observe_many`` (written before it) observes one by one as
+        each record is applied. Returns how many."""
+        book = self.book
+        observe_many = getattr(self.strategy, "observe_many", None)
         done = 0
         with self._lock:
             try:
                 for rec, seq in committed:
                     book.apply(rec, seq)
-                    observe(rec, seq, book)
+                    if observe_many is None:
+                        self.strategy.observe(rec, seq, book)
                     done += 1
-            finally:  # what reached the book also reaches the trust layer
-                self.trust_layer.observe_many([rec for rec, _ in committed[:done]])
+            finally:
+                applied = committed if done == len(committed) else committed[:done]
+                try:
+                    if observe_many is not None and applied:
+                        observe_many(applied, book)
+                finally:
+                    self.trust_layer.observe_many([rec for rec, _ in applied])
         return done
 
     # -- trust ---------------------------------------------------------------------

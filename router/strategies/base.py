@@ -1,9 +1,11 @@
 """The strategy interface: score every eligible arm for one task type.
 
 A strategy is a small object with a ``name`` and a ``score`` method; it may keep its own
-incremental state through ``observe`` (called after every committed record) and
-``reset`` (called when the router (re)loads its profiles from the store). The router
-does the rest: eligibility, load balancing, ranking, tie-breaking.
+incremental state through ``observe`` (one committed record), ``observe_many`` (a
+committed batch, which the router applies to the book first and hands over in one
+call: a bulk import must not pay per-record overhead) and ``reset`` (called when the
+router (re)loads its profiles from the store). The router does the rest: eligibility,
+load balancing, ranking, tie-breaking.
 """
 
 from __future__ import annotations
@@ -90,6 +92,18 @@ class Strategy(Protocol):
         """Learn from one committed record (no-op for stateless strategies)."""
         ...
 
+    def observe_many(self, committed: Sequence[tuple[ExecutionRecord, int]],
+                     book: ProfileBook) -> None:
+        """Learn from committed records, each with its seq (its task type's clock value,
+        increasing within a type in batch order), already applied to ``book`` in order.
+
+        Must learn what ``observe`` after each record would; note ``book`` is past the
+        whole batch (its clocks are the latest), so anything read from it as of a given
+        record must be recovered from the batch. A loop over ``observe`` is correct
+        when it reads nothing from the book.
+        """
+        ...
+
     def reset(self, book: ProfileBook) -> None:
         """Rebuild any internal state from a freshly loaded book."""
         ...
@@ -101,6 +115,10 @@ class StatelessStrategy:
     name = "stateless"
 
     def observe(self, record: ExecutionRecord, seq: int, book: ProfileBook) -> None:
+        """Nothing to learn: every decision reads the book."""
+
+    def observe_many(self, committed: Sequence[tuple[ExecutionRecord, int]],
+                     book: ProfileBook) -> None:
         """Nothing to learn: every decision reads the book."""
 
     def reset(self, book: ProfileBook) -> None:

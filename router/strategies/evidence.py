@@ -13,7 +13,8 @@ For pooling, each agent also keeps its evidence summed across task types (at eve
 type's current decay), and the "expected" quality of that evidence under each type's
 baseline; the agent's effect is their difference (see ``thompson``). These sums are
 updated by vectorised deltas when a type's clock ticks: O(agents) numpy work per
-record, O(arms) per decision.
+record, O(arms) per decision. A batch (``add_many``) costs a few array passes per task
+type instead (see ``evidence_batch``).
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ import numpy as np
 from profiles.book import ProfileBook
 from profiles.posterior import halving, shrunk_mean
 from profiles.profile import ProfileState, WindowEntry
+from router.strategies.evidence_batch import REBASE_EXPONENT as _REBASE_EXPONENT
+from router.strategies.evidence_batch import final_baselines, fold_type
 
-_REBASE_EXPONENT = 200.0  # re-base a frame before 2**exponent gets anywhere near overflow
 _QUALITY, _SUCCESS, _WEIGHT = 0, 1, 2  # rows of the per-type evidence matrix
 
 
@@ -147,12 +149,13 @@ class EvidenceLedger:
         self._expected -= np.outer(te.baseline, current[_WEIGHT])
         self._overall -= current.sum(axis=1)
 
-    def _attach(self, te: TypeEvidence) -> None:
-        """Put one type's contribution back, at its current decay and a fresh baseline."""
+    def _attach(self, te: TypeEvidence, baseline: np.ndarray | None = None) -> None:
+        """Put one type's contribution back, at its current decay and a fresh baseline
+        (``baseline`` when the caller already knows it)."""
         current = te.sums * te.decay
         self._agents += current
         self._overall += current.sum(axis=1)
-        te.baseline = self._type_baseline(te)
+        te.baseline = self._type_baseline(te) if baseline is None else baseline
         self._expected += np.outer(te.baseline, current[_WEIGHT])
         self.version += 1
 
@@ -179,6 +182,64 @@ class EvidenceLedger:
         te.sums[_SUCCESS, i] += float(success) * w
         te.sums[_WEIGHT, i] += w
         self._attach(te)
+
+    def add_many(self, agent_ids: Sequence[str], task_types: Sequence[str],
+                 quality: np.ndarray, success: np.ndarray, seqs: np.ndarray,
+                 clocks: np.ndarray, timestamps: np.ndarray) -> None:
+        """Fold records in, in order, as repeated ``add`` would (same sums, frames,
+        clocks and baselines up to float rounding) in a few array passes per task type.
+
+        Arrays are aligned with ``agent_ids``; ``clocks`` are the values ``add`` would
+        be given (each type's clock after each record).
+        """
+        n = len(agent_ids)
+        if n == 0:
+            return
+        slots = np.fromiter(map(self.index, agent_ids), np.int64, n)  # grows arrays first
+        start = 0
+        while start < n:  # blocks without a wall-time re-base inside
+            end = self._time_block(timestamps, start)
+            self._add_block(slots[start:end], task_types[start:end], quality[start:end],
+                            success[start:end], seqs[start:end], clocks[start:end],
+                            timestamps[start:end])
+            start = end
+
+    def _time_block(self, timestamps: np.ndarray, start: int) -> int:
+        """Set the wall-time frame for record ``start`` as ``add`` would (maybe
+        re-basing); returns the end of the records that follow without a re-base."""
+        self._time_weight(float(timestamps[start]))
+        h = self.half_life_seconds
+        if h is None or self._time_ref is None:
+            return len(timestamps)
+        over = np.flatnonzero((timestamps[start + 1:] - self._time_ref) / h > _REBASE_EXPONENT)
+        return start + 1 + int(over[0]) if len(over) else len(timestamps)
+
+    def _add_block(self, slots: np.ndarray, task_types: Sequence[str], quality: np.ndarray,
+                   success: np.ndarray, seqs: np.ndarray, clocks: np.ndarray,
+                   timestamps: np.ndarray) -> None:
+        """``add_many`` within one wall-time frame: each touched type is detached once,
+        folded (``evidence_batch.fold_type``) and attached once."""
+        h = self.half_life_seconds
+        time_weights = (np.ones(len(slots)) if h is None or self._time_ref is None
+                        else np.exp2(-(self._time_ref - timestamps) / h))
+        self._latest = max(self._latest, float(timestamps.max()))
+        rows: dict[str, list[int]] = {}
+        for i, task_type in enumerate(task_types):
+            rows.setdefault(task_type, []).append(i)
+        touched = []
+        for task_type, pos in rows.items():  # created in order of first record, as add does
+            first = pos[0]
+            touched.append((self._type(task_type, min(int(seqs[first]), int(clocks[first])) - 1),
+                            np.asarray(pos)))
+        for te, _ in touched:
+            self._detach(te)
+        folds = [fold_type(te.sums, te.ref, te.clock, te.decay, pos, slots[pos], quality[pos],
+                           success[pos], seqs[pos], clocks[pos], time_weights[pos],
+                           self.half_life_executions) for te, pos in touched]
+        baselines = final_baselines(self._overall.copy(), folds, self.type_prior_strength)
+        for v, ((te, _), fold) in enumerate(zip(touched, folds, strict=True)):
+            te.sums, te.ref, te.clock, te.decay = fold.sums, fold.ref, fold.clock, fold.decay
+            self._attach(te, baselines[:, v].copy())
 
     def replace_pair(self, agent_id: str, task_type: str,
                      entries: Sequence[WindowEntry]) -> None:
@@ -308,6 +369,11 @@ class EvidenceLedger:
         raw = (self._agents[:2, known] - self._expected[:, known]) / n[known]
         reliability = n[known] / (n[known] + shrink)
         return np.asarray((raw * reliability).sum(axis=1) / (reliability.sum() + 1.0))
+
+    def clock(self, task_type: str) -> int:
+        """The highest execution clock seen for ``task_type`` (0 when never seen)."""
+        te = self._types.get(task_type)
+        return 0 if te is None else te.clock
 
     def agent_ids(self) -> list[str]:
         """Agents seen so far, in slot order."""

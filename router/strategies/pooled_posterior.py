@@ -35,9 +35,11 @@ from profiles.posterior import (
     pooled_strength,
     wilson_lower_bound,
 )
+from profiles.profile import ProfileState
 from profiles.records import ExecutionRecord
 from router.explanation import Deferred
 from router.strategies.base import Arm, ArmScore, StrategyContext
+from router.strategies.batch_book import clocks_as_of_each, states_as_of
 from router.strategies.change_monitor import ChangeMonitor, DetectedChange
 from router.strategies.evidence import EvidenceLedger
 from router.strategies.params import PosteriorParams
@@ -91,20 +93,66 @@ class PooledPosterior:
     # -- life cycle ------------------------------------------------------------------
     def observe(self, record: ExecutionRecord, seq: int, book: ProfileBook) -> None:
         """Fold one committed record into the ledger."""
-        self.ledger.add(record.agent_id, record.task_type, record.effective_quality,
-                        record.success, seq, book.clock(record.task_type),
-                        record.timestamp.timestamp())
+        quality, stamp = record.effective_quality, record.timestamp.timestamp()
+        self.ledger.add(record.agent_id, record.task_type, quality, record.success, seq,
+                        book.clock(record.task_type), stamp)
         if self.monitor is not None:
-            change = self.monitor.add(record.agent_id, record.task_type, seq,
-                                      record.effective_quality)
+            change = self.monitor.add(record.agent_id, record.task_type, seq, quality, stamp,
+                                      record.success)
             if change is not None:
-                self._forget(change, book)
-        usage = self._usage.setdefault(record.agent_id, [0.0, 0.0, 0.0, 0.0])
-        if record.cost is not None:
-            usage[0] += record.cost
-            usage[1] += 1
-        usage[2] += record.latency_ms
-        usage[3] += 1
+                self._forget(change, book.for_agent(record.agent_id))
+        self._add_usage((record,))
+
+    def observe_many(self, committed: Sequence[tuple[ExecutionRecord, int]],
+                     book: ProfileBook) -> None:
+        """Fold committed records (already applied to ``book``, in order) in at once.
+
+        Learns what ``observe`` after each record would, up to float rounding, at a
+        fraction of the cost: each record's clock is its type's running maximum seq;
+        the change monitor runs over the batch first to find the records at which a
+        change fires; the ledger folds the records between them in array passes, and
+        each change forgets, as of its own record, the agent's evidence before it
+        (later records of the batch are folded after the forgetting).
+        """
+        if not committed:
+            return
+        if len(committed) == 1:  # one record: nothing to gain, and cheaper
+            record, seq = committed[0]
+            self.observe(record, seq, book)
+            return
+        records = [record for record, _ in committed]
+        n = len(records)
+        agents = [r.agent_id for r in records]
+        types = [r.task_type for r in records]
+        quality = np.fromiter((r.effective_quality for r in records), float, n)
+        success = np.fromiter((r.success for r in records), bool, n)
+        seqs = np.fromiter((seq for _, seq in committed), np.int64, n)
+        stamps = np.fromiter((r.timestamp.timestamp() for r in records), float, n)
+        clocks = clocks_as_of_each(types, seqs, self.ledger.clock, book)
+        changes = ([] if self.monitor is None else
+                   self.monitor.add_many(agents, types, seqs, quality, stamps, success))
+        start = 0
+        for end, change in [*((at + 1, change) for at, change in changes), (n, None)]:
+            part = slice(start, end)
+            self.ledger.add_many(agents[part], types[part], quality[part], success[part],
+                                 seqs[part], clocks[part], stamps[part])
+            if change is not None:
+                self._forget(change, states_as_of(change.agent_id, committed, end, book))
+            start = end
+        self._add_usage(records)
+
+    def _add_usage(self, records: Sequence[ExecutionRecord]) -> None:
+        """Per agent: cost sum and count, latency sum and runs, across task types."""
+        usage_of = self._usage
+        for record in records:
+            usage = usage_of.get(record.agent_id)
+            if usage is None:
+                usage = usage_of[record.agent_id] = [0.0, 0.0, 0.0, 0.0]
+            if record.cost is not None:
+                usage[0] += record.cost
+                usage[1] += 1
+            usage[2] += record.latency_ms
+            usage[3] += 1
 
     def reset(self, book: ProfileBook) -> None:
         """Rebuild the ledger from a freshly loaded book."""
@@ -112,7 +160,7 @@ class PooledPosterior:
         self._cache.clear()
         if self.monitor is not None:
             for change in self.monitor.rebuild(book):
-                self._forget(change, book)
+                self._forget_window(change, book)
         self._usage = {}
         for state in book:
             usage = self._usage.setdefault(state.agent_id, [0.0, 0.0, 0.0, 0.0])
@@ -121,8 +169,22 @@ class PooledPosterior:
             usage[2] += state.latency_sum_ms
             usage[3] += state.executions_total
 
-    def _forget(self, change: DetectedChange, book: ProfileBook) -> None:
-        """Drop the agent's evidence from before ``change`` on every task type."""
+    def _forget(self, change: DetectedChange, states: Sequence[ProfileState]) -> None:
+        """Drop the agent's evidence from before ``change`` on each of its ``states``.
+
+        What stays is the agent's outcomes since the change (``change.kept``), at most a
+        window of each type: what the window holds after the change, in arrival order.
+        """
+        for state in states:
+            kept = change.kept.get(state.task_type, ())
+            limit = state.window.maxlen
+            if limit is not None and len(kept) > limit:
+                kept = kept[-limit:]
+            self.ledger.replace_pair(change.agent_id, state.task_type, kept)
+
+    def _forget_window(self, change: DetectedChange, book: ProfileBook) -> None:
+        """``_forget`` on a freshly loaded book: keep window entries from the change on
+        (its history was merged from the windows by time, so seqs are the reference)."""
         for state in book.for_agent(change.agent_id):
             start = change.keep_from.get(state.task_type)
             kept = [] if start is None else [e for e in state.window if e.seq >= start]
