@@ -165,12 +165,18 @@ class EvidenceLedger:
 
     def add(self, agent_id: str, task_type: str, quality: float, success: bool, seq: int,
             clock: int, timestamp: float) -> None:
-        """Fold one record in; ``clock`` is the type's execution clock after it."""
+        """Fold one record in; ``clock`` is the type's execution clock after it.
+
+        The same arithmetic as ``_detach``, update, ``_attach``, in fewer array passes
+        (the type's before and after values are differenced once): this runs inside
+        every ``record()``, where each small numpy call costs a few microseconds.
+        """
         i = self.index(agent_id)
         te = self._type(task_type, min(seq, clock) - 1)
         self._time_weight(timestamp)  # re-base the wall-time frame first if needed
         self._latest = max(self._latest, timestamp)
-        self._detach(te)
+        before = te.sums * te.decay
+        baseline_before = te.baseline
         te.clock = max(te.clock, clock, seq)
         h = self.half_life_executions
         if h is not None and (te.clock - te.ref) / h > _REBASE_EXPONENT:
@@ -178,10 +184,18 @@ class EvidenceLedger:
             te.ref = float(te.clock)
         te.decay = self._exec_decay(te)
         w = self._stored_weight(te, seq, timestamp)
-        te.sums[_QUALITY, i] += quality * w
-        te.sums[_SUCCESS, i] += float(success) * w
-        te.sums[_WEIGHT, i] += w
-        self._attach(te)
+        column = te.sums[:, i]
+        column[_QUALITY] += quality * w
+        column[_SUCCESS] += float(success) * w
+        column[_WEIGHT] += w
+        after = te.sums * te.decay
+        change = after - before
+        self._agents += change
+        self._overall += change.sum(axis=1)
+        te.baseline = self._type_baseline(te)
+        self._expected += (np.outer(te.baseline, after[_WEIGHT])
+                           - np.outer(baseline_before, before[_WEIGHT]))
+        self.version += 1
 
     def add_many(self, agent_ids: Sequence[str], task_types: Sequence[str],
                  quality: np.ndarray, success: np.ndarray, seqs: np.ndarray,
