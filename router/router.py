@@ -340,13 +340,11 @@ class AgentRouter:
         self._apply_many(((rec, seq),))
 
     def _apply_many(self, committed: Sequence[tuple[ExecutionRecord, int]]) -> int:
-        """Fold committed records into the book one by one, then into the strategy in one
-        ``observe_many`` call (it recovers what it reads of the book as of each record:
-        a bulk import pays no per-record strategy overhead) and the trust layer in one
-        call (it reads neither); one lock round for the whole batch. What reached the
-        book also reaches the strategy and the trust layer, even when a step raises.
-        A strategy without ``observe_many`` (written before it) observes one by one as
-        each record is applied. Returns how many."""
+        """Fold committed records into the book one by one, then into the strategy
+        (``observe_many``: no per-record strategy overhead in a bulk import) and the trust
+        layer in one call each, under one lock round. What reached the book also reaches
+        the strategy and the trust layer, even when a step raises. A strategy without
+        ``observe_many`` observes as each record is applied. Returns how many."""
         book = self.book
         observe_many = getattr(self.strategy, "observe_many", None)
         done = 0

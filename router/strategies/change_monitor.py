@@ -37,6 +37,11 @@ _SCAN_BLOCK = 64  # windows scanned per array pass in add_many (work wasted afte
 _SCAN_SLACK = 1e-6  # re-test exactly when a scanned margin is this close to firing
 
 
+def due_for_test(size: int, since_test: int) -> bool:
+    """Whether a history of ``size`` outcomes, ``since_test`` of them new, is tested now."""
+    return size >= 4 and since_test >= max(1, size // _STRIDE_DIVISOR)
+
+
 @dataclass(frozen=True, slots=True)
 class DetectedChange:
     """A change of one agent: per task type, the first clock value still trusted."""
@@ -111,7 +116,7 @@ class AgentHistory:
 
     def due(self) -> bool:
         """True when enough new outcomes arrived since the last test."""
-        return self.size >= 4 and self.since_test >= max(1, self.size // _STRIDE_DIVISOR)
+        return due_for_test(self.size, self.since_test)
 
 
 class ChangeMonitor:
@@ -189,7 +194,7 @@ class ChangeMonitor:
                 size = capacity - max(1, capacity // 4)
             size += 1
             since += 1
-            if size >= 4 and since >= max(1, size // _STRIDE_DIVISOR):
+            if due_for_test(size, since):
                 due.append((i, size))
                 since = 0
         return due, since
