@@ -38,12 +38,16 @@ bench: $(BENCH_STAMP)
 
 # The house style is `ruff check` (pyproject.toml); the code is not ruff-format'ed.
 lint: $(STAMP)
-	$(BIN)/ruff check router profiles integrations tests benchmarks examples
+	$(BIN)/ruff check __init__.py router profiles integrations tests benchmarks examples
 
+# mypy checks the package as it is installed, trustroute.*: a link named trustroute to
+# this folder stands in for the install (mypy cannot follow an editable install's finder).
 typecheck: $(STAMP)
-	$(BIN)/mypy
+	@mkdir -p .mypy_path && ln -sfn "$(CURDIR)" .mypy_path/trustroute
+	cd .mypy_path && MYPYPATH="$(CURDIR)/.mypy_path" ../$(BIN)/mypy -p trustroute \
+		--config-file ../pyproject.toml
 
 check: lint typecheck test
 
 clean:
-	rm -rf $(VENV) .trustroute .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .trustroute .pytest_cache .mypy_cache .ruff_cache .mypy_path

@@ -16,12 +16,16 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from profiles.calibration import brier_score, calibration_report, expected_calibration_error
-from router.cli.trust import print_calibration
-from router.replay import ReplayStep, load_outcomes, make_plans, replay_run
-from router.replay.plan import RunPlan
-from router.router import AgentRouter
-from router.strategies import DEFAULT_STRATEGY
+from trustroute.router.cli.trust import print_calibration
+from trustroute.router.replay import ReplayStep, load_outcomes, make_plans, replay_run
+from trustroute.router.replay.plan import RunPlan
+from trustroute.router.router import AgentRouter
+from trustroute.router.strategies import DEFAULT_STRATEGY
+from trustroute.router.trust.calibration import (
+    brier_score,
+    calibration_report,
+    expected_calibration_error,
+)
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "alpaca_eval_gpt4" / \
     "outcomes.csv"

@@ -44,11 +44,10 @@ from langchain_core.runnables import RunnableLambda
 from langchain_core.runnables.router import RouterRunnable
 from rich.console import Console
 from rich.table import Table
-
-from profiles import ExecutionRecord
-from profiles.store.executions import SCHEMA as EXECUTIONS_SCHEMA
-from router import AgentRouter
-from router.strategies import DEFAULT_STRATEGY
+from trustroute.profiles import ExecutionRecord
+from trustroute.profiles.store.executions import SCHEMA as EXECUTIONS_SCHEMA
+from trustroute.router import AgentRouter
+from trustroute.router.strategies import DEFAULT_STRATEGY
 
 console = Console(width=150)  # the table has seven columns: never wrap them
 

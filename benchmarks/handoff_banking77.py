@@ -37,9 +37,8 @@ from rich import box
 from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
-
-from router.handoff import RetrievalConfidence
-from router.handoff_calibration import auroc
+from trustroute.router.handoff.calibration import auroc
+from trustroute.router.handoff.confidence import RetrievalConfidence
 
 DATA = Path(
     os.environ.get(

@@ -22,10 +22,9 @@ from typing import Any
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.runnables import RunnableLambda
 from langchain_core.runnables.router import RouterRunnable
-
-from integrations.langchain import RoutedRunnable
-from profiles.trace import NoveltyCache, ReasoningTrace, evaluate_value
-from router import AgentRouter
+from trustroute.integrations.langchain import RoutedRunnable
+from trustroute.router import AgentRouter
+from trustroute.router.trace import NoveltyCache, ReasoningTrace, evaluate_value
 
 CALLS = 1000
 ASYNC_CALLS = 500

@@ -2,7 +2,7 @@
 
 Replays ``../shared/data/alpaca_eval_gpt4/outcomes.csv`` (53 agents x 805 tasks, 5 task
 types) through real routers on in-memory stores, 20 shuffled runs per scenario, every
-strategy on the same runs (see ``router.replay``); success means quality >= 0.5.
+strategy on the same runs (see ``trustroute.router.replay``); success means quality >= 0.5.
 Targets for the default strategy (issue "learning"):
 
 - 8 random agents per run: >= 90% of the per-task-type oracle;
@@ -27,12 +27,12 @@ from langchain_core.runnables import RunnableLambda
 from langchain_core.runnables.router import RouterRunnable
 from rich.console import Console
 from rich.table import Table
+from trustroute.profiles import ExecutionRecord
+from trustroute.router import AgentRouter
+from trustroute.router.replay import ReplayReport, load_outcomes, replay
+from trustroute.router.strategies import DEFAULT_STRATEGY
 
 from benchmarks.foundation import Latency, paired
-from profiles import ExecutionRecord
-from router import AgentRouter
-from router.replay import ReplayReport, load_outcomes, replay
-from router.strategies import DEFAULT_STRATEGY
 
 console = Console()
 

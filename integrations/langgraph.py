@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from router.transfer.request import TransferRequest
+from trustroute.router.handoff.transfer.request import TransferRequest
 
 
 def _langgraph() -> tuple[Callable[..., Any], type[BaseException]]:

@@ -1,7 +1,7 @@
 """Learning state: execution records, per-(agent, task type) profiles and their math."""
 
-from profiles.book import ProfileBook
-from profiles.profile import (
+from trustroute.profiles.book import ProfileBook
+from trustroute.profiles.profile import (
     ProfileSettings,
     ProfileState,
     TaskTypeProfile,
@@ -9,8 +9,8 @@ from profiles.profile import (
     empty_profile,
     ramp_confidence,
 )
-from profiles.recency import RecencySettings, recency_weights, weighted_expertise
-from profiles.records import ExecutionRecord
+from trustroute.profiles.recency import RecencySettings, recency_weights, weighted_expertise
+from trustroute.profiles.records import ExecutionRecord
 
 __all__ = [
     "ExecutionRecord",

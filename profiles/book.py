@@ -10,8 +10,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Iterator
 
-from profiles.profile import ProfileState
-from profiles.records import ExecutionRecord
+from trustroute.profiles.profile import ProfileState
+from trustroute.profiles.records import ExecutionRecord
 
 
 class ProfileBook:

@@ -5,7 +5,7 @@
 passed in, nothing here touches I/O.
 
 - expertise: recency-weighted mean quality over the last ``window_size`` records
-  (see ``profiles.recency``);
+  (see ``trustroute.profiles.recency``);
 - confidence: ``min(1, executions_total / confidence_ramp)`` (ramp 20 by default), so
   one lucky run cannot outrank an established record;
 - adjusted_score: ``expertise x confidence``.
@@ -18,9 +18,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from pydantic import BaseModel, ConfigDict
-
-from profiles.recency import RecencySettings, weighted_expertise
-from profiles.records import ExecutionRecord
+from trustroute.profiles.recency import RecencySettings, weighted_expertise
+from trustroute.profiles.records import ExecutionRecord
 
 
 @dataclass(frozen=True, slots=True)

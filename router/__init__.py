@@ -1,16 +1,16 @@
 """Routing decisions: which agent takes a task, and how sure we are."""
 
-from router.agents import AgentSpec
-from router.decision import CandidateScore, RoutingDecision
-from router.errors import (
+from trustroute.router.agents import AgentSpec
+from trustroute.router.decision import CandidateScore, RoutingDecision
+from trustroute.router.errors import (
     AgentAtCapacity,
     NoAgentAvailable,
     RouterError,
     UnknownAgent,
     UnknownStrategy,
 )
-from router.load import Lease
-from router.router import AgentRouter
+from trustroute.router.load import Lease
+from trustroute.router.router import AgentRouter
 
 __all__ = [
     "AgentAtCapacity",

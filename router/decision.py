@@ -4,7 +4,7 @@ Plain slotted dataclasses rather than pydantic models: ``select()`` builds one p
 candidate on the hot path. ``CandidateScore`` is deliberately not ``frozen``: a frozen
 dataclass sets every field through ``object.__setattr__``, which makes construction
 about four times slower; treat it as read-only. Its ``reason`` and ``components`` may be
-built on first read (``router.explanation``): same values, paid only when looked at.
+built on first read (``trustroute.router.explanation``): same values, paid only when looked at.
 ``as_dict`` gives the JSON form.
 """
 
@@ -16,10 +16,10 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from router.explanation import Deferred, explained_on_read
+from trustroute.router.explanation import Deferred, explained_on_read
 
 if TYPE_CHECKING:
-    from router.load import Lease
+    from trustroute.router.load import Lease
 
 
 def new_decision_id() -> str:

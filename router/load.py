@@ -11,7 +11,7 @@ import threading
 from collections.abc import Mapping
 from types import MappingProxyType, TracebackType
 
-from router.errors import AgentAtCapacity
+from trustroute.router.errors import AgentAtCapacity
 
 
 class Lease:

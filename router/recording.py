@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from profiles.records import ExecutionRecord
-from router.agents import AgentSpec
-from router.decision import RoutingDecision
+from trustroute.profiles.records import ExecutionRecord
+from trustroute.router.agents import AgentSpec
+from trustroute.router.decision import RoutingDecision
 
 
 def build_record(decision: RoutingDecision | None, agents: Mapping[str, AgentSpec], *,

@@ -17,20 +17,18 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-
-from profiles.book import ProfileBook
-from profiles.profile import ProfileSettings, TaskTypeProfile, empty_profile, now_utc
-from profiles.records import ExecutionRecord, check_identifier
-from profiles.store import Store
-from profiles.trust import TrustScores
-from router.abstention import AbstentionPolicy
-from router.agents import AgentLike, AgentSpec, as_specs
-from router.decision import CandidateScore, RoutingDecision, new_decision_id
-from router.errors import NoAgentAvailable, UnknownAgent
-from router.explanation import Deferred
-from router.load import InFlightTracker, Lease
-from router.recording import build_record
-from router.strategies import (
+from trustroute.profiles.book import ProfileBook
+from trustroute.profiles.profile import ProfileSettings, TaskTypeProfile, empty_profile, now_utc
+from trustroute.profiles.records import ExecutionRecord, check_identifier
+from trustroute.profiles.store import Store
+from trustroute.router.agents import AgentLike, AgentSpec, as_specs
+from trustroute.router.decision import CandidateScore, RoutingDecision, new_decision_id
+from trustroute.router.errors import NoAgentAvailable, UnknownAgent
+from trustroute.router.explanation import Deferred
+from trustroute.router.handoff.transfer import TransferDispatcher
+from trustroute.router.load import InFlightTracker, Lease
+from trustroute.router.recording import build_record
+from trustroute.router.strategies import (
     DEFAULT_STRATEGY,
     Arm,
     ArmScore,
@@ -38,11 +36,12 @@ from router.strategies import (
     StrategyContext,
     make_strategy,
 )
-from router.transfer import TransferDispatcher
-from router.trust_layer import TrustLayer, TrustOptions
+from trustroute.router.trust.abstention import AbstentionPolicy
+from trustroute.router.trust.layer import TrustLayer, TrustOptions
+from trustroute.router.trust.scores import TrustScores
 
 if TYPE_CHECKING:
-    from router.lifecycle import DecayReport
+    from trustroute.router.trust.lifecycle import DecayReport
 
 _SNAPSHOT_SECONDS = 60.0  # expertise drifts by < 0.02% a minute at the 7-day time constant
 _ELIGIBLE_CACHE_LIMIT = 1024  # task types whose ranked arms are cached at once
@@ -111,7 +110,7 @@ class AgentRouter:
     @classmethod
     def from_config(cls, path: str | Path, **overrides: Any) -> AgentRouter:
         """Build a router from a YAML, TOML or JSON config file."""
-        from router.config import load_config
+        from trustroute.router.config import load_config
 
         return load_config(path).build_router(**overrides)
 
@@ -394,6 +393,6 @@ class AgentRouter:
 
     def decay(self, *, now: datetime | None = None) -> DecayReport:
         """The weekly trust lifecycle (see router.lifecycle); idempotent per ISO week."""
-        from router.lifecycle import run_decay
+        from trustroute.router.trust.lifecycle import run_decay
 
         return run_decay(self, now=now)

@@ -7,8 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-
-from router.cli.app import main
+from trustroute.router.cli.app import main
 
 
 @dataclass
@@ -34,7 +33,7 @@ class Result:
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> Result:
-    """``trustroute ARGV...`` through ``router.cli.app.main``."""
+    """``trustroute ARGV...`` through ``trustroute.router.cli.app.main``."""
     capsys.readouterr()
     code = main(list(argv))
     captured = capsys.readouterr()

@@ -5,9 +5,11 @@ from __future__ import annotations
 import threading
 
 import pytest
-
-from router import AgentRouter
-from router.abstention import (
+from trustroute.router import AgentRouter
+from trustroute.router.config import RouterConfig
+from trustroute.router.decision import CandidateScore
+from trustroute.router.handoff.transfer import CallableHook, TransferDispatcher, TransferRequest
+from trustroute.router.trust.abstention import (
     Abstained,
     AbstentionPolicy,
     Conflicted,
@@ -16,9 +18,6 @@ from router.abstention import (
     WeakResonance,
     runner_up_chance,
 )
-from router.config import RouterConfig
-from router.decision import CandidateScore
-from router.transfer import CallableHook, TransferDispatcher, TransferRequest
 
 
 def _cand(agent_id: str, executions: int) -> CandidateScore:
@@ -87,7 +86,7 @@ def test_default_routes_anyway_flagged_weak_resonance() -> None:
         assert d.tier == "weak"
         r.record(d, success=False)
         r.flush()
-        from profiles.store.decisions import DecisionRepository
+        from trustroute.profiles.store.decisions import DecisionRepository
 
         row = r.store.repository(DecisionRepository).get(d.decision_id)
         assert row is not None and row["abstained"] is True

@@ -6,8 +6,7 @@ import itertools
 
 import numpy as np
 import pytest
-
-from profiles.calibration import (
+from trustroute.router.trust.calibration import (
     CalibrationMap,
     CalibrationSettings,
     brier_score,

@@ -6,11 +6,10 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import run
-
-from profiles.store import Store
-from profiles.store.decisions import DecisionRepository
-from router import AgentRouter
-from router.config.example import EXAMPLE_CONFIG
+from trustroute.profiles.store import Store
+from trustroute.profiles.store.decisions import DecisionRepository
+from trustroute.router import AgentRouter
+from trustroute.router.config.example import EXAMPLE_CONFIG
 
 
 @pytest.fixture(autouse=True)

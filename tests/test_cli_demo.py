@@ -6,10 +6,9 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import run
-
-from router import AgentRouter
-from router.demo import DEFAULT_WORKLOAD
-from router.strategies import DEFAULT_STRATEGY
+from trustroute.router import AgentRouter
+from trustroute.router.demo import DEFAULT_WORKLOAD
+from trustroute.router.strategies import DEFAULT_STRATEGY
 
 
 @pytest.fixture(autouse=True)

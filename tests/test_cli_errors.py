@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import run
-
-from profiles.store import Store
+from trustroute.profiles.store import Store
 
 
 @pytest.fixture(autouse=True)

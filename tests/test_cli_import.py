@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import run
-
-from router import AgentRouter
-from router.cli.execution_file import ExecutionFileError, read_executions
+from trustroute.router import AgentRouter
+from trustroute.router.cli.execution_file import ExecutionFileError, read_executions
 
 
 @pytest.fixture(autouse=True)

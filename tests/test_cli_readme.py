@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import run
-
-from router import AgentRouter
-from router.config.example import EXAMPLE_CONFIG
+from trustroute.router import AgentRouter
+from trustroute.router.config.example import EXAMPLE_CONFIG
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -51,7 +50,7 @@ def test_every_command_of_the_tour_exists(capsys: pytest.CaptureFixture[str]) ->
 
 
 def test_config_excerpt_is_a_valid_config(tmp_path: Path) -> None:
-    from router.config import load_config
+    from trustroute.router.config import load_config
 
     (excerpt,) = blocks(section("Config file"), "yaml")
     path = tmp_path / "router.yaml"

@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from router.config import ConfigError, RouterConfig, load_config
-from router.config.loader import read_mapping
+from trustroute.router.config import ConfigError, RouterConfig, load_config
+from trustroute.router.config.loader import read_mapping
 
 SAME_CONFIG = {
     "router.yaml": """

@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from router import AgentRouter, NoAgentAvailable
-from router.config import ConfigError, load_config
-from router.config.example import EXAMPLE_CONFIG
+from trustroute.router import AgentRouter, NoAgentAvailable
+from trustroute.router.config import ConfigError, load_config
+from trustroute.router.config.example import EXAMPLE_CONFIG
 
 REPO = Path(__file__).resolve().parents[1]
 

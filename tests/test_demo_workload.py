@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from router import AgentRouter
-from router.demo import (
+from trustroute.router import AgentRouter
+from trustroute.router.demo import (
     DEFAULT_WORKLOAD,
     SimulatedAgent,
     TaskResult,
@@ -14,7 +13,7 @@ from router.demo import (
     run_demo,
     summarize,
 )
-from router.demo.runner import DemoRun
+from trustroute.router.demo.runner import DemoRun
 
 TINY = Workload(
     agents=(SimulatedAgent("good", {"x": 0.9, "y": 0.2}, 100.0, 0.5),

@@ -6,11 +6,10 @@ import math
 
 import numpy as np
 import pytest
-
-from profiles.store import Store
-from router.config import RouterConfig
-from router.handoff import RetrievalConfidence
-from router.handoff_calibration import auroc, rank_is_guaranteed, required_rank
+from trustroute.profiles.store import Store
+from trustroute.router.config import RouterConfig
+from trustroute.router.handoff.calibration import auroc, rank_is_guaranteed, required_rank
+from trustroute.router.handoff.confidence import RetrievalConfidence
 
 
 def synthetic(

@@ -9,11 +9,10 @@ from pathlib import Path
 import pytest
 from cli_helpers import run
 from test_handoff_calibration import synthetic
-
-from profiles.store import Store
-from router import AgentRouter
-from router.handoff import RetrievalConfidence
-from router.transfer import TransferDispatcher, TransferRequest
+from trustroute.profiles.store import Store
+from trustroute.router import AgentRouter
+from trustroute.router.handoff.confidence import RetrievalConfidence
+from trustroute.router.handoff.transfer import TransferDispatcher, TransferRequest
 
 
 def write_examples(path: Path, n: int = 300, seed: int = 21) -> Path:

@@ -12,8 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.documents import Document
 from pydantic import BaseModel
-
-from router.handoff import RetrievalConfidence, RetrievalConfidenceConfig
+from trustroute.router.handoff.confidence import RetrievalConfidence, RetrievalConfidenceConfig
 
 REFERENCE = {
     "score_threshold": 0.7,

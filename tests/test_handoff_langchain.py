@@ -13,14 +13,17 @@ from handoff_helpers import ScoredRetriever, faq_store
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.prompts import PromptTemplate
 from langchain_core.runnables import RunnableLambda
-
-from integrations.langchain.handoff import HandoffResult, HandoffRunnable, estimate_tokens
-from profiles.store import Store
-from profiles.store.handoffs import HandoffRepository
-from router import AgentRouter
-from router.config import RouterConfig
-from router.handoff import RetrievalConfidence
-from router.transfer import CallableHook, TransferRequest
+from trustroute.integrations.langchain.handoff import (
+    HandoffResult,
+    HandoffRunnable,
+    estimate_tokens,
+)
+from trustroute.profiles.store import Store
+from trustroute.profiles.store.handoffs import HandoffRepository
+from trustroute.router import AgentRouter
+from trustroute.router.config import RouterConfig
+from trustroute.router.handoff.confidence import RetrievalConfidence
+from trustroute.router.handoff.transfer import CallableHook, TransferRequest
 
 # the toy embedder's cosine scores sit lower than a sentence model's
 CONFIDENCE = RetrievalConfidence(score_threshold=0.4)

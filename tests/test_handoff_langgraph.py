@@ -7,20 +7,18 @@ from typing import Any, TypedDict
 import pytest
 from handoff_helpers import faq_store
 from langchain_core.runnables import RunnableLambda
-
-from integrations.langchain.handoff import HandoffResult, HandoffRunnable
-from profiles.store import Store
-from profiles.store.handoffs import HandoffRepository
-from router.handoff import RetrievalConfidence
-from router.transfer import TransferDispatcher, TransferRequest
+from trustroute.integrations.langchain.handoff import HandoffResult, HandoffRunnable
+from trustroute.profiles.store import Store
+from trustroute.profiles.store.handoffs import HandoffRepository
+from trustroute.router.handoff.confidence import RetrievalConfidence
+from trustroute.router.handoff.transfer import TransferDispatcher, TransferRequest
 
 langgraph = pytest.importorskip("langgraph")
 
 from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
 from langgraph.graph import END, START, StateGraph  # noqa: E402
 from langgraph.types import Command  # noqa: E402
-
-from integrations.langgraph import LangGraphInterruptHook  # noqa: E402
+from trustroute.integrations.langgraph import LangGraphInterruptHook  # noqa: E402
 
 
 class State(TypedDict, total=False):

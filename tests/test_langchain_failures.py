@@ -13,9 +13,8 @@ from typing import Any
 import pytest
 from langchain_core.runnables import RunnableGenerator, RunnableLambda
 from langchain_helpers import RunLog, executions, failing, prefer, tagged, word_stream
-
-from integrations.langchain import AllAgentsFailed, RoutedRunnable
-from router import AgentRouter
+from trustroute.integrations.langchain import AllAgentsFailed, RoutedRunnable
+from trustroute.router import AgentRouter
 
 
 @pytest.mark.parametrize("mode", ["invoke", "ainvoke", "stream", "astream"])

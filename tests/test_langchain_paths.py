@@ -11,9 +11,8 @@ from langchain_core.messages import AIMessage, AIMessageChunk
 from langchain_core.runnables import Runnable, RunnableLambda
 from langchain_core.runnables.base import RunnableSerializable
 from langchain_helpers import chat, executions, prefer, tagged, word_stream
-
-from integrations.langchain import AgentsMismatch, RoutedRunnable, TaskTypeError
-from router import AgentRouter
+from trustroute.integrations.langchain import AgentsMismatch, RoutedRunnable, TaskTypeError
+from trustroute.router import AgentRouter
 
 
 def run(routed: Runnable, mode: str, value: Any) -> Any:
@@ -47,7 +46,7 @@ MODES = ["invoke", "batch", "stream", "ainvoke", "abatch", "astream", "astream_e
 
 
 def test_is_a_real_runnable_importable_from_the_package() -> None:
-    from integrations.langchain import RoutedRunnable as Imported
+    from trustroute.integrations.langchain import RoutedRunnable as Imported
 
     assert Imported is RoutedRunnable
     assert issubclass(RoutedRunnable, RunnableSerializable)

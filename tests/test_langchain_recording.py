@@ -13,9 +13,8 @@ from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableLambda
 from langchain_helpers import chat, executions, prefer, tagged
-
-from integrations.langchain import RoutedRunnable
-from router import AgentRouter
+from trustroute.integrations.langchain import RoutedRunnable
+from trustroute.router import AgentRouter
 
 PRICED = [{"id": "gpt", "price_per_1k_input_tokens": 0.5, "price_per_1k_output_tokens": 1.5},
           {"id": "cheap", "cost_per_call": 0.01}]

@@ -12,10 +12,9 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.tools import ToolException, tool
 from langchain_helpers import executions, failing, prefer
-
-from integrations.langchain import RoutedRunnable, TraceCollector
-from profiles.trace import NoveltyCache, evaluate_value
-from router import AgentRouter
+from trustroute.integrations.langchain import RoutedRunnable, TraceCollector
+from trustroute.router import AgentRouter
+from trustroute.router.trace import NoveltyCache, evaluate_value
 
 prebuilt = pytest.importorskip("langgraph.prebuilt")
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning",

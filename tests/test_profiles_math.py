@@ -7,8 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
-
-from profiles import (
+from trustroute.profiles import (
     ExecutionRecord,
     ProfileBook,
     ProfileSettings,
@@ -18,7 +17,7 @@ from profiles import (
     recency_weights,
     weighted_expertise,
 )
-from profiles.recency import SECONDS_PER_DAY
+from trustroute.profiles.recency import SECONDS_PER_DAY
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 

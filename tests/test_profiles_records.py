@@ -7,8 +7,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 from pydantic import ValidationError
-
-from profiles import ExecutionRecord
+from trustroute.profiles import ExecutionRecord
 
 
 def make(**fields: object) -> ExecutionRecord:

@@ -8,9 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from router.cli.app import main
-from router.replay import load_outcomes, outcomes_from_rows, replay
+from trustroute.router.cli.app import main
+from trustroute.router.replay import load_outcomes, outcomes_from_rows, replay
 
 DEV_LOG = Path(__file__).resolve().parents[2] / "shared" / "data" / "alpaca_eval_gpt4" / \
     "outcomes.csv"

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from router.replay import (
+from trustroute.router.replay import (
     OutcomeLog,
     ReplayStep,
     RunResult,

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from router.replay import OutcomeLogError, load_outcomes, outcomes_from_rows
+from trustroute.router.replay import OutcomeLogError, load_outcomes, outcomes_from_rows
 
 
 def write_csv(path: Path, rows: list[str], header: str = "agent,task_type,task,quality") -> Path:

@@ -6,9 +6,8 @@ import asyncio
 from collections.abc import Iterator
 
 import pytest
-
-from router import AgentAtCapacity, AgentRouter, AgentSpec, NoAgentAvailable
-from router.agents import AgentLike
+from trustroute.router import AgentAtCapacity, AgentRouter, AgentSpec, NoAgentAvailable
+from trustroute.router.agents import AgentLike
 
 
 @pytest.fixture

@@ -6,8 +6,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
-
-from router.row_files import Row, RowFileError, csv_rows, jsonl_rows
+from trustroute.router.row_files import Row, RowFileError, csv_rows, jsonl_rows
 
 
 def test_jsonl_rows_skip_blank_lines_and_keep_line_numbers(tmp_path: Path) -> None:

@@ -6,15 +6,14 @@ import socket
 from pathlib import Path
 
 import pytest
-
-from profiles.store import (
+from trustroute.profiles.store import (
     DEFAULT_STORE_URL,
     InvalidStoreURL,
     Store,
     StoreUnavailableError,
     parse_store_url,
 )
-from profiles.store.connection import Connection
+from trustroute.profiles.store.connection import Connection
 
 
 def test_embedded_urls_resolve_to_absolute_paths(tmp_path: Path) -> None:

@@ -10,12 +10,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
-from profiles.store import SchemaVersionError, Store, StoreLockedError, parse_store_url
-from profiles.store.connection import Connection
-from profiles.store.lock import PathLock
-from profiles.store.schema import SCHEMA_VERSION
-from router import AgentRouter
+from trustroute.profiles.store import SchemaVersionError, Store, StoreLockedError, parse_store_url
+from trustroute.profiles.store.connection import Connection
+from trustroute.profiles.store.lock import PathLock
+from trustroute.profiles.store.schema import SCHEMA_VERSION
+from trustroute.router import AgentRouter
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -59,7 +58,7 @@ def test_profiles_windows_and_clocks_survive_reopen(kv_url: str) -> None:
 
 CHILD_WRITER = """
 import sys
-from router import AgentRouter
+from trustroute.router import AgentRouter
 with AgentRouter(agents=["a", "b"], store=sys.argv[1]) as r:
     i = 0
     while True:
@@ -94,7 +93,7 @@ def test_sigkilled_writer_loses_no_returned_record(kv_url: str) -> None:
 
 CHILD_OPENER = """
 import sys
-from profiles.store import Store, StoreLockedError
+from trustroute.profiles.store import Store, StoreLockedError
 try:
     Store(sys.argv[1])
 except StoreLockedError as exc:

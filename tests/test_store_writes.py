@@ -6,11 +6,10 @@ import threading
 from datetime import UTC, datetime, timedelta
 
 import pytest
-
-from profiles import ExecutionRecord, ProfileSettings, RecencySettings
-from profiles.store import QueryFailed, Store
-from profiles.store.window_format import parse_window, window_entry
-from router import AgentRouter
+from trustroute.profiles import ExecutionRecord, ProfileSettings, RecencySettings
+from trustroute.profiles.store import QueryFailed, Store
+from trustroute.profiles.store.window_format import parse_window, window_entry
+from trustroute.router import AgentRouter
 
 HOSTILE = [
     "it's",
@@ -257,7 +256,7 @@ def test_a_store_written_with_a_task_clock_table_still_loads_and_counts_on(
 
 
 def test_retiring_a_pair_removes_both_parts_of_its_window(kv_url: str) -> None:
-    from profiles.store.trust import TrustRepository
+    from trustroute.profiles.store.trust import TrustRepository
 
     with Store(kv_url) as store:
         store.executions.record_many([rec("a", "code", i=i) for i in range(30)])

@@ -14,16 +14,15 @@ from typing import Any
 
 import numpy as np
 import pytest
-
-from profiles.book import ProfileBook
-from profiles.profile import ProfileSettings, empty_profile
-from profiles.records import ExecutionRecord
-from router import AgentRouter
-from router.agents import AgentSpec
-from router.strategies import Arm, ArmScore, StrategyContext, make_strategy
-from router.strategies.base import StatelessStrategy
-from router.strategies.change_monitor import ChangeMonitor
-from router.strategies.pooled_posterior import PooledPosterior
+from trustroute.profiles.book import ProfileBook
+from trustroute.profiles.profile import ProfileSettings, empty_profile
+from trustroute.profiles.records import ExecutionRecord
+from trustroute.router import AgentRouter
+from trustroute.router.agents import AgentSpec
+from trustroute.router.strategies import Arm, ArmScore, StrategyContext, make_strategy
+from trustroute.router.strategies.base import StatelessStrategy
+from trustroute.router.strategies.change_monitor import ChangeMonitor
+from trustroute.router.strategies.pooled_posterior import PooledPosterior
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 Committed = list[tuple[ExecutionRecord, int]]

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from profiles.change_point import bernoulli_kl, detect_change, glr_threshold
+from trustroute.router.strategies.change_point import bernoulli_kl, detect_change, glr_threshold
 
 
 def test_bernoulli_kl_values() -> None:

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from profiles.change_point import detect_change, glr_threshold, split_statistics
-from profiles.change_scan import ScanWorkspace, window_margins
+from trustroute.router.strategies.change_point import detect_change, glr_threshold, split_statistics
+from trustroute.router.strategies.change_scan import ScanWorkspace, window_margins
 
 
 def exact_margin(groups: np.ndarray, values: np.ndarray, delta: float) -> float:

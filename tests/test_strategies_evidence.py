@@ -6,10 +6,9 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
-
-from profiles.book import ProfileBook
-from profiles.records import ExecutionRecord
-from router.strategies.evidence import EvidenceLedger
+from trustroute.profiles.book import ProfileBook
+from trustroute.profiles.records import ExecutionRecord
+from trustroute.router.strategies.evidence import EvidenceLedger
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

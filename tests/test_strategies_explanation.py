@@ -5,9 +5,9 @@ from __future__ import annotations
 import dataclasses
 import pickle
 
-from router import AgentRouter
-from router.decision import CandidateScore
-from router.explanation import Deferred
+from trustroute.router import AgentRouter
+from trustroute.router.decision import CandidateScore
+from trustroute.router.explanation import Deferred
 
 
 class _Counting(Deferred):

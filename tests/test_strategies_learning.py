@@ -13,12 +13,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
-
-from profiles.book import ProfileBook
-from profiles.profile import ProfileSettings, empty_profile
-from profiles.records import ExecutionRecord
-from router.agents import AgentSpec
-from router.strategies import Arm, StrategyContext, make_strategy
+from trustroute.profiles.book import ProfileBook
+from trustroute.profiles.profile import ProfileSettings, empty_profile
+from trustroute.profiles.records import ExecutionRecord
+from trustroute.router.agents import AgentSpec
+from trustroute.router.strategies import Arm, StrategyContext, make_strategy
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 Means = Callable[[int, str, int], float]  # (agent index, task type, step) -> mean quality

@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-from profiles.posterior import (
+from trustroute.router.strategies.posterior import (
     MEAN_FLOOR,
     beta_mean,
     beta_parameters,

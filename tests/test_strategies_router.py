@@ -5,11 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from profiles.records import ExecutionRecord
-from router import AgentRouter
-from router.config import ConfigError
-from router.strategies import DEFAULT_STRATEGY, InvalidStrategyParams, available_strategies
+from trustroute.profiles.records import ExecutionRecord
+from trustroute.router import AgentRouter
+from trustroute.router.config import ConfigError
+from trustroute.router.strategies import (
+    DEFAULT_STRATEGY,
+    InvalidStrategyParams,
+    available_strategies,
+)
 
 
 def history(agent: str, task_type: str, qualities: list[float], *, cost: float | None = None,

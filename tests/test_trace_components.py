@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 from pydantic import ValidationError
-
-from profiles.trace import (
+from trustroute.router.trace import (
     ReasoningTrace,
     TraceStep,
     complexity,

@@ -7,8 +7,7 @@ import math
 
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
-
-from profiles.trace import NoveltyCache, ReasoningTrace, evaluate_value, novelty
+from trustroute.router.trace import NoveltyCache, ReasoningTrace, evaluate_value, novelty
 
 
 class AxisEmbeddings(Embeddings):
@@ -108,7 +107,7 @@ def test_bad_vectors_and_settings_are_clear_errors() -> None:
 
 
 def test_async_novelty_uses_aembed_query() -> None:
-    from profiles.trace import aevaluate_value
+    from trustroute.router.trace import aevaluate_value
 
     cache, emb = NoveltyCache(), AxisEmbeddings()
 

@@ -8,19 +8,18 @@ import threading
 from typing import Any
 
 import pytest
-
-from profiles.store import Store
-from profiles.store.handoffs import HandoffRepository
-from router import AgentRouter
-from router.config import RouterConfig
-from router.transfer import (
+from trustroute.profiles.store import Store
+from trustroute.profiles.store.handoffs import HandoffRepository
+from trustroute.router import AgentRouter
+from trustroute.router.config import RouterConfig
+from trustroute.router.handoff.transfer import (
     CallableHook,
     LoggingHook,
     TransferDispatcher,
     TransferHook,
     TransferRequest,
 )
-from router.transfer.callable_hook import import_target
+from trustroute.router.handoff.transfer.callable_hook import import_target
 
 
 def make_request(**fields: Any) -> TransferRequest:
@@ -304,7 +303,7 @@ def test_duplicate_hook_names_are_rejected() -> None:
 
 
 def test_config_file_errors_name_the_hook(tmp_path: Any) -> None:
-    from router.config import ConfigError, load_config
+    from trustroute.router.config import ConfigError, load_config
 
     path = tmp_path / "router.yaml"
     path.write_text(

@@ -8,12 +8,16 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import run
+from trustroute.profiles.store import Store
+from trustroute.profiles.store.handoffs import HandoffRepository
+from trustroute.router import AgentRouter
+from trustroute.router.handoff.transfer import (
+    TransferDispatcher,
+    TransferRequest,
+    WebhookError,
+    WebhookHook,
+)
 from webhook_server import webhook_receiver
-
-from profiles.store import Store
-from profiles.store.handoffs import HandoffRepository
-from router import AgentRouter
-from router.transfer import TransferDispatcher, TransferRequest, WebhookError, WebhookHook
 
 SECRET_ENV = "TRUSTROUTE_TEST_WEBHOOK_SECRET"
 SECRET = "s3cr3t-do-not-log"

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pytest
 from langchain_core.runnables import RunnableLambda
-
-from integrations.langchain import RoutedRunnable
-from profiles.trust import Tier, frequency_score
-from router import AgentRouter
+from trustroute.integrations.langchain import RoutedRunnable
+from trustroute.router import AgentRouter
+from trustroute.router.trust.scores import Tier, frequency_score
 
 
 def test_fallback_rescues_are_contradictions_and_end_in_deprecation(

@@ -6,12 +6,11 @@ import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
-
-from profiles.store.trust import TrustRepository
-from profiles.trust import Tier
-from router import AgentRouter
-from router.cli.app import main
-from router.lifecycle import run_decay
+from trustroute.profiles.store.trust import TrustRepository
+from trustroute.router import AgentRouter
+from trustroute.router.cli.app import main
+from trustroute.router.trust.lifecycle import run_decay
+from trustroute.router.trust.scores import Tier
 
 T0 = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)  # Monday of ISO week 2025-W10
 

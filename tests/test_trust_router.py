@@ -5,14 +5,19 @@ from __future__ import annotations
 import uuid
 
 import pytest
-
-from profiles.store.decisions import DecisionRepository
-from profiles.store.trust import TrustRepository
-from profiles.trust import Tier, composite_confidence, effectiveness_score, human_score, tier_for
-from router import AgentRouter, NoAgentAvailable
-from router.errors import UnknownDecision
-from router.trust_layer import TrustOptions
-from router.trust_policy import TierPolicy
+from trustroute.profiles.store.decisions import DecisionRepository
+from trustroute.profiles.store.trust import TrustRepository
+from trustroute.router import AgentRouter, NoAgentAvailable
+from trustroute.router.errors import UnknownDecision
+from trustroute.router.trust.layer import TrustOptions
+from trustroute.router.trust.policy import TierPolicy
+from trustroute.router.trust.scores import (
+    Tier,
+    composite_confidence,
+    effectiveness_score,
+    human_score,
+    tier_for,
+)
 
 
 def test_decision_carries_confidence_tier_and_abstention_fields(router: AgentRouter) -> None:

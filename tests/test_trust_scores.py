@@ -7,8 +7,7 @@ import math
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-from profiles.trust import (
+from trustroute.router.trust.scores import (
     Tier,
     TrustCounts,
     composite_confidence,

@@ -5,21 +5,20 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-
-from profiles.rescues import RescueTracker
-from profiles.trust import (
-    SIGNALS,
-    TrustCounts,
-    apply_execution,
-    apply_review,
-    apply_signal,
-)
-from profiles.trust_decay import (
+from trustroute.router.trust.decay import (
     DecaySettings,
     decay_once,
     due_for_deletion,
     is_unseen,
     iso_week,
+)
+from trustroute.router.trust.rescues import RescueTracker
+from trustroute.router.trust.scores import (
+    SIGNALS,
+    TrustCounts,
+    apply_execution,
+    apply_review,
+    apply_signal,
 )
 
 T0 = datetime(2025, 3, 3, 12, 0, tzinfo=UTC)  # a Monday

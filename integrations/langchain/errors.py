@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from router.errors import RouterError
+from trustroute.router.errors import RouterError
 
 
 class AgentsMismatch(RouterError, ValueError):

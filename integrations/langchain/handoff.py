@@ -34,15 +34,14 @@ from langchain_core.runnables import Runnable, RunnableConfig, ensure_config, pa
 from langchain_core.runnables.base import coerce_to_runnable
 from langchain_core.vectorstores import InMemoryVectorStore
 from pydantic import BaseModel, ConfigDict, Field
-
-from router.handoff import ConfidenceResult, RetrievalConfidence
-from router.handoff_inputs import SCORE_KEYS
-from router.handoff_messages import message
-from router.transfer import TransferDispatcher, TransferOutcome, TransferRequest
+from trustroute.router.handoff.confidence import ConfidenceResult, RetrievalConfidence
+from trustroute.router.handoff.inputs import SCORE_KEYS
+from trustroute.router.handoff.messages import message
+from trustroute.router.handoff.transfer import TransferDispatcher, TransferOutcome, TransferRequest
 
 if TYPE_CHECKING:
-    from profiles.store import Store
-    from router.router import AgentRouter
+    from trustroute.profiles.store import Store
+    from trustroute.router.router import AgentRouter
 
 log = logging.getLogger(__name__)
 
@@ -303,7 +302,7 @@ class HandoffRunnable(Runnable[Any, Any]):
     ) -> None:
         if self.store is None:
             return
-        from profiles.store.handoffs import HandoffRepository
+        from trustroute.profiles.store.handoffs import HandoffRepository
 
         try:
             self.store.repository(HandoffRepository).record_decision(

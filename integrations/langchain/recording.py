@@ -19,11 +19,13 @@ from typing import Any
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import LLMResult
-
-from integrations.langchain.callbacks import MAX_STEP_CHARS, TraceCollector
-from integrations.langchain.task import RoutedTask
-from profiles.records import ExecutionRecord
-from profiles.trace import (
+from trustroute.integrations.langchain.callbacks import MAX_STEP_CHARS, TraceCollector
+from trustroute.integrations.langchain.task import RoutedTask
+from trustroute.profiles.records import ExecutionRecord
+from trustroute.router.agents import AgentSpec
+from trustroute.router.decision import RoutingDecision
+from trustroute.router.router import AgentRouter
+from trustroute.router.trace import (
     Embedder,
     NoveltyCache,
     ReasoningTrace,
@@ -31,9 +33,6 @@ from profiles.trace import (
     aevaluate_value,
     evaluate_value,
 )
-from router.agents import AgentSpec
-from router.decision import RoutingDecision
-from router.router import AgentRouter
 
 _SCAN_DEPTH = 4
 Evaluator = Callable[[Any, Any], Any]

@@ -42,18 +42,17 @@ from langchain_core.runnables import (
 from langchain_core.runnables.base import coerce_to_runnable
 from langchain_core.runnables.utils import ConfigurableFieldSpec, get_unique_config_specs
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator
-
-from integrations.langchain.errors import AgentsMismatch
-from integrations.langchain.recording import (
+from trustroute.integrations.langchain.errors import AgentsMismatch
+from trustroute.integrations.langchain.recording import (
     OutcomeRecorder,
     RunCapture,
     TraceScoring,
     is_priced,
 )
-from integrations.langchain.task import RoutedTask, Selector, resolve_task_type
-from profiles.trace import NoveltyCache, TraceWeights
-from router.decision import RoutingDecision
-from router.router import AgentRouter
+from trustroute.integrations.langchain.task import RoutedTask, Selector, resolve_task_type
+from trustroute.router.decision import RoutingDecision
+from trustroute.router.router import AgentRouter
+from trustroute.router.trace import NoveltyCache, TraceWeights
 
 
 class _Stopwatch:

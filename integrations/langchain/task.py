@@ -16,11 +16,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-from integrations.langchain.errors import AllAgentsFailed, TaskTypeError
-from router.agents import AgentSpec
-from router.decision import RoutingDecision
-from router.errors import AgentAtCapacity, NoAgentAvailable
-from router.router import AgentRouter
+from trustroute.integrations.langchain.errors import AllAgentsFailed, TaskTypeError
+from trustroute.router.agents import AgentSpec
+from trustroute.router.decision import RoutingDecision
+from trustroute.router.errors import AgentAtCapacity, NoAgentAvailable
+from trustroute.router.router import AgentRouter
 
 TaskTypeSpec = str | Callable[[Any], str]
 _POLL_START, _POLL_MAX = 0.001, 0.05

@@ -22,9 +22,8 @@ from tenacity import (
     stop_after_attempt,
     wait_exponential,
 )
-
-from profiles.store.errors import StoreError, StoreUnavailableError
-from profiles.store.location import StoreLocation
+from trustroute.profiles.store.errors import StoreError, StoreUnavailableError
+from trustroute.profiles.store.location import StoreLocation
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from profiles.store.connection import Connection
+from trustroute.profiles.store.connection import Connection
 
 SCHEMA = """
 DEFINE TABLE IF NOT EXISTS decision SCHEMAFULL;

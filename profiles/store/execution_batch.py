@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from profiles.records import ExecutionRecord
-from profiles.store.window_format import SEPARATOR, window_entry
+from trustroute.profiles.records import ExecutionRecord
+from trustroute.profiles.store.window_format import SEPARATOR, window_entry
 
 
 def record_params(record: ExecutionRecord, seq: int) -> dict[str, Any]:

@@ -25,11 +25,11 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
-from profiles.profile import ProfileState
-from profiles.records import ExecutionRecord
-from profiles.store.connection import Connection, QueryFailed
-from profiles.store.execution_batch import plan_batch, record_params
-from profiles.store.window_format import parse_window
+from trustroute.profiles.profile import ProfileState
+from trustroute.profiles.records import ExecutionRecord
+from trustroute.profiles.store.connection import Connection, QueryFailed
+from trustroute.profiles.store.execution_batch import plan_batch, record_params
+from trustroute.profiles.store.window_format import parse_window
 
 SCHEMA = """
 DEFINE TABLE IF NOT EXISTS execution SCHEMAFULL;

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from profiles.store.connection import Connection
+from trustroute.profiles.store.connection import Connection
 
 PENDING_STATUSES = ("pending", "delivered", "resolved")
 

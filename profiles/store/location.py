@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from profiles.store.errors import InvalidStoreURL
+from trustroute.profiles.store.errors import InvalidStoreURL
 
 DEFAULT_STORE_URL = "surrealkv://.trustroute/db"
 REMOTE_SCHEMES = ("ws", "wss", "http", "https")

@@ -12,7 +12,7 @@ import fcntl
 import os
 from pathlib import Path
 
-from profiles.store.errors import StoreLockedError
+from trustroute.profiles.store.errors import StoreLockedError
 
 
 class PathLock:

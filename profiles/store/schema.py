@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from profiles.store.connection import Connection
-from profiles.store.errors import SchemaVersionError
+from trustroute.profiles.store.connection import Connection
+from trustroute.profiles.store.errors import SchemaVersionError
 
 SCHEMA_VERSION = 1
 

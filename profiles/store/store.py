@@ -11,12 +11,12 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
-from profiles.store.connection import Connection
-from profiles.store.executions import SCHEMA as EXECUTIONS_SCHEMA
-from profiles.store.executions import ExecutionRepository
-from profiles.store.location import StoreLocation, parse_store_url
-from profiles.store.lock import PathLock
-from profiles.store.schema import ensure_schema
+from trustroute.profiles.store.connection import Connection
+from trustroute.profiles.store.executions import SCHEMA as EXECUTIONS_SCHEMA
+from trustroute.profiles.store.executions import ExecutionRepository
+from trustroute.profiles.store.location import StoreLocation, parse_store_url
+from trustroute.profiles.store.lock import PathLock
+from trustroute.profiles.store.schema import ensure_schema
 
 SCHEMA_PARTS: list[str] = [EXECUTIONS_SCHEMA]
 

@@ -17,9 +17,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from surrealdb import RecordID
-
-from profiles.store.connection import Connection
-from profiles.trust import TrustCounts, TrustScores
+from trustroute.profiles.store.connection import Connection
+from trustroute.router.trust.scores import TrustCounts, TrustScores
 
 COUNTERS = ("observations", "contradictions", "positive", "negative", "neutral",
              "approvals", "rejections")

@@ -10,8 +10,8 @@ older, trimmed part in ``profile_window``.
 
 from __future__ import annotations
 
-from profiles.profile import WindowEntry
-from profiles.records import ExecutionRecord
+from trustroute.profiles.profile import WindowEntry
+from trustroute.profiles.records import ExecutionRecord
 
 SEPARATOR = ";"
 

@@ -1,7 +1,7 @@
 """The ``trustroute`` command line: one click group, one module per command group.
 
 Each command module decorates its functions with ``@cli.command`` on the shared group
-from ``router.cli.base``; importing it registers them. ``main`` turns every expected
+from ``trustroute.router.cli.base``; importing it registers them. ``main`` turns every expected
 error into one line on stderr and a non-zero exit code, never a traceback.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-from router.cli.base import run_cli
+from trustroute.router.cli.base import run_cli
 
 # Command modules register themselves on import; one line each, keep sorted.
 COMMAND_MODULES: list[str] = [

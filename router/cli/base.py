@@ -12,13 +12,12 @@ import click
 from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
-
-from profiles.store import StoreError
-from router.config import ConfigError, RouterConfig, load_config
-from router.config.loader import describe_problem
-from router.errors import RouterError
-from router.router import AgentRouter
-from router.strategies import available_strategies
+from trustroute.profiles.store import StoreError
+from trustroute.router.config import ConfigError, RouterConfig, load_config
+from trustroute.router.config.loader import describe_problem
+from trustroute.router.errors import RouterError
+from trustroute.router.router import AgentRouter
+from trustroute.router.strategies import available_strategies
 
 console = Console()
 err_console = Console(stderr=True)

@@ -13,8 +13,7 @@ from typing import Any
 import click
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-from router.cli.base import (
+from trustroute.router.cli.base import (
     cli,
     console,
     err_console,
@@ -25,8 +24,13 @@ from router.cli.base import (
     strategy_option,
     strategy_overrides,
 )
-from router.cli.tables import LEADERBOARD_LEGEND, leaderboard_heading, leaderboard_table, pct
-from router.demo import DEFAULT_WORKLOAD, DemoSummary, TaskResult, run_demo, summarize
+from trustroute.router.cli.tables import (
+    LEADERBOARD_LEGEND,
+    leaderboard_heading,
+    leaderboard_table,
+    pct,
+)
+from trustroute.router.demo import DEFAULT_WORKLOAD, DemoSummary, TaskResult, run_demo, summarize
 
 
 def _report(summary: DemoSummary, store_url: str, store_given: bool) -> None:

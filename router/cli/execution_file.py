@@ -23,9 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
-
-from profiles.records import ExecutionRecord
-from router.row_files import RowFileError, csv_rows, jsonl_rows
+from trustroute.profiles.records import ExecutionRecord
+from trustroute.router.row_files import RowFileError, csv_rows, jsonl_rows
 
 REQUIRED = ("task_type", "success")
 OPTIONAL = ("quality", "latency_ms", "cost", "timestamp", "record_id", "decision_id",

@@ -18,10 +18,9 @@ import click
 from rich import box
 from rich.markup import escape
 from rich.table import Table
-
-from profiles.store import Store
-from profiles.store.handoffs import PENDING_STATUSES, HandoffRepository
-from router.cli.base import (
+from trustroute.profiles.store import Store
+from trustroute.profiles.store.handoffs import PENDING_STATUSES, HandoffRepository
+from trustroute.router.cli.base import (
     CliError,
     cli,
     console,
@@ -31,10 +30,10 @@ from router.cli.base import (
     print_json,
     router_options,
 )
-from router.cli.tables import age, num, pct
-from router.handoff import RetrievalConfidence, coerce_config
-from router.handoff_calibration import CalibrationReport
-from router.row_files import RowFileError, jsonl_rows
+from trustroute.router.cli.tables import age, num, pct
+from trustroute.router.handoff.calibration import CalibrationReport
+from trustroute.router.handoff.confidence import RetrievalConfidence, coerce_config
+from trustroute.router.row_files import RowFileError, jsonl_rows
 
 SHORT_ID = 8
 

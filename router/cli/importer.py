@@ -7,8 +7,7 @@ from pathlib import Path
 import click
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-from router.cli.base import (
+from trustroute.router.cli.base import (
     cli,
     console,
     err_console,
@@ -17,7 +16,7 @@ from router.cli.base import (
     print_json,
     router_options,
 )
-from router.cli.execution_file import read_executions
+from trustroute.router.cli.execution_file import read_executions
 
 
 @cli.command(name="import")

@@ -6,9 +6,8 @@ from pathlib import Path
 
 import click
 from rich.markup import escape
-
-from router.cli.base import CliError, cli, console, json_option, print_json
-from router.config.example import EXAMPLE_CONFIG
+from trustroute.router.cli.base import CliError, cli, console, json_option, print_json
+from trustroute.router.config.example import EXAMPLE_CONFIG
 
 
 @cli.command()

@@ -6,10 +6,16 @@ from pathlib import Path
 
 import click
 from rich.markup import escape
-
-from router.cli.base import cli, console, json_option, open_router, print_json, router_options
-from router.cli.handoff import handoff_rates, stats_table
-from router.cli.tables import profiles_table
+from trustroute.router.cli.base import (
+    cli,
+    console,
+    json_option,
+    open_router,
+    print_json,
+    router_options,
+)
+from trustroute.router.cli.handoff import handoff_rates, stats_table
+from trustroute.router.cli.tables import profiles_table
 
 
 @cli.command(name="profiles")

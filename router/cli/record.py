@@ -7,10 +7,16 @@ from typing import Any
 
 import click
 from rich.markup import escape
-
-from profiles.records import ExecutionRecord
-from router.cli.base import cli, console, json_option, open_router, print_json, router_options
-from router.cli.tables import num
+from trustroute.profiles.records import ExecutionRecord
+from trustroute.router.cli.base import (
+    cli,
+    console,
+    json_option,
+    open_router,
+    print_json,
+    router_options,
+)
+from trustroute.router.cli.tables import num
 
 
 @cli.command()

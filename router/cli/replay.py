@@ -10,10 +10,9 @@ import yaml
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
-
-from router.cli.base import CliError, cli, console, err_console, json_option, print_json
-from router.replay import ReplayReport, load_outcomes, replay, total_steps
-from router.strategies import DEFAULT_STRATEGY, available_strategies
+from trustroute.router.cli.base import CliError, cli, console, err_console, json_option, print_json
+from trustroute.router.replay import ReplayReport, load_outcomes, replay, total_steps
+from trustroute.router.strategies import DEFAULT_STRATEGY, available_strategies
 
 DEFAULT_COMPARISON = f"{DEFAULT_STRATEGY},confidence_weighted,random"
 
@@ -90,7 +89,7 @@ def replay_command(file: Path, strategies: str, runs: int, seed: int, agents: in
                         strategy_params=strategy_params, success_threshold=success_threshold,
                         jobs=jobs, progress=lambda n: progress.advance(task, n))
     if plot is not None:
-        from router.replay.plot import plot_regret
+        from trustroute.router.replay.plot import plot_regret
 
         plot_regret(report, plot)
     if as_json:

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import click
 from rich.markup import escape
-
-from router.cli.base import (
+from trustroute.router.cli.base import (
     CliError,
     cli,
     console,
@@ -18,8 +17,8 @@ from router.cli.base import (
     strategy_option,
     strategy_overrides,
 )
-from router.cli.tables import decision_table, num, reason_lines
-from router.router import AgentRouter
+from trustroute.router.cli.tables import decision_table, num, reason_lines
+from trustroute.router.router import AgentRouter
 
 
 def adopt_known_agents(router: AgentRouter) -> None:

@@ -12,10 +12,9 @@ from datetime import UTC, datetime
 from rich import box
 from rich.markup import escape
 from rich.table import Table
-
-from profiles.profile import TaskTypeProfile
-from router.decision import RoutingDecision
-from router.demo.summary import LeaderboardRow, Preference
+from trustroute.profiles.profile import TaskTypeProfile
+from trustroute.router.decision import RoutingDecision
+from trustroute.router.demo.summary import LeaderboardRow, Preference
 
 
 def num(value: float | None, digits: int = 3) -> str:

@@ -9,11 +9,8 @@ import click
 from rich import box
 from rich.markup import escape
 from rich.table import Table
-
-from profiles.calibration import CalibrationReport, calibration_report
-from profiles.store.decisions import DecisionRepository
-from profiles.trust import TrustScores
-from router.cli.base import (
+from trustroute.profiles.store.decisions import DecisionRepository
+from trustroute.router.cli.base import (
     CliError,
     cli,
     console,
@@ -22,7 +19,9 @@ from router.cli.base import (
     print_json,
     router_options,
 )
-from router.lifecycle import run_decay
+from trustroute.router.trust.calibration import CalibrationReport, calibration_report
+from trustroute.router.trust.lifecycle import run_decay
+from trustroute.router.trust.scores import TrustScores
 
 
 def _scores_line(agent_id: str, task_type: str, s: TrustScores) -> str:

@@ -1,7 +1,7 @@
 """Router config files (YAML, TOML, JSON): schema and loading."""
 
-from router.config.loader import ConfigError
-from router.config.model import (
+from trustroute.router.config.loader import ConfigError
+from trustroute.router.config.model import (
     ProfilesSection,
     RecencySection,
     RouterConfig,

@@ -18,20 +18,19 @@ from pydantic import (
     ValidationError,
     field_validator,
 )
-
-from profiles.profile import ProfileSettings
-from profiles.recency import RecencySettings
-from profiles.store.errors import InvalidStoreURL
-from profiles.store.location import parse_store_url
-from router.agents import AgentSpec
-from router.config.loader import ConfigError, describe_validation_error, read_mapping
-from router.config.trust import AbstentionSection, TrustSection
-from router.errors import RouterError
-from router.strategies import available_strategies, make_strategy
-from router.transfer.config import HandoffSection, HookSpec, build_dispatcher
+from trustroute.profiles.profile import ProfileSettings
+from trustroute.profiles.recency import RecencySettings
+from trustroute.profiles.store.errors import InvalidStoreURL
+from trustroute.profiles.store.location import parse_store_url
+from trustroute.router.agents import AgentSpec
+from trustroute.router.config.loader import ConfigError, describe_validation_error, read_mapping
+from trustroute.router.config.trust import AbstentionSection, TrustSection
+from trustroute.router.errors import RouterError
+from trustroute.router.handoff.transfer.config import HandoffSection, HookSpec, build_dispatcher
+from trustroute.router.strategies import available_strategies, make_strategy
 
 if TYPE_CHECKING:
-    from router.router import AgentRouter
+    from trustroute.router.router import AgentRouter
 
 
 class Section(BaseModel):
@@ -68,7 +67,7 @@ class StrategySection(Section):
 
 def _default_strategy() -> str:
     """The library's default strategy, read late so a changed default carries over."""
-    from router.strategies import DEFAULT_STRATEGY
+    from trustroute.router.strategies import DEFAULT_STRATEGY
 
     return DEFAULT_STRATEGY
 
@@ -143,7 +142,7 @@ class RouterConfig(Section):
 
     def build_router(self, **overrides: Any) -> AgentRouter:
         """An AgentRouter configured by this file (keyword overrides win)."""
-        from router.router import AgentRouter
+        from trustroute.router.router import AgentRouter
 
         kwargs: dict[str, Any] = {
             "agents": self.agents,

@@ -22,10 +22,7 @@ from __future__ import annotations
 import math
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-
-from profiles.calibration import CalibrationSettings
-from profiles.trust_decay import DecaySettings
-from router.abstention import (
+from trustroute.router.trust.abstention import (
     AbstentionPolicy,
     Conflicted,
     Gate,
@@ -33,8 +30,10 @@ from router.abstention import (
     SparseEvidence,
     WeakResonance,
 )
-from router.trust_layer import TrustOptions
-from router.trust_policy import TierPolicy
+from trustroute.router.trust.calibration import CalibrationSettings
+from trustroute.router.trust.decay import DecaySettings
+from trustroute.router.trust.layer import TrustOptions
+from trustroute.router.trust.policy import TierPolicy
 
 
 class _Strict(BaseModel):

@@ -5,9 +5,9 @@
 the comparison with the best single agent, random choice and the oracle (pure).
 """
 
-from router.demo.runner import DemoRun, TaskResult, run_demo
-from router.demo.summary import DemoSummary, LeaderboardRow, Preference, summarize
-from router.demo.workload import DEFAULT_WORKLOAD, Outcome, SimulatedAgent, Workload
+from trustroute.router.demo.runner import DemoRun, TaskResult, run_demo
+from trustroute.router.demo.summary import DemoSummary, LeaderboardRow, Preference, summarize
+from trustroute.router.demo.workload import DEFAULT_WORKLOAD, Outcome, SimulatedAgent, Workload
 
 __all__ = [
     "DEFAULT_WORKLOAD",

@@ -10,10 +10,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from profiles.profile import TaskTypeProfile
-from router.demo.workload import Workload
-from router.router import AgentRouter
+from trustroute.profiles.profile import TaskTypeProfile
+from trustroute.router.demo.workload import Workload
+from trustroute.router.router import AgentRouter
 
 
 @dataclass(frozen=True, slots=True)

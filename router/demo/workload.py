@@ -13,8 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from router.agents import AgentSpec
+from trustroute.router.agents import AgentSpec
 
 
 @dataclass(frozen=True, slots=True)

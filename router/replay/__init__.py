@@ -5,11 +5,16 @@ routers (in-memory store) and summarises mean quality, % of the per-task-type or
 cumulative regret and the agents chosen. See docs/learning.md.
 """
 
-from router.replay.log import OutcomeLog, OutcomeLogError, load_outcomes, outcomes_from_rows
-from router.replay.loop import ReplayStep, RunResult, replay_run, strategy_router
-from router.replay.metrics import RunMetrics, StrategySummary, run_metrics
-from router.replay.plan import RunPlan, make_plans
-from router.replay.runner import ReplayReport, StrategySpec, replay, total_steps
+from trustroute.router.replay.log import (
+    OutcomeLog,
+    OutcomeLogError,
+    load_outcomes,
+    outcomes_from_rows,
+)
+from trustroute.router.replay.loop import ReplayStep, RunResult, replay_run, strategy_router
+from trustroute.router.replay.metrics import RunMetrics, StrategySummary, run_metrics
+from trustroute.router.replay.plan import RunPlan, make_plans
+from trustroute.router.replay.runner import ReplayReport, StrategySpec, replay, total_steps
 
 __all__ = [
     "OutcomeLog",

@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-from router.row_files import RowFileError, csv_rows, jsonl_rows
+from trustroute.router.row_files import RowFileError, csv_rows, jsonl_rows
 
 REQUIRED_COLUMNS = ("agent", "task_type", "task", "quality")
 OPTIONAL_COLUMNS = ("cost", "latency_ms")

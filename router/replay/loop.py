@@ -13,10 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-
-from router.decision import RoutingDecision
-from router.replay.plan import RunPlan
-from router.router import AgentRouter
+from trustroute.router.decision import RoutingDecision
+from trustroute.router.replay.plan import RunPlan
+from trustroute.router.router import AgentRouter
 
 RouterFactory = Callable[[RunPlan], AgentRouter]
 
@@ -57,7 +56,7 @@ def strategy_router(strategy: str, params: Mapping[str, Any] | None = None,
     chosen) and writing every candidate of every decision would dominate a replay.
     """
     if "trust" not in options:
-        from router.trust_layer import TrustOptions
+        from trustroute.router.trust.layer import TrustOptions
 
         options["trust"] = TrustOptions(log_decisions=False)
 

@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-
-from router.replay.loop import RunResult
+from trustroute.router.replay.loop import RunResult
 
 
 @dataclass(frozen=True)

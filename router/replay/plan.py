@@ -12,8 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
-from router.replay.log import OutcomeLog
+from trustroute.router.replay.log import OutcomeLog
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-
-from router.replay.runner import ReplayReport
+from trustroute.router.replay.runner import ReplayReport
 
 
 class PlotUnavailable(RuntimeError):

@@ -1,6 +1,6 @@
 """``replay()``: compare strategies on an outcome log, side by side, as a Python API.
 
-    from router.replay import load_outcomes, replay
+    from trustroute.router.replay import load_outcomes, replay
     report = replay(load_outcomes("outcomes.csv"), ["thompson", "random"], runs=20, agents=8)
     report.summaries["thompson"].pct_oracle["mean"]
 
@@ -18,17 +18,17 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from router.replay.log import OutcomeLog
-from router.replay.loop import (
+from trustroute.router.replay.log import OutcomeLog
+from trustroute.router.replay.loop import (
     RouterFactory,
     RunResult,
     StepObserver,
     replay_run,
     strategy_router,
 )
-from router.replay.metrics import StrategySummary, run_metrics
-from router.replay.plan import RunPlan, make_plans
-from router.strategies import available_strategies
+from trustroute.router.replay.metrics import StrategySummary, run_metrics
+from trustroute.router.replay.plan import RunPlan, make_plans
+from trustroute.router.strategies import available_strategies
 
 Progress = Callable[[int], None]  # called with a number of steps just completed
 

@@ -9,13 +9,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from router.errors import UnknownStrategy
-from router.strategies.base import Arm, ArmScore, StatelessStrategy, Strategy, StrategyContext
-from router.strategies.confidence_weighted import ConfidenceWeighted
-from router.strategies.lower_bound import LowerBound
-from router.strategies.params import InvalidStrategyParams
-from router.strategies.random_choice import RandomChoice
-from router.strategies.thompson import ThompsonSampling
+from trustroute.router.errors import UnknownStrategy
+from trustroute.router.strategies.base import (
+    Arm,
+    ArmScore,
+    StatelessStrategy,
+    Strategy,
+    StrategyContext,
+)
+from trustroute.router.strategies.confidence_weighted import ConfidenceWeighted
+from trustroute.router.strategies.lower_bound import LowerBound
+from trustroute.router.strategies.params import InvalidStrategyParams
+from trustroute.router.strategies.random_choice import RandomChoice
+from trustroute.router.strategies.thompson import ThompsonSampling
 
 StrategyFactory = Callable[..., Strategy]
 

@@ -16,12 +16,11 @@ from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
-
-from profiles.book import ProfileBook
-from profiles.profile import ProfileSettings, ProfileState, TaskTypeProfile
-from profiles.records import ExecutionRecord
-from router.agents import AgentSpec
-from router.explanation import Deferred, explained_on_read
+from trustroute.profiles.book import ProfileBook
+from trustroute.profiles.profile import ProfileSettings, ProfileState, TaskTypeProfile
+from trustroute.profiles.records import ExecutionRecord
+from trustroute.router.agents import AgentSpec
+from trustroute.router.explanation import Deferred, explained_on_read
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +61,7 @@ class ArmScore:
     Treat it as read-only; it is not a frozen dataclass only because ``select()`` builds
     one per arm per decision and frozen construction costs about 3.5x as much.
     ``deferred`` builds one whose reason and components are formatted on first read
-    (see ``router.explanation``).
+    (see ``trustroute.router.explanation``).
     """
 
     score: float

@@ -11,10 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
-
-from profiles.book import ProfileBook
-from profiles.profile import ProfileState
-from profiles.records import ExecutionRecord
+from trustroute.profiles.book import ProfileBook
+from trustroute.profiles.profile import ProfileState
+from trustroute.profiles.records import ExecutionRecord
 
 
 def clocks_as_of_each(types: Sequence[str], seqs: np.ndarray, clock_before: Callable[[str], int],

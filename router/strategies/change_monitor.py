@@ -3,7 +3,7 @@
 Discounting alone reacts to a regression only as fast as old evidence fades, which is
 slow when it must also keep a stationary agent well known. So each agent's recent
 outcomes (all task types, in arrival order, since its last detected change) are
-tested with the multi-type GLR test of ``profiles.change_point``. When it fires, the
+tested with the multi-type GLR test of ``change_point``. When it fires, the
 evidence before the change is forgotten for every task type of that agent: a regressed
 agent is judged on what it does now (abandoned within tens of tasks), and a recovered
 one wins back just as fast once it is tried again.
@@ -11,7 +11,7 @@ one wins back just as fast once it is tried again.
 The test runs after every outcome while an agent's history is short, and every
 ``len / 25`` outcomes once it is long (at most 8 outcomes late, against detection
 delays of tens), which keeps ``observe()`` cheap. A batch (``add_many``) runs the same
-tests at the same outcomes, all of an agent's windows at once (``profiles.change_scan``),
+tests at the same outcomes, all of an agent's windows at once (``change_scan``),
 and reports each change with the batch position it fired at.
 
 A detected change carries the agent's outcomes since the change point per task type
@@ -25,11 +25,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from profiles.book import ProfileBook
-from profiles.change_point import ChangePoint, detect_change
-from profiles.change_scan import ScanWorkspace, window_margins
-from profiles.profile import WindowEntry
+from trustroute.profiles.book import ProfileBook
+from trustroute.profiles.profile import WindowEntry
+from trustroute.router.strategies.change_point import ChangePoint, detect_change
+from trustroute.router.strategies.change_scan import ScanWorkspace, window_margins
 
 _SPLITS = 64  # candidate change points per test
 _STRIDE_DIVISOR = 25  # test every len/25 outcomes: at most 8 late on a 200-outcome history

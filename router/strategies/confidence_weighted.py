@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from profiles.profile import TaskTypeProfile
-from router.strategies.base import Arm, ArmScore, StatelessStrategy, StrategyContext
+from trustroute.profiles.profile import TaskTypeProfile
+from trustroute.router.strategies.base import Arm, ArmScore, StatelessStrategy, StrategyContext
 
 _VERDICT_CACHE_LIMIT = 4096  # cached verdicts before the cache is dropped and rebuilt
 

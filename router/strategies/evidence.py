@@ -23,12 +23,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from profiles.book import ProfileBook
-from profiles.posterior import halving, shrunk_mean
-from profiles.profile import ProfileState, WindowEntry
-from router.strategies.evidence_batch import REBASE_EXPONENT as _REBASE_EXPONENT
-from router.strategies.evidence_batch import final_baselines, fold_type
+from trustroute.profiles.book import ProfileBook
+from trustroute.profiles.profile import ProfileState, WindowEntry
+from trustroute.router.strategies.evidence_batch import REBASE_EXPONENT as _REBASE_EXPONENT
+from trustroute.router.strategies.evidence_batch import final_baselines, fold_type
+from trustroute.router.strategies.posterior import halving, shrunk_mean
 
 _QUALITY, _SUCCESS, _WEIGHT = 0, 1, 2  # rows of the per-type evidence matrix
 

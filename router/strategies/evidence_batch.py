@@ -22,8 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-
-from profiles.posterior import halving, shrunk_mean
+from trustroute.router.strategies.posterior import halving, shrunk_mean
 
 REBASE_EXPONENT = 200.0  # re-base a frame before 2**exponent gets anywhere near overflow
 

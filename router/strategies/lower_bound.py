@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from router.strategies.base import Arm, ArmScore, StrategyContext
-from router.strategies.pooled_posterior import PooledPosterior, Posterior
+from trustroute.router.strategies.base import Arm, ArmScore, StrategyContext
+from trustroute.router.strategies.pooled_posterior import PooledPosterior, Posterior
 
 
 def lower_bound_verdicts(model: PooledPosterior, post: Posterior) -> list[ArmScore]:

@@ -11,8 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-from router.errors import RouterError
+from trustroute.router.errors import RouterError
 
 
 class InvalidStrategyParams(RouterError, ValueError):

@@ -25,9 +25,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-
-from profiles.book import ProfileBook
-from profiles.posterior import (
+from trustroute.profiles.book import ProfileBook
+from trustroute.profiles.profile import ProfileState
+from trustroute.profiles.records import ExecutionRecord
+from trustroute.router.explanation import Deferred
+from trustroute.router.strategies.base import Arm, ArmScore, StrategyContext
+from trustroute.router.strategies.batch_book import clocks_as_of_each, states_as_of
+from trustroute.router.strategies.change_monitor import ChangeMonitor, DetectedChange
+from trustroute.router.strategies.evidence import EvidenceLedger
+from trustroute.router.strategies.params import PosteriorParams
+from trustroute.router.strategies.posterior import (
     beta_mean,
     beta_parameters,
     beta_sd,
@@ -35,14 +42,6 @@ from profiles.posterior import (
     pooled_strength,
     wilson_lower_bound,
 )
-from profiles.profile import ProfileState
-from profiles.records import ExecutionRecord
-from router.explanation import Deferred
-from router.strategies.base import Arm, ArmScore, StrategyContext
-from router.strategies.batch_book import clocks_as_of_each, states_as_of
-from router.strategies.change_monitor import ChangeMonitor, DetectedChange
-from router.strategies.evidence import EvidenceLedger
-from router.strategies.params import PosteriorParams
 
 _CACHE_LIMIT = 1024  # cached posteriors (task type x arm set) before the cache is dropped
 _TIME_REFRESH_SECONDS = 60.0  # with wall-time discounting, recompute at most this stale

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from router.strategies.base import Arm, ArmScore, StatelessStrategy, StrategyContext
+from trustroute.router.strategies.base import Arm, ArmScore, StatelessStrategy, StrategyContext
 
 
 class RandomChoice(StatelessStrategy):

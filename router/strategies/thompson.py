@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from router.strategies.base import Arm, ArmScore, StrategyContext
-from router.strategies.lower_bound import lower_bound_verdicts, random_order_verdicts
-from router.strategies.pooled_posterior import PooledPosterior
+from trustroute.router.strategies.base import Arm, ArmScore, StrategyContext
+from trustroute.router.strategies.lower_bound import lower_bound_verdicts, random_order_verdicts
+from trustroute.router.strategies.pooled_posterior import PooledPosterior
 
 
 class ThompsonSampling(PooledPosterior):

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from profiles.trust import Tier
-from profiles.trust_book import TrustBook
+from trustroute.router.trust.book import TrustBook
+from trustroute.router.trust.scores import Tier
 
 TRUSTED = (Tier.CORE, Tier.STRONG)
 

@@ -14,7 +14,13 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from profiles.trust import DEFAULT_WEIGHTS, Tier, TrustCounts, TrustScores, check_weights
+from trustroute.router.trust.scores import (
+    DEFAULT_WEIGHTS,
+    Tier,
+    TrustCounts,
+    TrustScores,
+    check_weights,
+)
 
 Pair = tuple[str, str]
 

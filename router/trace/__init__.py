@@ -1,17 +1,17 @@
 """Trace quality scoring: turn what an agent did into a quality number in [0, 1].
 
 Pure: models, component math, the weight table and a local vector cache. Collecting a
-trace from a LangChain run lives in ``integrations.langchain.callbacks``.
+trace from a LangChain run lives in ``trustroute.integrations.langchain.callbacks``.
 """
 
-from profiles.trace.components import (
+from trustroute.router.trace.components import (
     complexity,
     error_recoveries,
     outcome_confidence,
     tool_diversity,
     unique_tools,
 )
-from profiles.trace.model import (
+from trustroute.router.trace.model import (
     DEFAULT_DOMAIN,
     STEP_TYPES,
     ReasoningTrace,
@@ -19,7 +19,7 @@ from profiles.trace.model import (
     TraceOutcome,
     TraceStep,
 )
-from profiles.trace.novelty import (
+from trustroute.router.trace.novelty import (
     NEUTRAL_NOVELTY,
     Embedder,
     NoveltyCache,
@@ -28,7 +28,7 @@ from profiles.trace.novelty import (
     shared_novelty_cache,
     trace_text,
 )
-from profiles.trace.value import (
+from trustroute.router.trace.value import (
     DEFAULT_WEIGHTS,
     DOMAIN_WEIGHTS,
     TraceWeights,

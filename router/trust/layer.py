@@ -8,7 +8,7 @@ decision path:
   agent, and nothing at all while no pair is deprecated and exploitation is off);
 - ``decide`` (end of ``select``): calibrated confidence, decision tier, abstention
   gates, the decision buffered for the log, and the ``on_abstain`` action
-  (``router.abstain_action``);
+  (``trustroute.router.trust.abstain_action``);
 - ``observe`` (in ``record``, under the router lock): trust counts, contradictions,
   the decision joined with its outcome and the calibration map refreshed.
 
@@ -28,13 +28,21 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, TypeVar
 
-from profiles.calibration import CalibrationSettings
-from profiles.records import ExecutionRecord, check_identifier, utc_now
-from profiles.rescues import RescueTracker
-from profiles.store import Store
-from profiles.store.decisions import DecisionRepository
-from profiles.store.trust import TrustDelta, TrustRepository, history_row
-from profiles.trust import (
+from trustroute.profiles.records import ExecutionRecord, check_identifier, utc_now
+from trustroute.profiles.store import Store
+from trustroute.profiles.store.decisions import DecisionRepository
+from trustroute.profiles.store.trust import TrustDelta, TrustRepository, history_row
+from trustroute.router.decision import CandidateScore, RoutingDecision
+from trustroute.router.errors import NoAgentAvailable, UnknownDecision
+from trustroute.router.trust.abstain_action import AbstainAction
+from trustroute.router.trust.abstention import AbstentionPolicy, GateView
+from trustroute.router.trust.book import TrustBook
+from trustroute.router.trust.calibration import CalibrationSettings
+from trustroute.router.trust.decay import DecaySettings
+from trustroute.router.trust.decision_log import DecisionLog
+from trustroute.router.trust.policy import TierPolicy
+from trustroute.router.trust.rescues import RescueTracker
+from trustroute.router.trust.scores import (
     DEFAULT_WEIGHTS,
     SIGNALS,
     Tier,
@@ -45,14 +53,6 @@ from profiles.trust import (
     check_weights,
     outcome_kind,
 )
-from profiles.trust_book import TrustBook
-from profiles.trust_decay import DecaySettings
-from router.abstain_action import AbstainAction
-from router.abstention import AbstentionPolicy, GateView
-from router.decision import CandidateScore, RoutingDecision
-from router.decision_log import DecisionLog
-from router.errors import NoAgentAvailable, UnknownDecision
-from router.trust_policy import TierPolicy
 
 log = logging.getLogger(__name__)
 

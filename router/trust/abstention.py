@@ -25,11 +25,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol
 
-from router.decision import CandidateScore
-from router.errors import RouterError
+from trustroute.router.decision import CandidateScore
+from trustroute.router.errors import RouterError
 
 if TYPE_CHECKING:
-    from router.decision import RoutingDecision
+    from trustroute.router.decision import RoutingDecision
 
 OnAbstain = Literal["route_anyway", "human", "raise"]
 ON_ABSTAIN_CHOICES: tuple[str, ...] = ("route_anyway", "human", "raise")

@@ -22,7 +22,7 @@ import threading
 from collections.abc import Awaitable
 from typing import Any, Protocol, runtime_checkable
 
-from router.transfer.request import TransferRequest
+from trustroute.router.handoff.transfer.request import TransferRequest
 
 
 @runtime_checkable

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from router.transfer.request import TransferRequest
+from trustroute.router.handoff.transfer.request import TransferRequest
 
 _MAX_INPUT_CHARS = 200
 

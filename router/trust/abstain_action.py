@@ -12,8 +12,8 @@ import logging
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from router.abstention import Abstained
-from router.decision import RoutingDecision
+from trustroute.router.decision import RoutingDecision
+from trustroute.router.trust.abstention import Abstained
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ class AbstainAction:
 
     def _hand_off(self, decision: RoutingDecision, detail: str) -> Any:
         """Deliver the abstained decision to people through the transfer hooks."""
-        from router.transfer import TransferRequest
+        from trustroute.router.handoff.transfer import TransferRequest
 
         request = TransferRequest.from_decision(
             decision, reason=f"{decision.abstain_reason}: {detail}" if detail else None)

@@ -18,16 +18,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
-
-from router.handoff import RetrievalConfidence, coerce_config
-from router.handoff_messages import normalise_locale
-from router.transfer.callable_hook import CallableHook
-from router.transfer.dispatcher import TransferDispatcher
-from router.transfer.logging_hook import LoggingHook
-from router.transfer.webhook import WebhookHook
+from trustroute.router.handoff.confidence import RetrievalConfidence, coerce_config
+from trustroute.router.handoff.messages import normalise_locale
+from trustroute.router.handoff.transfer.callable_hook import CallableHook
+from trustroute.router.handoff.transfer.dispatcher import TransferDispatcher
+from trustroute.router.handoff.transfer.logging_hook import LoggingHook
+from trustroute.router.handoff.transfer.webhook import WebhookHook
 
 if TYPE_CHECKING:
-    from profiles.store import Store
+    from trustroute.profiles.store import Store
 
 
 class _Strict(BaseModel):
@@ -145,7 +144,7 @@ def build_hook(spec: Any) -> Any:
             name=spec.name,
         )
     if isinstance(spec, LangGraphHookSpec):
-        from integrations.langgraph import LangGraphInterruptHook
+        from trustroute.integrations.langgraph import LangGraphInterruptHook
 
         return LangGraphInterruptHook(name=spec.name)
     raise TypeError(f"unknown hook spec {type(spec).__name__}")

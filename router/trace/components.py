@@ -8,7 +8,7 @@ one rewards and why, so the numbers can be argued with rather than guessed at.
 
 from __future__ import annotations
 
-from profiles.trace.model import STEP_TYPES, ReasoningTrace
+from trustroute.router.trace.model import STEP_TYPES, ReasoningTrace
 
 COMPLEXITY_TYPE_WEIGHT = 0.5
 COMPLEXITY_RECOVERY_WEIGHT = 0.3

@@ -16,8 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
-
-from profiles.trace.model import ReasoningTrace
+from trustroute.router.trace.model import ReasoningTrace
 
 NEUTRAL_NOVELTY = 0.5
 DEFAULT_MAX_SIZE = 1000

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from datetime import datetime
 
-from profiles.trust import WEAK_DIMENSION, TrustCounts, check_unit
+from trustroute.router.trust.scores import WEAK_DIMENSION, TrustCounts, check_unit
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,8 +31,7 @@ from tenacity import (
     stop_after_attempt,
     wait_exponential,
 )
-
-from router.transfer.request import TransferRequest
+from trustroute.router.handoff.transfer.request import TransferRequest
 
 log = logging.getLogger(__name__)
 

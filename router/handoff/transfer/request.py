@@ -15,12 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import to_jsonable_python
-
-from profiles.records import check_identifier
+from trustroute.profiles.records import check_identifier
 
 if TYPE_CHECKING:
-    from router.decision import RoutingDecision
-    from router.handoff import ConfidenceResult
+    from trustroute.router.decision import RoutingDecision
+    from trustroute.router.handoff.confidence import ConfidenceResult
 
 
 def _utc_now() -> datetime:

@@ -13,7 +13,7 @@ people agree with it. Three scores, each in [0, 1], answer the three questions:
 0.7 when any dimension is below 0.2 (one very weak dimension is a red flag a weighted
 mean would hide); ``tier_for`` names the band. The named signals and how executions,
 feedback and reviews move the counts are here too; the weekly decay math is in
-``profiles.trust_decay``. Everything here is pure arithmetic over
+``trustroute.router.trust.decay``. Everything here is pure arithmetic over
 counts: the store and the router keep the counts, this module turns them into scores.
 """
 

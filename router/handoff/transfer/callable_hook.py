@@ -7,8 +7,8 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from router.transfer.hook import acall_hook, call_hook
-from router.transfer.request import TransferRequest
+from trustroute.router.handoff.transfer.hook import acall_hook, call_hook
+from trustroute.router.handoff.transfer.request import TransferRequest
 
 
 def import_target(target: str) -> Callable[..., Any]:

@@ -18,20 +18,20 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from profiles.records import utc_now
-from profiles.store import Store
-from profiles.store.trust import TrustRepository, history_row
-from profiles.trust import DEFAULT_WEIGHTS
-from profiles.trust_decay import (
+from trustroute.profiles.records import utc_now
+from trustroute.profiles.store import Store
+from trustroute.profiles.store.trust import TrustRepository, history_row
+from trustroute.router.trust.decay import (
     DecaySettings,
     decay_once,
     due_for_deletion,
     is_unseen,
     iso_week,
 )
+from trustroute.router.trust.scores import DEFAULT_WEIGHTS
 
 if TYPE_CHECKING:
-    from router.router import AgentRouter
+    from trustroute.router.router import AgentRouter
 
 
 @dataclass(slots=True)
@@ -56,7 +56,7 @@ def run_decay(target: AgentRouter | Store, *, now: datetime | None = None,
               weights: tuple[float, float, float] | None = None) -> DecayReport:
     """Run the weekly trust lifecycle on a router (its settings; it is refreshed after)
     or directly on a store."""
-    from router.router import AgentRouter
+    from trustroute.router.router import AgentRouter
 
     router = target if isinstance(target, AgentRouter) else None
     if router is not None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from profiles.trace.components import (
+from trustroute.router.trace.components import (
     complexity,
     error_recoveries,
     outcome_confidence,
@@ -26,8 +26,8 @@ from profiles.trace.components import (
     unique_tools,
     uses_tools,
 )
-from profiles.trace.model import ReasoningTrace
-from profiles.trace.novelty import Embedder, NoveltyCache, anovelty, novelty
+from trustroute.router.trace.model import ReasoningTrace
+from trustroute.router.trace.novelty import Embedder, NoveltyCache, anovelty, novelty
 
 SINGLE_THOUGHT_SCORE = 0.1
 RECOVERY_BONUS = 0.1

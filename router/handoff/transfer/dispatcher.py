@@ -26,13 +26,12 @@ from tenacity import (
     stop_after_attempt,
     wait_exponential,
 )
-
-from router.transfer.hook import acall_hook, call_hook, hook_name, passthrough_of
-from router.transfer.request import TransferRequest
+from trustroute.router.handoff.transfer.hook import acall_hook, call_hook, hook_name, passthrough_of
+from trustroute.router.handoff.transfer.request import TransferRequest
 
 if TYPE_CHECKING:
-    from profiles.store import Store
-    from router.transfer.config import HandoffSection
+    from trustroute.profiles.store import Store
+    from trustroute.router.handoff.transfer.config import HandoffSection
 
 log = logging.getLogger(__name__)
 
@@ -205,7 +204,7 @@ class TransferDispatcher:
     def _store_pending(self, request: TransferRequest, delivery: HookDelivery) -> bool:
         error = delivery.error or "undelivered"
         if self.store is not None:
-            from profiles.store.handoffs import HandoffRepository
+            from trustroute.profiles.store.handoffs import HandoffRepository
 
             try:
                 self.store.repository(HandoffRepository).save_pending(
@@ -229,7 +228,7 @@ class TransferDispatcher:
         """Stored requests still waiting for delivery (oldest first)."""
         if self.store is None:
             return []
-        from profiles.store.handoffs import HandoffRepository
+        from trustroute.profiles.store.handoffs import HandoffRepository
 
         return self.store.repository(HandoffRepository).pending("pending", limit)
 
@@ -241,7 +240,7 @@ class TransferDispatcher:
         """
         if self.store is None:
             return 0, 0
-        from profiles.store.handoffs import HandoffRepository
+        from trustroute.profiles.store.handoffs import HandoffRepository
 
         repo = self.store.repository(HandoffRepository)
         by_name = {hook_name(h): h for h in self.hooks}

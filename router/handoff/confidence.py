@@ -13,7 +13,7 @@ retrieval at all gives confidence 0.3 and a transfer.
 
 Fixed thresholds do not carry across embedders (cosine scores of one model sit higher or
 lower than another's), so ``calibrate`` learns the two thresholds that matter from a
-labelled sample; see ``router.handoff_calibration`` for how and why.
+labelled sample; see ``trustroute.router.handoff.calibration`` for how and why.
 """
 
 from __future__ import annotations
@@ -24,18 +24,22 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-
-from router.handoff_calibration import (
+from trustroute.router.handoff.calibration import (
     CalibrationReport,
     auroc,
     search_thresholds,
 )
-from router.handoff_config import RetrievalConfidenceConfig, coerce_config
-from router.handoff_inputs import parse_examples, parse_factors, parse_scores, parse_tokens
-from router.handoff_messages import join_details, message, normalise_locale
+from trustroute.router.handoff.inputs import (
+    parse_examples,
+    parse_factors,
+    parse_scores,
+    parse_tokens,
+)
+from trustroute.router.handoff.messages import join_details, message, normalise_locale
+from trustroute.router.handoff.settings import RetrievalConfidenceConfig, coerce_config
 
 if TYPE_CHECKING:
-    from profiles.store import Store
+    from trustroute.profiles.store import Store
 
 __all__ = [
     "CalibrationReport",
@@ -300,7 +304,7 @@ class RetrievalConfidence:
     # -- persistence -----------------------------------------------------------------------
     def save(self, store: Store, name: str) -> None:
         """Save these settings (and the calibration report) under ``name`` in the store."""
-        from profiles.store.handoffs import HandoffRepository
+        from trustroute.profiles.store.handoffs import HandoffRepository
 
         report = self.calibration.as_dict() if self.calibration else None
         store.repository(HandoffRepository).save_calibration(name, self.config.model_dump(), report)
@@ -308,7 +312,7 @@ class RetrievalConfidence:
     @classmethod
     def load(cls, store: Store, name: str, **overrides: Any) -> RetrievalConfidence:
         """Settings saved under ``name``; KeyError naming it when there is none."""
-        from profiles.store.handoffs import HandoffRepository
+        from trustroute.profiles.store.handoffs import HandoffRepository
 
         saved = store.repository(HandoffRepository).load_calibration(name)
         if saved is None:

@@ -14,9 +14,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-
-from router.handoff_calibration import FormulaShape
-from router.handoff_messages import normalise_locale
+from trustroute.router.handoff.calibration import FormulaShape
+from trustroute.router.handoff.messages import normalise_locale
 
 
 class RetrievalConfidenceConfig(BaseModel):

@@ -20,8 +20,7 @@ back to the system and fault it in again, which cost more than the arithmetic.
 from __future__ import annotations
 
 import numpy as np
-
-from profiles.change_point import _MIN_BASELINE_RUNS, bernoulli_kl
+from trustroute.router.strategies.change_point import _MIN_BASELINE_RUNS, bernoulli_kl
 
 _TINY = 1e-300  # x ln x at x = 0 is 0: ln(max(x, tiny)) is finite there
 

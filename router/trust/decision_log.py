@@ -15,10 +15,10 @@ from collections import OrderedDict, deque
 from collections.abc import Sequence
 from typing import Any
 
-from profiles.calibration import CalibrationMap, CalibrationSettings
-from profiles.records import ExecutionRecord
-from profiles.store.decisions import DecisionRepository
-from router.decision import RoutingDecision
+from trustroute.profiles.records import ExecutionRecord
+from trustroute.profiles.store.decisions import DecisionRepository
+from trustroute.router.decision import RoutingDecision
+from trustroute.router.trust.calibration import CalibrationMap, CalibrationSettings
 
 log = logging.getLogger(__name__)
 

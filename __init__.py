@@ -1,0 +1,60 @@
+"""trustroute: route each task to the agent most likely to do it well, learn from every
+outcome, and know when to hand a task to a person.
+
+```python
+from trustroute import AgentRouter
+router = AgentRouter(["researcher", "writer"], store="mem://")
+decision = router.select("summarise")
+router.record(decision, success=True, quality=0.9)
+```
+
+The LangChain runnables live in ``trustroute.integrations.langchain``.
+"""
+
+from trustroute.profiles.records import ExecutionRecord
+from trustroute.profiles.store import Store, StoreError
+from trustroute.router import (
+    AgentAtCapacity,
+    AgentRouter,
+    AgentSpec,
+    CandidateScore,
+    Lease,
+    NoAgentAvailable,
+    RouterError,
+    RoutingDecision,
+    UnknownAgent,
+    UnknownStrategy,
+)
+from trustroute.router.handoff import ConfidenceResult, RetrievalConfidence
+from trustroute.router.handoff.transfer import (
+    CallableHook,
+    LoggingHook,
+    TransferDispatcher,
+    TransferRequest,
+    WebhookHook,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AgentAtCapacity",
+    "AgentRouter",
+    "AgentSpec",
+    "CallableHook",
+    "CandidateScore",
+    "ConfidenceResult",
+    "ExecutionRecord",
+    "Lease",
+    "LoggingHook",
+    "NoAgentAvailable",
+    "RetrievalConfidence",
+    "RouterError",
+    "RoutingDecision",
+    "Store",
+    "StoreError",
+    "TransferDispatcher",
+    "TransferRequest",
+    "UnknownAgent",
+    "UnknownStrategy",
+    "WebhookHook",
+]
