@@ -20,12 +20,9 @@ from trustroute.router.cli.trust import print_calibration
 from trustroute.router.replay import ReplayStep, load_outcomes, make_plans, replay_run
 from trustroute.router.replay.plan import RunPlan
 from trustroute.router.router import AgentRouter
+from trustroute.router.stats import brier_score, expected_calibration_error
 from trustroute.router.strategies import DEFAULT_STRATEGY
-from trustroute.router.trust.calibration import (
-    brier_score,
-    calibration_report,
-    expected_calibration_error,
-)
+from trustroute.router.trust.calibration import calibration_report
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "alpaca_eval_gpt4" / \
     "outcomes.csv"

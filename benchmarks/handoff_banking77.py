@@ -37,8 +37,9 @@ from rich import box
 from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
-from trustroute.router.handoff.calibration import auroc
+
 from trustroute.router.handoff.confidence import RetrievalConfidence
+from trustroute.router.stats import auroc
 
 DATA = Path(
     os.environ.get(

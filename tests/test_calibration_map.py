@@ -6,12 +6,12 @@ import itertools
 
 import numpy as np
 import pytest
+
+from trustroute.router.stats import brier_score, expected_calibration_error
 from trustroute.router.trust.calibration import (
     CalibrationMap,
     CalibrationSettings,
-    brier_score,
     calibration_report,
-    expected_calibration_error,
     reliability_table,
 )
 

@@ -6,10 +6,12 @@ import math
 
 import numpy as np
 import pytest
+
 from trustroute.profiles.store import Store
 from trustroute.router.config import RouterConfig
-from trustroute.router.handoff.calibration import auroc, rank_is_guaranteed, required_rank
+from trustroute.router.handoff.calibration import rank_is_guaranteed, required_rank
 from trustroute.router.handoff.confidence import RetrievalConfidence
+from trustroute.router.stats import auroc
 
 
 def synthetic(

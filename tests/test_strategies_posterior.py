@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
+from trustroute.router.stats import wilson_lower_bound
 from trustroute.router.strategies.posterior import (
     MEAN_FLOOR,
     beta_mean,
@@ -17,7 +19,6 @@ from trustroute.router.strategies.posterior import (
     halving,
     pooled_strength,
     shrunk_mean,
-    wilson_lower_bound,
 )
 
 

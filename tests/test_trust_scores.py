@@ -7,6 +7,8 @@ import math
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
+from trustroute.router.stats import wilson_lower_bound
 from trustroute.router.trust.scores import (
     Tier,
     TrustCounts,
@@ -16,7 +18,6 @@ from trustroute.router.trust.scores import (
     human_score,
     outcome_kind,
     tier_for,
-    wilson_lower_bound,
 )
 
 

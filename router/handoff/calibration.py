@@ -22,12 +22,13 @@ confidence above it: the widest margin the sample allows.
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+
+from trustroute.router.stats import binomial_cdf
 
 MAX_CANDIDATES = 512  # score thresholds tried; quantile-spaced when the sample is larger
 
@@ -96,16 +97,7 @@ def required_rank(positives: int, target_recall: float, recall_confidence: float
         return 0
     if target_recall >= 1.0:
         return positives
-    ks = np.arange(positives + 1, dtype=float)
-    log_pmf = (
-        math.lgamma(positives + 1)
-        - _lgamma(ks + 1)
-        - _lgamma(positives - ks + 1)
-        + ks * math.log(target_recall)
-        + (positives - ks) * math.log1p(-target_recall)
-    )
-    cdf = np.cumsum(np.exp(log_pmf - log_pmf.max()))
-    cdf /= cdf[-1]
+    cdf = binomial_cdf(positives, target_recall)
     # cdf[j] = P(X <= j); we need the smallest k with cdf[k-1] >= confidence
     reached = np.nonzero(cdf >= recall_confidence - 1e-12)[0]
     k = int(reached[0]) + 1 if reached.size else positives + 1
@@ -120,10 +112,6 @@ def rank_is_guaranteed(positives: int, target_recall: float, recall_confidence: 
         return True
     # transferring all P cases: P(recall >= t) = P(Binomial(P, t) <= P-1) = 1 - t^P
     return 1.0 - target_recall**positives >= recall_confidence - 1e-12
-
-
-def _lgamma(values: NDArray[np.float64]) -> NDArray[np.float64]:
-    return np.array([math.lgamma(v) for v in values], dtype=float)
 
 
 def confidences(
@@ -224,24 +212,3 @@ def search_thresholds(
         guarantee_met=guaranteed,
     )
 
-
-def auroc(scores: NDArray[np.float64], positive: NDArray[np.bool_]) -> float | None:
-    """Area under the ROC curve of ``scores`` ranking ``positive`` above the rest.
-
-    Mann-Whitney form with mid-ranks for ties; None when a class is empty.
-    """
-    n_pos = int(positive.sum())
-    n_neg = int(positive.size - n_pos)
-    if n_pos == 0 or n_neg == 0:
-        return None
-    order = np.argsort(scores, kind="mergesort")
-    ranks = np.empty(scores.size, dtype=float)
-    sorted_scores = scores[order]
-    i = 0
-    while i < scores.size:
-        j = i
-        while j + 1 < scores.size and sorted_scores[j + 1] == sorted_scores[i]:
-            j += 1
-        ranks[order[i : j + 1]] = (i + j) / 2.0 + 1.0
-        i = j + 1
-    return float((ranks[positive].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))

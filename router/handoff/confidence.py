@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
 from trustroute.router.handoff.calibration import (
     CalibrationReport,
-    auroc,
     search_thresholds,
 )
 from trustroute.router.handoff.inputs import (
@@ -37,6 +37,7 @@ from trustroute.router.handoff.inputs import (
 )
 from trustroute.router.handoff.messages import join_details, message, normalise_locale
 from trustroute.router.handoff.settings import RetrievalConfidenceConfig, coerce_config
+from trustroute.router.stats import auroc
 
 if TYPE_CHECKING:
     from trustroute.profiles.store import Store

@@ -25,10 +25,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
 from trustroute.profiles.book import ProfileBook
 from trustroute.profiles.profile import ProfileState
 from trustroute.profiles.records import ExecutionRecord
 from trustroute.router.explanation import Deferred
+from trustroute.router.stats import wilson_lower_bound
 from trustroute.router.strategies.base import Arm, ArmScore, StrategyContext
 from trustroute.router.strategies.batch_book import clocks_as_of_each, states_as_of
 from trustroute.router.strategies.change_monitor import ChangeMonitor, DetectedChange
@@ -40,7 +42,6 @@ from trustroute.router.strategies.posterior import (
     beta_sd,
     clip_mean,
     pooled_strength,
-    wilson_lower_bound,
 )
 
 _CACHE_LIMIT = 1024  # cached posteriors (task type x arm set) before the cache is dropped

@@ -10,8 +10,9 @@ Thompson and lower-bound strategies use can be tested on its own:
 - ``pooled_strength``: how many pseudo-observations a pooled prior is worth, limited
   both by the evidence behind it and by how far a task type may differ from it;
 - ``halving``: the weight of evidence of a given age under a half-life (the ledger
-  applies it through reference frames);
-- ``wilson_lower_bound``: the lower confidence bound used in exploit-only mode.
+  applies it through reference frames).
+
+The Wilson lower bound of exploit-only mode is in ``trustroute.router.stats``.
 """
 
 from __future__ import annotations
@@ -85,20 +86,3 @@ def halving(age: FloatOrArray, half_life: float | None) -> FloatOrArray:
     return np.exp2(-np.asarray(age, dtype=float) / half_life) if isinstance(
         age, np.ndarray) else 2.0 ** (-float(age) / half_life)
 
-
-def wilson_lower_bound(mean: FloatOrArray, n: FloatOrArray, z: float = 1.96) -> FloatOrArray:
-    """Wilson score lower bound of a proportion ``mean`` observed over ``n`` trials.
-
-    Fractional ``n`` (discounted, prior-augmented evidence) is allowed; ``n = 0`` gives 0.
-    One perfect run gives 0.21 at z = 1.96, ten runs at 0.80 give 0.49: the bound
-    ranks an established agent above a lucky newcomer.
-    """
-    n_arr = np.maximum(np.asarray(n, dtype=float), 1e-12)
-    p = np.asarray(mean, dtype=float)
-    z2 = z * z
-    centre = p + z2 / (2.0 * n_arr)
-    margin = z * np.sqrt(np.maximum(p * (1.0 - p), 0.0) / n_arr + z2 / (4.0 * n_arr * n_arr))
-    bound = np.clip((centre - margin) / (1.0 + z2 / n_arr), 0.0, 1.0)
-    if isinstance(mean, np.ndarray) or isinstance(n, np.ndarray):
-        return bound
-    return float(bound)

@@ -20,8 +20,8 @@ How the map works (defaults from principles, not fitted to any data set):
 - evidence is forgotten exponentially with an effective memory of ``horizon`` outcomes,
   because the thing being calibrated (a learning router) changes as it learns.
 
-Also here: the Brier score, the expected calibration error (ECE) and the reliability
-table, all pure functions of (predicted, outcome) pairs.
+Also here: the reliability table and the calibration report over logged decisions; the
+Brier score and the expected calibration error (ECE) are in ``trustroute.router.stats``.
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from trustroute.router.stats import brier_score, expected_calibration_error
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,24 +220,6 @@ def reliability_table(predicted: Sequence[float], outcomes: Sequence[bool],
         row[2] += o
     return [ReliabilityRow(i / buckets, (i + 1) / buckets, s[1] / s[0], s[2] / s[0], int(s[0]))
             for i, s in enumerate(sums) if s[0]]
-
-
-def expected_calibration_error(predicted: Sequence[float], outcomes: Sequence[bool],
-                               buckets: int = 10) -> float:
-    """Count-weighted mean |realised - predicted| over equal-width buckets (0 if empty)."""
-    rows = reliability_table(predicted, outcomes, buckets)
-    total = sum(r.count for r in rows)
-    if not total:
-        return 0.0
-    return sum(r.count * abs(r.gap) for r in rows) / total
-
-
-def brier_score(predicted: Sequence[float], outcomes: Sequence[bool]) -> float:
-    """Mean squared error of the probabilities (0 is perfect; 0.25 is a coin at 0.5)."""
-    pairs = _pairs(predicted, outcomes)
-    if not pairs:
-        return 0.0
-    return sum((p - o) ** 2 for p, o in pairs) / len(pairs)
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,6 +25,8 @@ from datetime import datetime
 from enum import StrEnum
 from typing import NamedTuple
 
+from trustroute.router.stats import wilson_lower_bound
+
 DEFAULT_WEIGHTS: tuple[float, float, float] = (0.35, 0.40, 0.25)
 WEAK_DIMENSION = 0.2  # a dimension below this triggers the penalty
 WEAK_PENALTY = 0.7  # composite multiplier when any dimension is weak
@@ -89,17 +91,6 @@ def frequency_score(observations: int, contradictions: int = 0) -> float:
     return max(0.0, base - CONTRADICTION_PENALTY * k)
 
 
-def wilson_lower_bound(successes: int, total: int, z: float = WILSON_Z) -> float:
-    """Lower end of the Wilson score interval of ``successes / total``."""
-    if total <= 0:
-        return 0.0
-    p = successes / total
-    z2 = z * z
-    centre = p + z2 / (2 * total)
-    spread = z * math.sqrt(p * (1.0 - p) / total + z2 / (4 * total * total))
-    return (centre - spread) / (1.0 + z2 / total)
-
-
 def effectiveness_score(positive: int, negative: int, neutral: int = 0) -> float:
     """Wilson 95% lower bound of positive / total (0.5 with no data), in [0, 1].
 
@@ -110,7 +101,7 @@ def effectiveness_score(positive: int, negative: int, neutral: int = 0) -> float
     total = pos + _count(negative, "negative") + _count(neutral, "neutral")
     if total == 0:
         return NEUTRAL_SCORE
-    return min(1.0, max(0.0, wilson_lower_bound(pos, total)))
+    return wilson_lower_bound(pos / total, total, WILSON_Z)
 
 
 def human_score(approvals: int, rejections: int, reviewed: bool = False) -> float:
@@ -252,7 +243,7 @@ class TrustCounts:
                 - self.frequency_decay)
         total = self.positive + self.negative + self.neutral
         e = NEUTRAL_SCORE if total == 0 else \
-            min(1.0, max(0.0, wilson_lower_bound(self.positive, total)))
+            wilson_lower_bound(self.positive / total, total, WILSON_Z)
         e = max(0.0, e - self.effectiveness_decay)
         if self.reviewed:
             h = REVIEWED_SCORE
