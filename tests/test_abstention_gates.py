@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 import pytest
+
 from trustroute.router import AgentRouter
 from trustroute.router.config import RouterConfig
 from trustroute.router.decision import CandidateScore
@@ -20,32 +21,33 @@ from trustroute.router.trust.abstention import (
 )
 
 
-def _cand(agent_id: str, executions: int) -> CandidateScore:
+def _cand(agent_id: str, executions: int, probability: float | None) -> CandidateScore:
     return CandidateScore(agent_id=agent_id, expertise=0.0, confidence=0.0,
                           adjusted_score=0.0, executions=executions, load=0.0, score=0.0,
-                          final_score=0.0, reason="")
+                          final_score=0.0, reason="", success_probability=probability)
 
 
 def _view(probs: list[float | None], executions: list[int]) -> GateView:
-    cands = [_cand(f"a{i}", n) for i, n in enumerate(executions)]
-    return GateView("code", cands, probs, lambda p: p)
+    cands = [_cand(f"a{i}", n, p) for i, (p, n) in enumerate(zip(probs, executions,
+                                                                  strict=True))]
+    return GateView("code", cands, lambda p: p)
 
 
 def test_weak_resonance_fires_below_the_floor_only() -> None:
-    gate = WeakResonance(0.5)
+    gate = WeakResonance(floor=0.5)
     assert gate(_view([0.3, 0.45], [10, 10])) is not None
     assert gate(_view([0.3, 0.5], [10, 10])) is None  # one candidate reaches the floor
     assert gate(_view([None, None], [0, 0])) is None  # unknown is not weak
 
 
 def test_sparse_evidence_counts_candidates_with_outcomes() -> None:
-    gate = SparseEvidence(2)
+    gate = SparseEvidence(min_candidates=2)
     assert gate(_view([0.9, 0.5, 0.5], [5, 0, 0])) is not None
     assert gate(_view([0.9, 0.5, 0.5], [5, 1, 0])) is None
 
 
 def test_conflicted_fires_on_a_coin_toss_not_on_a_clear_winner() -> None:
-    gate = Conflicted(0.4)
+    gate = Conflicted(ceiling=0.4)
     assert gate(_view([0.61, 0.60], [5, 5])) is not None
     assert gate(_view([0.90, 0.30], [50, 50])) is None
     assert gate(_view([0.9], [50])) is None  # nothing to conflict with
@@ -54,18 +56,30 @@ def test_conflicted_fires_on_a_coin_toss_not_on_a_clear_winner() -> None:
 
 
 def test_gates_are_evaluated_in_order_first_that_fires_wins() -> None:
-    policy = AbstentionPolicy((WeakResonance(0.5), SparseEvidence(2), Conflicted(0.4)))
+    policy = AbstentionPolicy(sparse_evidence=SparseEvidence(enabled=True),
+                              conflicted=Conflicted(enabled=True))
+    assert [g.name for g in policy.gates] == ["weak_resonance", "sparse_evidence",
+                                              "conflicted"]
     assert policy.evaluate(_view([0.3, 0.29], [0, 1]))[0] == "weak_resonance"  # type: ignore[index]
     assert policy.evaluate(_view([0.7, 0.69], [3, 0]))[0] == "sparse_evidence"  # type: ignore[index]
     assert policy.evaluate(_view([0.7, 0.69], [3, 3]))[0] == "conflicted"  # type: ignore[index]
     assert policy.evaluate(_view([0.95, 0.2], [90, 90])) is None
 
 
+def test_only_enabled_gates_are_evaluated() -> None:
+    assert [g.name for g in AbstentionPolicy().gates] == ["weak_resonance"]
+    quiet = AbstentionPolicy(weak_resonance=WeakResonance(enabled=False))
+    assert quiet.gates == ()
+    assert quiet.evaluate(_view([0.1, 0.1], [0, 0])) is None
+
+
 def test_bad_settings_are_named() -> None:
     with pytest.raises(ValueError, match="on_abstain"):
         AbstentionPolicy(on_abstain="shrug")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="floor"):
-        WeakResonance(1.5)
+        WeakResonance(floor=1.5)
+    with pytest.raises(ValueError, match="min_candidates"):
+        SparseEvidence(min_candidates=0)
 
 
 def _failing_router(**kwargs: object) -> AgentRouter:
@@ -142,7 +156,8 @@ def test_config_sections_build_the_gates() -> None:
         r.record(agent_id="a", task_type="code", success=True)
         d = r.select("code")
         assert not d.abstained
-        assert r.trust_layer.options.confidence_tiers == (0.3, 0.9)
+        tiers = r.trust_layer.options.confidence_tiers
+        assert (tiers.medium, tiers.strong) == (0.3, 0.9)
 
 
 @pytest.mark.parametrize(("section", "message"), [

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from langchain_core.runnables import RunnableLambda
+
 from trustroute.integrations.langchain import RoutedRunnable
 from trustroute.router import AgentRouter
 from trustroute.router.trust.scores import Tier, frequency_score

@@ -6,6 +6,7 @@ import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
+
 from trustroute.profiles.store.trust import TrustRepository
 from trustroute.router import AgentRouter
 from trustroute.router.cli.app import main

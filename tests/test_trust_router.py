@@ -5,11 +5,12 @@ from __future__ import annotations
 import uuid
 
 import pytest
+
 from trustroute.profiles.store.decisions import DecisionRepository
 from trustroute.profiles.store.trust import TrustRepository
 from trustroute.router import AgentRouter, NoAgentAvailable
 from trustroute.router.errors import UnknownDecision
-from trustroute.router.trust.layer import TrustOptions
+from trustroute.router.trust.options import TrustOptions
 from trustroute.router.trust.policy import TierPolicy
 from trustroute.router.trust.scores import (
     Tier,

@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+
+from trustroute.profiles.trust_counts import TrustCounts, TrustDelta
 from trustroute.router.trust.decay import (
     DecaySettings,
     decay_once,
@@ -15,13 +17,19 @@ from trustroute.router.trust.decay import (
 from trustroute.router.trust.rescues import RescueTracker
 from trustroute.router.trust.scores import (
     SIGNALS,
-    TrustCounts,
-    apply_execution,
-    apply_review,
-    apply_signal,
+    execution_delta,
+    signal_delta,
+    trust_scores,
+    verdict_delta,
 )
 
 T0 = datetime(2025, 3, 3, 12, 0, tzinfo=UTC)  # a Monday
+
+
+def _apply(counts: TrustCounts, *deltas: TrustDelta) -> TrustCounts:
+    for delta in deltas:
+        delta.apply_to(counts)
+    return counts
 
 
 @pytest.mark.parametrize(("signal", "field", "amount"), [
@@ -38,8 +46,7 @@ T0 = datetime(2025, 3, 3, 12, 0, tzinfo=UTC)  # a Monday
     ("reflect_rejected", "rejections", 1),
 ])
 def test_each_named_signal_moves_its_count(signal: str, field: str, amount: int) -> None:
-    counts = TrustCounts()
-    apply_signal(counts, signal, T0)
+    counts = _apply(TrustCounts(), signal_delta("a", "code", signal, T0))
     assert getattr(counts, field) == amount
     assert counts.last_seen == T0
 
@@ -53,31 +60,52 @@ def test_every_named_signal_is_documented() -> None:
 
 
 def test_signals_reproduce_the_human_reference_value() -> None:
-    counts = TrustCounts()
-    for name in ("user_accepted", "user_corrected", "reflect_approved"):
-        apply_signal(counts, name)
-    assert counts.scores().human == pytest.approx(0.5429375)
+    counts = _apply(TrustCounts(), *(signal_delta("a", "code", name, T0) for name in
+                                     ("user_accepted", "user_corrected", "reflect_approved")))
+    assert trust_scores(counts).human == pytest.approx(0.5429375)
 
 
 def test_unknown_signal_is_named_in_the_error() -> None:
     with pytest.raises(ValueError, match=r"'user_loved_it'.*applied_failed"):
-        apply_signal(TrustCounts(), "user_loved_it")
+        signal_delta("a", "code", "user_loved_it", T0)
 
 
 def test_review_approval_pins_and_a_rejection_withdraws_it() -> None:
-    counts = TrustCounts()
-    apply_review(counts, True)
-    assert counts.scores().human == 0.95
-    apply_signal(counts, "user_corrected")
+    counts = _apply(TrustCounts(), verdict_delta("a", "code", True, T0, review=True))
+    assert trust_scores(counts).human == 0.95
+    _apply(counts, signal_delta("a", "code", "user_corrected", T0))
     assert counts.reviewed is False
-    assert counts.scores().human == pytest.approx(0.575 * 0.85)
+    assert trust_scores(counts).human == pytest.approx(0.575 * 0.85)
 
 
-def test_fresh_evidence_clears_decay_offsets() -> None:
-    counts = TrustCounts(frequency_decay=0.04, effectiveness_decay=0.02, human_decay=0.01)
-    apply_execution(counts, True, 0.9, T0)
-    assert not counts.has_decay
+def test_feedback_approval_counts_but_does_not_pin() -> None:
+    counts = _apply(TrustCounts(), verdict_delta("a", "code", True, T0, review=False))
+    assert (counts.approvals, counts.reviewed) == (1, False)
+    assert trust_scores(counts).human == pytest.approx(0.575)
+
+
+def test_fresh_evidence_clears_decay_offsets_and_moves_last_seen() -> None:
+    counts = TrustCounts(frequency_decay=0.04, effectiveness_decay=0.02, human_decay=0.01,
+                         last_seen=T0)
+    _apply(counts, execution_delta("a", "code", "positive", T0 - timedelta(days=1)))
+    assert (counts.frequency_decay, counts.effectiveness_decay, counts.human_decay) == \
+        (0.0, 0.0, 0.0)
     assert (counts.observations, counts.positive) == (1, 1)
+    assert counts.last_seen == T0  # an older observation does not move it back
+
+
+def test_deltas_merge_like_they_apply() -> None:
+    first = execution_delta("a", "code", "negative", T0)
+    first.merge(signal_delta("a", "code", "user_corrected", T0 + timedelta(hours=1)))
+    first.merge(TrustDelta("a", "code", contradictions=1))
+    merged = _apply(TrustCounts(reviewed=True), first)
+    one_by_one = _apply(TrustCounts(reviewed=True),
+                        execution_delta("a", "code", "negative", T0),
+                        signal_delta("a", "code", "user_corrected", T0 + timedelta(hours=1)),
+                        TrustDelta("a", "code", contradictions=1))
+    assert merged == one_by_one
+    assert (merged.negative, merged.rejections, merged.contradictions) == (1, 1, 1)
+    assert merged.reviewed is False and merged.last_seen == T0 + timedelta(hours=1)
 
 
 def test_decay_once_adds_one_week_and_caps_at_one() -> None:
@@ -87,8 +115,8 @@ def test_decay_once_adds_one_week_and_caps_at_one() -> None:
     assert (once.frequency_decay, once.effectiveness_decay, once.human_decay) == \
         pytest.approx((0.02, 0.01, 0.005))
     assert counts.frequency_decay == 0.0  # a copy
-    f0, e0, h0, _, _ = counts.scores()
-    f1, e1, h1, _, _ = once.scores()
+    f0, e0, h0, _, _ = trust_scores(counts)
+    f1, e1, h1, _, _ = trust_scores(once)
     assert (f0 - f1, e0 - e1, h0 - h1) == pytest.approx((0.02, 0.01, 0.005))
     heavy = TrustCounts(frequency_decay=0.995)
     assert decay_once(heavy, s).frequency_decay == 1.0
@@ -112,8 +140,12 @@ def test_iso_week_key() -> None:
 
 
 def test_decay_settings_reject_bad_values() -> None:
-    with pytest.raises(ValueError, match=r"decay\.frequency"):
+    with pytest.raises(ValueError, match="frequency"):
         DecaySettings(frequency=-0.1)
+    with pytest.raises(ValueError, match="unseen_days"):
+        DecaySettings(unseen_days=float("inf"))
+    with pytest.raises(ValueError, match="colour"):
+        DecaySettings(colour=1)  # type: ignore[call-arg]
 
 
 def test_rescue_charges_each_failed_agent_once() -> None:

@@ -12,16 +12,13 @@ transaction that deletes them: history is moved, never lost.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from surrealdb import RecordID
-from trustroute.profiles.store.connection import Connection
-from trustroute.router.trust.scores import TrustCounts, TrustScores
 
-COUNTERS = ("observations", "contradictions", "positive", "negative", "neutral",
-             "approvals", "rejections")
+from trustroute.profiles.store.connection import Connection
+from trustroute.profiles.trust_counts import COUNTERS, TrustCounts, TrustDelta
 
 SCHEMA = """
 DEFINE TABLE IF NOT EXISTS trust SCHEMAFULL;
@@ -168,65 +165,11 @@ COMMIT TRANSACTION;
 """
 
 
-@dataclass(slots=True)
-class TrustDelta:
-    """Increments for one pair, accumulated in memory and written in one batch."""
-
-    agent_id: str
-    task_type: str
-    observations: int = 0
-    contradictions: int = 0
-    positive: int = 0
-    negative: int = 0
-    neutral: int = 0
-    approvals: int = 0
-    rejections: int = 0
-    reviewed: bool | None = None  # None: leave as stored
-    fresh: bool = False  # new evidence arrived: clear the decay offsets
-    restored: bool = False  # composite back above the deprecation line: clear the mark
-    at: datetime | None = None
-    tier: str | None = None  # the tier after these changes, when known
-
-    def row(self) -> dict[str, Any]:
-        """The bound-parameter form."""
-        return {"agent_id": self.agent_id, "task_type": self.task_type,
-                "counts": [getattr(self, name) for name in COUNTERS],
-                "reviewed": self.reviewed, "fresh": self.fresh, "restored": self.restored,
-                "at": self.at, "tier": self.tier}
-
-    def apply_to(self, counts: TrustCounts) -> None:
-        """What the store does with this delta, done to in-memory counts."""
-        for name in COUNTERS:
-            setattr(counts, name, getattr(counts, name) + getattr(self, name))
-        if self.reviewed is not None:
-            counts.reviewed = self.reviewed
-        if self.fresh:
-            counts.clear_decay()
-        if self.restored:
-            counts.deprecated_at = None
-        if self.at is not None and (counts.last_seen is None or self.at > counts.last_seen):
-            counts.last_seen = self.at
-
-    def merge(self, other: TrustDelta) -> None:
-        """Fold a later delta of the same pair into this one."""
-        for name in COUNTERS:
-            setattr(self, name, getattr(self, name) + getattr(other, name))
-        self.fresh = self.fresh or other.fresh
-        self.restored = self.restored or other.restored
-        if other.reviewed is not None:
-            self.reviewed = other.reviewed
-        if other.at is not None and (self.at is None or other.at > self.at):
-            self.at = other.at
-        self.tier = other.tier or self.tier
-
-
-def history_row(agent_id: str, task_type: str, scores: TrustScores, reason: str,
-                at: datetime) -> dict[str, Any]:
-    """One confidence-history entry."""
-    return {"agent_id": agent_id, "task_type": task_type, "frequency": scores.frequency,
-            "effectiveness": scores.effectiveness, "human": scores.human,
-            "composite": scores.composite, "tier": str(scores.tier), "reason": reason,
-            "at": at}
+def _delta_row(d: TrustDelta) -> dict[str, Any]:
+    """A delta's bound-parameter form."""
+    return {"agent_id": d.agent_id, "task_type": d.task_type,
+            "counts": [getattr(d, name) for name in COUNTERS], "reviewed": d.reviewed,
+            "fresh": d.fresh, "restored": d.restored, "at": d.at, "tier": d.tier}
 
 
 class TrustRepository:
@@ -274,7 +217,7 @@ class TrustRepository:
         """Write counter increments, history rows and feedback rows in one transaction."""
         if not deltas and not history and not feedback:
             return
-        self._conn.run(_APPLY_BATCH, {"deltas": [d.row() for d in deltas],
+        self._conn.run(_APPLY_BATCH, {"deltas": [_delta_row(d) for d in deltas],
                                       "history": list(history), "feedback": list(feedback)})
 
     # -- lifecycle -------------------------------------------------------------------

@@ -9,6 +9,7 @@ import click
 from rich import box
 from rich.markup import escape
 from rich.table import Table
+
 from trustroute.profiles.store.decisions import DecisionRepository
 from trustroute.router.cli.base import (
     CliError,
@@ -21,7 +22,7 @@ from trustroute.router.cli.base import (
 )
 from trustroute.router.trust.calibration import CalibrationReport, calibration_report
 from trustroute.router.trust.lifecycle import run_decay
-from trustroute.router.trust.scores import TrustScores
+from trustroute.router.trust.scores import TrustScores, trust_scores
 
 
 def _scores_line(agent_id: str, task_type: str, s: TrustScores) -> str:
@@ -149,7 +150,7 @@ def trust(task_type: str | None, agent: str | None, config: Path | None, store: 
     """Composite trust per (agent, task type): the three scores, composite and tier."""
     with open_router(config, store) as router:
         weights = router.trust_layer.options.weights
-        rows = [(pair, counts, counts.scores(weights))
+        rows = [(pair, counts, trust_scores(counts, weights))
                 for pair, counts in router.trust_layer.repo.load(times=True).items()
                 if (task_type is None or pair[1] == task_type)
                 and (agent is None or pair[0] == agent)]

@@ -24,10 +24,11 @@ from trustroute.profiles.store.errors import InvalidStoreURL
 from trustroute.profiles.store.location import parse_store_url
 from trustroute.router.agents import AgentSpec
 from trustroute.router.config.loader import ConfigError, describe_validation_error, read_mapping
-from trustroute.router.config.trust import AbstentionSection, TrustSection
 from trustroute.router.errors import RouterError
 from trustroute.router.handoff.transfer.config import HandoffSection, HookSpec, build_dispatcher
 from trustroute.router.strategies import available_strategies, make_strategy
+from trustroute.router.trust.abstention import AbstentionPolicy
+from trustroute.router.trust.options import TrustOptions
 
 if TYPE_CHECKING:
     from trustroute.router.router import AgentRouter
@@ -102,8 +103,8 @@ class RouterConfig(Section):
     seed: int | None = None
     handoff: HandoffSection = Field(default_factory=HandoffSection)
     hooks: list[HookSpec] = Field(default_factory=list)
-    trust: TrustSection = Field(default_factory=TrustSection)
-    abstention: AbstentionSection = Field(default_factory=AbstentionSection)
+    trust: TrustOptions = Field(default_factory=TrustOptions)
+    abstention: AbstentionPolicy = Field(default_factory=AbstentionPolicy)
 
     # The file this config was read from (None when built in code); names it in errors.
     _source: Path | None = PrivateAttr(default=None)
@@ -156,8 +157,8 @@ class RouterConfig(Section):
                               "database": self.store.database,
                               "username": self.store.username,
                               "password": self.store.password},
-            "trust": self.trust.options(),
-            "abstention": self.abstention.policy(),
+            "trust": self.trust,
+            "abstention": self.abstention,
         }
         if "transfer" not in overrides:  # hand-off hooks; pending requests go to the store
             kwargs["transfer"] = build_dispatcher(self.hooks, self.handoff)

@@ -1,10 +1,10 @@
 """Abstention: a router that says "I don't know" instead of guessing.
 
-Gates are tiny callable classes (in the style of tenacity's stop/wait conditions), each
-answering one question about a ranked decision and returning a one-line explanation
-when it fires. ``AbstentionPolicy`` evaluates them in order; the first that fires is
-reported as the decision's ``abstain_reason`` (the gate's name) and the router then
-routes anyway (flagged), hands the task to a person, or raises ``Abstained``.
+Gates are small settings models that can be called, each answering one question about a
+ranked decision and returning a one-line explanation when it fires. ``AbstentionPolicy``
+(config section ``abstention``) evaluates the enabled gates in this order; the first
+that fires is reported as the decision's ``abstain_reason`` (the gate's name) and the
+router then routes anyway (flagged), hands the task to a person, or raises ``Abstained``.
 
 - ``weak_resonance`` (on by default): no eligible candidate's calibrated success
   probability reaches the floor (0.5: even the best option is more likely to fail than
@@ -23,78 +23,70 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol
+from functools import cached_property
+from typing import TYPE_CHECKING, ClassVar, Literal
+
+from pydantic import Field
 
 from trustroute.router.decision import CandidateScore
 from trustroute.router.errors import RouterError
+from trustroute.router.trust.settings import Settings
 
 if TYPE_CHECKING:
     from trustroute.router.decision import RoutingDecision
 
 OnAbstain = Literal["route_anyway", "human", "raise"]
-ON_ABSTAIN_CHOICES: tuple[str, ...] = ("route_anyway", "human", "raise")
 
 
-class GateView(NamedTuple):
-    """What a gate may look at: the ranked candidates and their success estimates.
-
-    A named tuple because one is built on every decision (cheapest to create).
-    """
+@dataclass(frozen=True, slots=True)
+class GateView:
+    """What a gate may look at: the ranked candidates (best first, each with the
+    strategy's raw success estimate) and the calibration map."""
 
     task_type: str
-    candidates: Sequence[CandidateScore]  # best first
-    probabilities: Sequence[float | None]  # raw success estimates, same order
+    candidates: Sequence[CandidateScore]
     calibrate: Callable[[float], float]
     confidence: float = 0.0  # the chosen candidate's calibrated success probability
 
 
-class Gate(Protocol):
-    """One abstention condition."""
+class Gate(Settings):
+    """One abstention condition: ``enabled`` says whether the policy evaluates it."""
 
-    name: str
+    name: ClassVar[str]
+    enabled: bool = False
 
     def __call__(self, view: GateView) -> str | None:
         """A one-line explanation when the gate fires, else None."""
-        ...
+        raise NotImplementedError
 
 
-def _unit(value: float, name: str) -> float:
-    if not 0.0 <= value <= 1.0:  # also rejects NaN
-        raise ValueError(f"abstention.{name} must be within [0, 1], got {value}")
-    return float(value)
-
-
-class WeakResonance:
+class WeakResonance(Gate):
     """Fires when no candidate's calibrated success probability reaches ``floor``."""
 
-    name = "weak_resonance"
-
-    def __init__(self, floor: float = 0.5) -> None:
-        self.floor = _unit(floor, "weak_resonance.floor")
+    name: ClassVar[str] = "weak_resonance"
+    enabled: bool = True
+    floor: float = Field(default=0.5, ge=0, le=1)
 
     def __call__(self, view: GateView) -> str | None:
         """Best calibrated estimate below the floor (unknown estimates never fire)."""
         if view.confidence >= self.floor:  # the chosen one reaches it: nothing to check
             return None
-        known = [p for p in view.probabilities if p is not None]
+        known = [c.success_probability for c in view.candidates
+                 if c.success_probability is not None]
         if not known:
             return None
-        best = view.calibrate(max(known))
+        best = view.calibrate(min(1.0, max(0.0, max(known))))
         if best >= self.floor:
             return None
         return (f"best candidate's success probability {best:.2f} is below the floor "
                 f"{self.floor:.2f}")
 
 
-class SparseEvidence:
+class SparseEvidence(Gate):
     """Fires when fewer than ``min_candidates`` candidates have any recorded outcome."""
 
-    name = "sparse_evidence"
-
-    def __init__(self, min_candidates: int = 2) -> None:
-        if min_candidates < 1:
-            raise ValueError("abstention.sparse_evidence.min_candidates must be >= 1")
-        self.min_candidates = min_candidates
+    name: ClassVar[str] = "sparse_evidence"
+    min_candidates: int = Field(default=2, ge=1)
 
     def __call__(self, view: GateView) -> str | None:
         """Count candidates with at least one execution of this task type."""
@@ -105,21 +97,18 @@ class SparseEvidence:
                 f"{self.min_candidates} needed")
 
 
-class Conflicted:
+class Conflicted(Gate):
     """Fires when the runner-up is better than the chosen agent with probability > ceiling."""
 
-    name = "conflicted"
-
-    def __init__(self, ceiling: float = 0.4) -> None:
-        self.ceiling = _unit(ceiling, "conflicted.ceiling")
+    name: ClassVar[str] = "conflicted"
+    ceiling: float = Field(default=0.4, ge=0, le=1)
 
     def __call__(self, view: GateView) -> str | None:
         """Normal approximation of P(runner-up's success rate > chosen's)."""
         if len(view.candidates) < 2:
             return None
         first, second = view.candidates[0], view.candidates[1]
-        p1 = view.probabilities[0]
-        p2 = view.probabilities[1]
+        p1, p2 = first.success_probability, second.success_probability
         chance = runner_up_chance(0.5 if p1 is None else p1, first.executions,
                                   0.5 if p2 is None else p2, second.executions)
         if chance <= self.ceiling:
@@ -136,27 +125,22 @@ def runner_up_chance(p1: float, n1: int, p2: float, n2: int) -> float:
     return 0.5 * math.erfc((p1 - p2) / math.sqrt(2.0 * var))
 
 
-GATES: dict[str, type[WeakResonance] | type[SparseEvidence] | type[Conflicted]] = {
-    WeakResonance.name: WeakResonance,
-    SparseEvidence.name: SparseEvidence,
-    Conflicted.name: Conflicted,
-}
+class AbstentionPolicy(Settings):
+    """When the router abstains (its gates) and what it then does (config ``abstention``)."""
 
-
-@dataclass(frozen=True, slots=True)
-class AbstentionPolicy:
-    """Gates in evaluation order and what to do when one fires."""
-
-    gates: tuple[Gate, ...] = (WeakResonance(),)
     on_abstain: OnAbstain = "route_anyway"
+    weak_resonance: WeakResonance = Field(default_factory=WeakResonance)
+    sparse_evidence: SparseEvidence = Field(default_factory=SparseEvidence)
+    conflicted: Conflicted = Field(default_factory=Conflicted)
 
-    def __post_init__(self) -> None:
-        if self.on_abstain not in ON_ABSTAIN_CHOICES:
-            raise ValueError(f"abstention.on_abstain must be one of "
-                             f"{', '.join(ON_ABSTAIN_CHOICES)}; got {self.on_abstain!r}")
+    @cached_property
+    def gates(self) -> tuple[Gate, ...]:
+        """The enabled gates, in evaluation order."""
+        return tuple(g for g in (self.weak_resonance, self.sparse_evidence, self.conflicted)
+                     if g.enabled)
 
     def evaluate(self, view: GateView) -> tuple[str, str] | None:
-        """(gate name, explanation) of the first gate that fires, or None."""
+        """(gate name, explanation) of the first enabled gate that fires, or None."""
         for gate in self.gates:
             detail = gate(view)
             if detail is not None:

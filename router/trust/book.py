@@ -11,16 +11,10 @@ Pure: no I/O, no clock.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from collections.abc import Iterable
 
-from trustroute.router.trust.scores import (
-    DEFAULT_WEIGHTS,
-    Tier,
-    TrustCounts,
-    TrustScores,
-    check_weights,
-)
+from trustroute.profiles.trust_counts import TrustCounts, TrustDelta
+from trustroute.router.trust.scores import DEFAULT_WEIGHTS, Tier, TrustScores, trust_scores
 
 Pair = tuple[str, str]
 
@@ -29,11 +23,12 @@ class TrustBook:
     """Thread-safe map of (agent, task type) -> TrustCounts plus cached TrustScores."""
 
     def __init__(self, weights: tuple[float, float, float] = DEFAULT_WEIGHTS) -> None:
-        self.weights = check_weights(weights)
-        self.new_scores: TrustScores = TrustCounts().scores(self.weights)
+        self.weights = weights
+        self.new_scores: TrustScores = trust_scores(TrustCounts(), weights)
         self._counts: dict[Pair, TrustCounts] = {}
         self._scores: dict[Pair, TrustScores] = {}
         self._loaded: set[Pair] = set()
+        self._deprecated = 0
         self._lock = threading.RLock()
 
     # -- reading -------------------------------------------------------------------
@@ -43,8 +38,7 @@ class TrustBook:
 
     def tier(self, agent_id: str, task_type: str) -> Tier:
         """A pair's tier (``moderate`` for a never-seen pair with default weights)."""
-        found = self._scores.get((agent_id, task_type))
-        return self.new_scores.tier if found is None else found.tier
+        return self.scores(agent_id, task_type).tier
 
     def counts(self, agent_id: str, task_type: str) -> TrustCounts:
         """A copy of a pair's counts (empty counts for a never-seen pair)."""
@@ -63,50 +57,32 @@ class TrustBook:
 
     def missing(self, pairs: Iterable[Pair]) -> list[Pair]:
         """The pairs whose stored counts have not been loaded yet (no duplicates)."""
-        loaded = self._loaded
-        return list(dict.fromkeys(p for p in pairs if p not in loaded))
+        return list(dict.fromkeys(p for p in pairs if p not in self._loaded))
 
     def pairs(self) -> list[Pair]:
         """Every known pair, sorted."""
         with self._lock:
             return sorted(self._counts)
 
-    def __iter__(self) -> Iterator[tuple[Pair, TrustCounts, TrustScores]]:
-        with self._lock:
-            items = [(p, c.copy(), self._scores[p]) for p, c in self._counts.items()]
-        return iter(items)
-
-    def __len__(self) -> int:
-        return len(self._counts)
-
     # -- writing -------------------------------------------------------------------
-    _deprecated = 0
-
-    def update(self, agent_id: str, task_type: str, change: Callable[..., object],
-               *args: Any) -> tuple[TrustScores, TrustScores]:
-        """Apply ``change(counts, *args)`` to a pair's counts in place (extra arguments
-        spare a hot caller a closure per call); returns (before, after) scores."""
-        key = (agent_id, task_type)
+    def update(self, delta: TrustDelta) -> tuple[TrustScores, TrustScores]:
+        """Apply ``delta`` to its pair's counts; returns the (before, after) scores."""
+        key = delta.pair
         with self._lock:
-            counts = self._counts.get(key)
-            if counts is None:
-                counts = self._counts[key] = TrustCounts()
-            before = self._scores.get(key, self.new_scores)
-            change(counts, *args)
-            after = counts.scores(self.weights)
-            self._store_scores(key, after)
+            counts = self._counts.setdefault(key, TrustCounts())
+            before = self.scores(*key)
+            delta.apply_to(counts)
+            after = self._set_scores(key, counts)
             return before, after
 
     def replace(self, counts: dict[Pair, TrustCounts]) -> None:
         """Swap in freshly loaded counts (the book takes ownership of the objects); only
         these pairs count as loaded."""
         with self._lock:
-            self._counts = dict(counts)
-            self._scores = {}
-            self._deprecated = 0
-            self._loaded = set(counts)
-            for key, c in self._counts.items():
-                self._store_scores(key, c.scores(self.weights))
+            self._counts, self._scores, self._deprecated = {}, {}, 0
+            self._loaded = set()
+            for key, c in counts.items():
+                self.install(key, c)
 
     def install(self, pair: Pair, counts: TrustCounts) -> TrustScores:
         """Put a pair's loaded counts in place (replacing what was held) and mark it
@@ -114,12 +90,12 @@ class TrustBook:
         with self._lock:
             self._counts[pair] = counts
             self._loaded.add(pair)
-            scores = counts.scores(self.weights)
-            self._store_scores(pair, scores)
-            return scores
+            return self._set_scores(pair, counts)
 
-    def _store_scores(self, key: Pair, scores: TrustScores) -> None:
+    def _set_scores(self, key: Pair, counts: TrustCounts) -> TrustScores:
+        scores = trust_scores(counts, self.weights)
         old = self._scores.get(key)
         self._deprecated += ((scores.tier is Tier.DEPRECATED)
                              - (old is not None and old.tier is Tier.DEPRECATED))
         self._scores[key] = scores
+        return scores

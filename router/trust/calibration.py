@@ -31,27 +31,27 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import Field, field_validator
+
 from trustroute.router.stats import brier_score, expected_calibration_error
+from trustroute.router.trust.settings import Settings
 
 
-@dataclass(frozen=True, slots=True)
-class CalibrationSettings:
-    """How the calibration map learns (see the module docstring for the reasons)."""
+class CalibrationSettings(Settings):
+    """How the calibration map learns (config ``trust.calibration``; see the module
+    docstring for the reasons)."""
 
-    buckets: int = 10
-    prior_strength: float = 20.0
-    min_count: int = 10
-    horizon: float = 1000.0  # effective memory in outcomes; 0 keeps everything forever
+    buckets: int = Field(default=10, ge=1, le=1000)
+    prior_strength: float = Field(default=20.0, ge=0)
+    min_count: int = Field(default=10, ge=0)
+    horizon: float = Field(default=1000.0, ge=0)  # effective memory in outcomes; 0: forever
 
-    def __post_init__(self) -> None:
-        if self.buckets < 1:
-            raise ValueError(f"calibration.buckets must be >= 1, got {self.buckets}")
-        if not math.isfinite(self.prior_strength) or self.prior_strength < 0:
-            raise ValueError("calibration.prior_strength must be a finite number >= 0")
-        if self.min_count < 0:
-            raise ValueError("calibration.min_count must be >= 0")
-        if not math.isfinite(self.horizon) or self.horizon < 0 or 0 < self.horizon < 1:
-            raise ValueError("calibration.horizon must be 0 (no forgetting) or >= 1")
+    @field_validator("horizon")
+    @classmethod
+    def _horizon(cls, value: float) -> float:
+        if 0 < value < 1:
+            raise ValueError("horizon must be 0 (never forget) or >= 1 outcomes")
+        return value
 
 
 def _check_probability(value: float, name: str = "predicted") -> float:

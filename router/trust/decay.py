@@ -1,38 +1,31 @@
 """Trust decay math for the weekly lifecycle job (pure: time is passed in).
 
-A pair unseen for ``unseen_days`` gets one more week of decay added to the offsets that
-``TrustCounts.scores`` subtracts from its three scores; the job is keyed by ISO week so
-it runs at most once a week. A pair deprecated for more than ``delete_after_days`` is
-due for deletion (its history is archived by the store, not lost).
+A pair unseen for ``unseen_days`` gets one more week of decay added to the offsets
+subtracted from its three scores (``trust_scores``); the job is keyed by ISO week so it
+runs at most once a week. A pair deprecated for more than ``delete_after_days`` is due
+for deletion (its history is archived by the store, not lost).
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
 from datetime import datetime
 
-from trustroute.router.trust.scores import WEAK_DIMENSION, TrustCounts, check_unit
+from pydantic import Field
+
+from trustroute.profiles.trust_counts import TrustCounts
+from trustroute.router.trust.scores import WEAK_DIMENSION
+from trustroute.router.trust.settings import Settings
 
 
-@dataclass(frozen=True, slots=True)
-class DecaySettings:
-    """The weekly decay job's parameters (the reference values by default)."""
+class DecaySettings(Settings):
+    """The weekly decay job (config ``trust.decay``; the reference values by default)."""
 
-    unseen_days: float = 7.0
-    frequency: float = 0.02
-    effectiveness: float = 0.01
-    human: float = 0.005
-    deprecate_below: float = WEAK_DIMENSION
-    delete_after_days: float = 30.0
-
-    def __post_init__(self) -> None:
-        for name in ("unseen_days", "frequency", "effectiveness", "human",
-                     "delete_after_days"):
-            value = getattr(self, name)
-            if not math.isfinite(value) or value < 0:
-                raise ValueError(f"decay.{name} must be a finite number >= 0, got {value}")
-        check_unit(self.deprecate_below, "decay.deprecate_below")
+    unseen_days: float = Field(default=7.0, ge=0)
+    frequency: float = Field(default=0.02, ge=0, le=1)
+    effectiveness: float = Field(default=0.01, ge=0, le=1)
+    human: float = Field(default=0.005, ge=0, le=1)
+    deprecate_below: float = Field(default=WEAK_DIMENSION, ge=0, le=1)
+    delete_after_days: float = Field(default=30.0, ge=0)
 
 
 def iso_week(moment: datetime) -> str:

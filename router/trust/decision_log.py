@@ -12,12 +12,11 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict, deque
-from collections.abc import Sequence
 from typing import Any
 
 from trustroute.profiles.records import ExecutionRecord
 from trustroute.profiles.store.decisions import DecisionRepository
-from trustroute.router.decision import RoutingDecision
+from trustroute.router.decision import CandidateScore, RoutingDecision
 from trustroute.router.trust.calibration import CalibrationMap, CalibrationSettings
 
 log = logging.getLogger(__name__)
@@ -26,7 +25,7 @@ log = logging.getLogger(__name__)
 _Known = list[Any]
 
 
-def candidate_row(c: Any, probability: float | None, *, chosen: bool) -> dict[str, Any]:
+def candidate_row(c: CandidateScore, *, chosen: bool) -> dict[str, Any]:
     """The logged form of one candidate: the numbers of the ranking for every candidate,
     and the full explanation (reason, components) for the chosen one only.
 
@@ -35,7 +34,8 @@ def candidate_row(c: Any, probability: float | None, *, chosen: bool) -> dict[st
     the numbers alone are enough to audit a ranking after the fact.
     """
     row = {"agent_id": c.agent_id, "score": c.score, "final_score": c.final_score,
-           "executions": c.executions, "load": c.load, "success_probability": probability}
+           "executions": c.executions, "load": c.load,
+           "success_probability": c.success_probability}
     if chosen:
         row["reason"] = c.reason
         row["components"] = dict(c.components)
@@ -60,8 +60,8 @@ class DecisionLog:
         self._memory = memory
         self._max_pending = max_pending
         self._lock = threading.Lock()
-        self._pending: deque[tuple[RoutingDecision, float, Sequence[float | None],
-                                   str | None]] = deque(maxlen=max_pending)
+        self._pending: deque[tuple[RoutingDecision, float, str | None]] = deque(
+            maxlen=max_pending)
         self.dropped = 0  # decisions evicted from a full buffer (never written)
         self._outcomes: dict[str, dict[str, Any]] = {}
         self._known: OrderedDict[str, _Known] = OrderedDict()
@@ -69,25 +69,23 @@ class DecisionLog:
         self._warned = False
 
     # -- hot path ------------------------------------------------------------------
-    def remember(self, decision: RoutingDecision, raw: float,
-                 probabilities: Sequence[float | None], detail: str | None) -> None:
-        """Buffer one decision (no I/O)."""
+    def remember(self, decision: RoutingDecision, raw: float, detail: str | None) -> None:
+        """Buffer one decision, its raw prediction and abstention detail (no I/O)."""
         with self._lock:
-            known = self._known
-            known[decision.decision_id] = [raw, decision.agent_id, decision.task_type, False]
-            if len(known) > self._memory:
-                known.popitem(last=False)
+            self._known[decision.decision_id] = [raw, decision.agent_id, decision.task_type,
+                                                 False]
+            if len(self._known) > self._memory:
+                self._known.popitem(last=False)
             if not self.enabled:
                 return
-            pending = self._pending
-            if len(pending) == self._max_pending:  # nobody records or flushes: bounded
+            if len(self._pending) == self._max_pending:  # nobody records or flushes: bounded
                 self.dropped += 1
                 if not self._warned:
                     self._warned = True
                     log.info("decision log buffer full (%d decisions): the oldest unwritten "
                              "decisions are dropped; record() or flush() persists them",
                              self._max_pending)
-            pending.append((decision, raw, probabilities, detail))
+            self._pending.append((decision, raw, detail))
 
     def outcome(self, record: ExecutionRecord) -> None:
         """Join a recorded outcome with its decision; the calibration map learns it."""
@@ -137,8 +135,8 @@ class DecisionLog:
             dirty, self._dirty = self._dirty, False
             state = self.calibration.state() if dirty else None
         rows = []
-        for decision, raw, probabilities, detail in pending:
-            row = self._row(decision, raw, probabilities, detail)
+        for decision, raw, detail in pending:
+            row = self._row(decision, raw, detail)
             found = outcomes.pop(decision.decision_id, None)
             if found is not None:
                 row.update({k: v for k, v in found.items() if k != "decision_id"})
@@ -156,16 +154,14 @@ class DecisionLog:
                 self._dirty = self._dirty or dirty
             raise
 
-    def _row(self, d: RoutingDecision, raw: float, probabilities: Sequence[float | None],
-             detail: str | None) -> dict[str, Any]:
+    def _row(self, d: RoutingDecision, raw: float, detail: str | None) -> dict[str, Any]:
         return {
             "decision_id": d.decision_id, "task_type": d.task_type, "agent_id": d.agent_id,
             "strategy": d.strategy, "predicted": raw, "confidence": d.confidence,
             "tier": d.tier, "abstained": d.abstained, "abstain_reason": d.abstain_reason,
             "abstain_detail": detail, "created_at": d.created_at,
-            "candidates": [candidate_row(c, p, chosen=c.agent_id == d.agent_id)
-                           for c, p in zip(d.candidates[:self.log_candidates],
-                                           probabilities, strict=False)],
+            "candidates": [candidate_row(c, chosen=c.agent_id == d.agent_id)
+                           for c in d.candidates[:self.log_candidates]],
             "candidate_count": len(d.candidates),
             "success": None, "quality": None, "record_id": None, "recorded_at": None,
         }

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from trustroute.profiles.records import utc_now
 from trustroute.profiles.store import Store
-from trustroute.profiles.store.trust import TrustRepository, history_row
+from trustroute.profiles.store.trust import TrustRepository
 from trustroute.router.trust.decay import (
     DecaySettings,
     decay_once,
@@ -28,7 +28,8 @@ from trustroute.router.trust.decay import (
     is_unseen,
     iso_week,
 )
-from trustroute.router.trust.scores import DEFAULT_WEIGHTS
+from trustroute.router.trust.layer import history_row
+from trustroute.router.trust.scores import DEFAULT_WEIGHTS, trust_scores
 
 if TYPE_CHECKING:
     from trustroute.router.router import AgentRouter
@@ -86,12 +87,12 @@ def decay_store(store: Store, *, now: datetime, settings: DecaySettings,
         return report
     changes, marks, history, doomed = [], [], [], []
     for (agent_id, task_type), counts in sorted(repo.load(times=True).items()):
-        before = counts.scores(weights)
+        before = trust_scores(counts, weights)
         current = counts
         if is_unseen(counts, now, settings):
             current = decay_once(counts, settings)
             report.decayed += 1
-        after = current.scores(weights)
+        after = trust_scores(current, weights)
         if current is not counts:
             changes.append({"agent_id": agent_id, "task_type": task_type,
                             "frequency": settings.frequency,

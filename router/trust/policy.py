@@ -12,45 +12,49 @@ Candidates that are not admitted stay in the decision, ranked last with the reas
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import replace
 
+from pydantic import Field
+
+from trustroute.router.decision import CandidateScore
+from trustroute.router.errors import NoAgentAvailable
 from trustroute.router.trust.book import TrustBook
 from trustroute.router.trust.scores import Tier
+from trustroute.router.trust.settings import Settings
 
 TRUSTED = (Tier.CORE, Tier.STRONG)
 
 
-@dataclass(frozen=True, slots=True)
-class TierPolicy:
-    """How trust tiers restrict the candidates of a decision (configurable)."""
+class TierPolicy(Settings):
+    """How trust tiers restrict the candidates of a decision (config ``trust.policy``)."""
 
     exclude_deprecated: bool = True
     exploit_trusted_only: bool = True
-    new_profile_observations: int = 3
+    new_profile_observations: int = Field(default=3, ge=0)
 
-    def __post_init__(self) -> None:
-        if self.new_profile_observations < 0:
-            raise ValueError("trust.policy.new_profile_observations must be >= 0")
-
-    def admit(self, agent_ids: Sequence[str], task_type: str, book: TrustBook,
-              exploit_only: bool) -> list[int] | None:
-        """Indices of the admitted candidates, or None when every one is admitted.
-
-        An empty list means every candidate is deprecated (the caller says so).
-        """
+    def admit(self, task_type: str, ranked: list[CandidateScore], book: TrustBook,
+              exploit_only: bool) -> list[CandidateScore]:
+        """``ranked`` with the candidates this policy does not admit moved last, their
+        reason saying why. Raises NoAgentAvailable when none is admitted."""
         exclude = self.exclude_deprecated and book.deprecated_pairs > 0
         trusted_only = exploit_only and self.exploit_trusted_only
         if not exclude and not trusted_only:
-            return None  # the common case costs two attribute reads
-        tiers = [book.tier(a, task_type) for a in agent_ids]
-        keep = list(range(len(agent_ids)))
-        if exclude:
-            keep = [i for i in keep if tiers[i] is not Tier.DEPRECATED
-                    or book.observations(agent_ids[i], task_type)
-                    < self.new_profile_observations]
-        if trusted_only:
-            trusted = [i for i in keep if tiers[i] in TRUSTED]
-            if trusted:
-                keep = trusted
-        return None if len(keep) == len(agent_ids) else keep
+            return ranked  # the common case: nothing to look up
+        tiers = [book.tier(c.agent_id, task_type) for c in ranked]
+        why: list[str | None] = [None] * len(ranked)
+        for i, c in enumerate(ranked):
+            if exclude and tiers[i] is Tier.DEPRECATED and \
+                    book.observations(c.agent_id, task_type) >= self.new_profile_observations:
+                why[i] = "not selected: trust tier deprecated"
+        if trusted_only and any(w is None and tiers[i] in TRUSTED for i, w in enumerate(why)):
+            for i, w in enumerate(why):
+                if w is None and tiers[i] not in TRUSTED:
+                    why[i] = ("not selected: exploit-only mode uses core/strong agents "
+                              f"(tier {tiers[i]})")
+        if all(w is not None for w in why):
+            raise NoAgentAvailable(task_type, f"all {len(ranked)} eligible agent(s) are in "
+                                              "the deprecated trust tier")
+        kept = [c for c, w in zip(ranked, why, strict=True) if w is None]
+        moved = [replace(c, reason=f"{w}; {c.reason}")
+                 for c, w in zip(ranked, why, strict=True) if w is not None]
+        return kept + moved

@@ -11,20 +11,22 @@ people agree with it. Three scores, each in [0, 1], answer the three questions:
 
 ``composite_confidence`` weighs them (0.35 / 0.40 / 0.25 by default) and multiplies by
 0.7 when any dimension is below 0.2 (one very weak dimension is a red flag a weighted
-mean would hide); ``tier_for`` names the band. The named signals and how executions,
-feedback and reviews move the counts are here too; the weekly decay math is in
-``trustroute.router.trust.decay``. Everything here is pure arithmetic over
-counts: the store and the router keep the counts, this module turns them into scores.
+mean would hide); ``tier_for`` names the band; ``trust_scores`` does all of it for one
+pair's ``TrustCounts``. The named signals and how executions, feedback and reviews
+change the counts (as ``TrustDelta``s) are here too; the weekly decay math is in
+``trustroute.router.trust.decay``. Everything here is pure arithmetic over counts: the
+store and the trust layer keep the counts, this module turns them into scores.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from typing import NamedTuple
 
+from trustroute.profiles.trust_counts import TrustCounts, TrustDelta
 from trustroute.router.stats import wilson_lower_bound
 
 DEFAULT_WEIGHTS: tuple[float, float, float] = (0.35, 0.40, 0.25)
@@ -178,103 +180,23 @@ class TrustScores(NamedTuple):
     composite: float
     tier: Tier
 
-    @property
-    def frequency_score(self) -> float:
-        """Alias of ``frequency`` (the formula's name)."""
-        return self.frequency
-
-    @property
-    def effectiveness_score(self) -> float:
-        """Alias of ``effectiveness``."""
-        return self.effectiveness
-
-    @property
-    def human_score(self) -> float:
-        """Alias of ``human``."""
-        return self.human
-
-    @property
-    def composite_confidence(self) -> float:
-        """Alias of ``composite``."""
-        return self.composite
-
     def as_dict(self) -> dict[str, float | str]:
         """JSON-ready form."""
         return {"frequency": self.frequency, "effectiveness": self.effectiveness,
                 "human": self.human, "composite": self.composite, "tier": str(self.tier)}
 
 
-@dataclass(slots=True)
-class TrustCounts:
-    """The evidence behind one pair's scores, plus the lifecycle's decay offsets.
-
-    Scores are derived from counts (so several processes can add to them with
-    server-side increments) and then reduced by the ``*_decay`` offsets the weekly decay
-    job accumulates while the pair is unseen; fresh evidence clears the offsets.
-    """
-
-    observations: int = 0
-    contradictions: int = 0
-    positive: int = 0
-    negative: int = 0
-    neutral: int = 0
-    approvals: int = 0
-    rejections: int = 0
-    reviewed: bool = False
-    frequency_decay: float = 0.0
-    effectiveness_decay: float = 0.0
-    human_decay: float = 0.0
-    last_seen: datetime | None = None
-    deprecated_at: datetime | None = None
-
-    def scores(self, weights: tuple[float, float, float] = DEFAULT_WEIGHTS) -> TrustScores:
-        """Scores after decay offsets (each floored at 0), composite and tier.
-
-        The same arithmetic as the public functions without their argument checks (the
-        counts are trusted here): a router computes this for every pair when it opens.
-        """
-        n = self.observations
-        base = FREQUENCY_TOP
-        for upper, score in FREQUENCY_BANDS:
-            if n <= upper:
-                base = score
-                break
-        f = max(0.0, max(0.0, base - CONTRADICTION_PENALTY * self.contradictions)
-                - self.frequency_decay)
-        total = self.positive + self.negative + self.neutral
-        e = NEUTRAL_SCORE if total == 0 else \
-            wilson_lower_bound(self.positive / total, total, WILSON_Z)
-        e = max(0.0, e - self.effectiveness_decay)
-        if self.reviewed:
-            h = REVIEWED_SCORE
-        elif self.approvals or self.rejections:
-            h = human_score(self.approvals, self.rejections)
-        else:
-            h = NEUTRAL_SCORE
-        h = max(0.0, h - self.human_decay)
-        c = 0 + weights[0] * f + weights[1] * e + weights[2] * h  # as sum() in composite
-        if f < WEAK_DIMENSION or e < WEAK_DIMENSION or h < WEAK_DIMENSION:
-            c *= WEAK_PENALTY
-        c = min(1.0, max(0.0, c))
-        tier = Tier.DEPRECATED
-        for edge, band in TIER_EDGES:  # a loop, not next(generator): runs once per record
-            if c >= edge:
-                tier = band
-                break
-        return TrustScores(f, e, h, c, tier)
-
-    def copy(self) -> TrustCounts:
-        """An independent copy."""
-        return replace(self)
-
-    @property
-    def has_decay(self) -> bool:
-        """True while any decay offset applies."""
-        return bool(self.frequency_decay or self.effectiveness_decay or self.human_decay)
-
-    def clear_decay(self) -> None:
-        """Fresh evidence: the staleness offsets no longer apply."""
-        self.frequency_decay = self.effectiveness_decay = self.human_decay = 0.0
+def trust_scores(counts: TrustCounts,
+                 weights: tuple[float, float, float] = DEFAULT_WEIGHTS) -> TrustScores:
+    """A pair's three scores after its decay offsets (each floored at 0), composite, tier."""
+    f = max(0.0, frequency_score(counts.observations, counts.contradictions)
+            - counts.frequency_decay)
+    e = max(0.0, effectiveness_score(counts.positive, counts.negative, counts.neutral)
+            - counts.effectiveness_decay)
+    h = max(0.0, human_score(counts.approvals, counts.rejections, counts.reviewed)
+            - counts.human_decay)
+    c = composite_confidence(f, e, h, weights)
+    return TrustScores(f, e, h, c, tier_for(c))
 
 
 # -- evidence ------------------------------------------------------------------------
@@ -310,66 +232,37 @@ SIGNALS: dict[str, SignalEffect] = {
 }
 
 
-def apply_signal(counts: TrustCounts, signal: str, at: datetime | None = None) -> TrustCounts:
-    """Fold one named signal into ``counts`` (in place; returned for chaining).
+def signal_delta(agent_id: str, task_type: str, name: str, at: datetime) -> TrustDelta:
+    """What one named signal adds to a pair (fresh evidence seen ``at``).
 
     A rejection withdraws an earlier explicit approval: the approval stands only until
-    someone disagrees. Any signal is fresh evidence, so decay offsets are cleared.
+    someone disagrees.
     """
     try:
-        effect = SIGNALS[signal]
+        effect = SIGNALS[name]
     except KeyError:
-        raise ValueError(f"unknown trust signal {signal!r}; known: "
+        raise ValueError(f"unknown trust signal {name!r}; known: "
                          f"{', '.join(sorted(SIGNALS))}") from None
-    counts.observations += effect.observations
-    counts.contradictions += effect.contradictions
-    counts.positive += effect.positive
-    counts.negative += effect.negative
-    counts.approvals += effect.approvals
-    counts.rejections += effect.rejections
-    if effect.rejections:
-        counts.reviewed = False
-    _seen(counts, at)
-    return counts
+    return TrustDelta(agent_id, task_type, observations=effect.observations,
+                      contradictions=effect.contradictions, positive=effect.positive,
+                      negative=effect.negative, approvals=effect.approvals,
+                      rejections=effect.rejections,
+                      reviewed=False if effect.rejections else None, fresh=True, at=at)
 
 
-def apply_execution(counts: TrustCounts, success: bool, quality: float,
-                    at: datetime | None = None) -> str:
-    """Fold one recorded execution into ``counts``; returns its kind (positive, ...)."""
-    kind = outcome_kind(success, quality)
-    counts.observations += 1
-    if kind == "positive":
-        counts.positive += 1
-    elif kind == "negative":
-        counts.negative += 1
-    else:
-        counts.neutral += 1
-    _seen(counts, at)
-    return kind
+def execution_delta(agent_id: str, task_type: str, kind: str, at: datetime) -> TrustDelta:
+    """One recorded execution of ``kind`` (see ``outcome_kind``): one observation and one
+    positive, negative or neutral, seen ``at``."""
+    return TrustDelta(agent_id, task_type, observations=1, positive=int(kind == "positive"),
+                      negative=int(kind == "negative"), neutral=int(kind == "neutral"),
+                      fresh=True, at=at)
 
 
-def add_one(counts: TrustCounts, name: str, seen: datetime | None = None) -> None:
-    """One more ``name`` (a counter); with ``seen``, also one observation of fresh
-    evidence seen then (how a recorded execution or a rescue moves the counts)."""
-    setattr(counts, name, getattr(counts, name) + 1)
-    if seen is not None:
-        counts.observations += 1
-        _seen(counts, seen)
-
-
-def apply_review(counts: TrustCounts, approved: bool, at: datetime | None = None) -> None:
-    """An explicit review: approval pins the human score at 0.95, rejection counts one
-    rejection and withdraws any earlier approving review."""
-    if approved:
-        counts.approvals += 1
-        counts.reviewed = True
-    else:
-        counts.rejections += 1
-        counts.reviewed = False
-    _seen(counts, at)
-
-
-def _seen(counts: TrustCounts, at: datetime | None) -> None:
-    counts.clear_decay()
-    if at is not None and (counts.last_seen is None or at > counts.last_seen):
-        counts.last_seen = at
+def verdict_delta(agent_id: str, task_type: str, approved: bool, at: datetime, *,
+                  review: bool) -> TrustDelta:
+    """A person's verdict: one approval or rejection. An approving explicit ``review``
+    pins the human score at 0.95; any rejection withdraws such an approval."""
+    return TrustDelta(agent_id, task_type, approvals=int(approved),
+                      rejections=int(not approved),
+                      reviewed=(True if review else None) if approved else False,
+                      fresh=True, at=at)
