@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
 from trustroute.profiles.recency import RecencySettings, weighted_expertise
@@ -141,8 +141,3 @@ class TaskTypeProfile(BaseModel):
 def empty_profile(agent_id: str, task_type: str) -> TaskTypeProfile:
     """The profile of a pair with no executions."""
     return TaskTypeProfile(agent_id=agent_id, task_type=task_type)
-
-
-def now_utc() -> datetime:
-    """Current aware UTC time (one place, so tests can reason about it)."""
-    return datetime.now(UTC)

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from trustroute.profiles.book import ProfileBook
-from trustroute.profiles.profile import ProfileSettings, TaskTypeProfile, empty_profile, now_utc
-from trustroute.profiles.records import ExecutionRecord, check_identifier
+from trustroute.profiles.profile import ProfileSettings, TaskTypeProfile, empty_profile
+from trustroute.profiles.records import ExecutionRecord, check_identifier, utc_now
 from trustroute.profiles.store import Store
 from trustroute.router.agents import AgentLike, AgentSpec, as_specs
 from trustroute.router.decision import CandidateScore, RoutingDecision, new_decision_id
@@ -175,11 +175,11 @@ class AgentRouter:
         state = self.book.get(agent_id, task_type)
         if state is None:
             return empty_profile(agent_id, task_type)
-        return state.snapshot(now or now_utc(), self.settings)
+        return state.snapshot(now or utc_now(), self.settings)
 
     def profiles(self, task_type: str | None = None) -> list[TaskTypeProfile]:
         """Every learned profile, optionally for one task type, best adjusted score first."""
-        now = now_utc()
+        now = utc_now()
         states = self.book.for_task_type(task_type) if task_type else list(self.book)
         snaps = [s.snapshot(now, self.settings) for s in states]
         return sorted(snaps, key=lambda p: (p.task_type, -p.adjusted_score, p.agent_id))
@@ -234,7 +234,7 @@ class AgentRouter:
         released by ``record(decision)`` or ``decision.release()``.
         """
         check_identifier(task_type, "task_type")
-        now = now_utc()
+        now = utc_now()
         with self._lock:
             counts = self._in_flight.counts
             arms, loads = [], []

@@ -15,15 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import to_jsonable_python
-from trustroute.profiles.records import check_identifier
+from trustroute.profiles.records import check_identifier, utc_now
 
 if TYPE_CHECKING:
     from trustroute.router.decision import RoutingDecision
     from trustroute.router.handoff.confidence import ConfidenceResult
-
-
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 class TransferRequest(BaseModel):
@@ -40,7 +36,7 @@ class TransferRequest(BaseModel):
     decision_id: str | None = None
     task_type: str | None = None
     source: str = "handoff"
-    timestamp: datetime = Field(default_factory=_utc_now)
+    timestamp: datetime = Field(default_factory=utc_now)
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("request_id")
