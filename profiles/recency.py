@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 
 import numpy as np
 
@@ -58,8 +57,3 @@ def weighted_expertise(qualities: Sequence[float], timestamps: Sequence[float], 
         return float(np.mean(qualities))
     mean = float(np.dot(weights, np.asarray(qualities, dtype=float)) / total)
     return min(1.0, max(0.0, mean))  # a mean of values in [0, 1], minus rounding error
-
-
-def posix(moment: datetime) -> float:
-    """POSIX seconds of an aware datetime."""
-    return moment.timestamp()

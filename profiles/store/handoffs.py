@@ -18,16 +18,11 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 from trustroute.profiles.store.connection import Connection
 
 PENDING_STATUSES = ("pending", "delivered", "resolved")
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
 
 
 class HandoffRepository:

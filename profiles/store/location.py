@@ -16,7 +16,6 @@ from trustroute.profiles.store.errors import InvalidStoreURL
 
 DEFAULT_STORE_URL = "surrealkv://.trustroute/db"
 REMOTE_SCHEMES = ("ws", "wss", "http", "https")
-EMBEDDED_SCHEMES = ("mem", "memory", "surrealkv", "file", "rocksdb")
 
 
 @dataclass(frozen=True, slots=True)
