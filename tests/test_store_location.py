@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import socket
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
+from surrealdb.data.cbor import decode, encode
+
 from trustroute.profiles.store import (
     DEFAULT_STORE_URL,
     InvalidStoreURL,
@@ -62,13 +68,65 @@ def test_credentials_never_appear_in_messages() -> None:
     assert loc.redacted() == "wss://***@db.example.com:8000/rpc"
 
 
-def test_credentials_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+class FakeSurrealServer:
+    """A SurrealDB stand-in over HTTP on a real socket: answers every RPC and keeps them."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, Any]] = []
+        calls = self.calls
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = decode(self.rfile.read(int(self.headers["Content-Length"])))
+                calls.append((body["method"], body.get("params")))
+                result = "a-token" if body["method"] == "signin" else None
+                reply = encode({"id": body["id"], "result": result})
+                self.send_response(200)
+                self.send_header("Content-Type", "application/cbor")
+                self.send_header("Content-Length", str(len(reply)))
+                self.end_headers()
+                self.wfile.write(reply)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def signins(self) -> list[Any]:
+        return [params for method, params in self.calls if method == "signin"]
+
+
+@pytest.fixture
+def surreal_server() -> Iterator[FakeSurrealServer]:
+    server = FakeSurrealServer()
+    yield server
+    server.server.shutdown()
+    server.server.server_close()
+
+
+def test_credentials_come_from_the_environment(monkeypatch: pytest.MonkeyPatch,
+                                               surreal_server: FakeSurrealServer) -> None:
     monkeypatch.setenv("TRUSTROUTE_DB_USER", "alice")
     monkeypatch.setenv("TRUSTROUTE_DB_PASS", "pw")
-    conn = Connection(parse_store_url("ws://127.0.0.1:1"))
-    assert (conn._username, conn._password) == ("alice", "pw")
-    explicit = Connection(parse_store_url("ws://127.0.0.1:1"), username="bob", password="x")
-    assert (explicit._username, explicit._password) == ("bob", "x")
+    conn = Connection(parse_store_url(surreal_server.url))
+    conn.open()  # (not closed: the SDK's HTTP client has no close)
+    assert surreal_server.signins() == [[{"user": "alice", "pass": "pw"}]]
+    assert ("use", ["trustroute", "trustroute"]) in surreal_server.calls
+    explicit = Connection(parse_store_url(surreal_server.url), username="bob", password="x")
+    explicit.open()
+    assert surreal_server.signins()[-1] == [{"user": "bob", "pass": "x"}]
+
+
+def test_no_credentials_no_signin(monkeypatch: pytest.MonkeyPatch,
+                                  surreal_server: FakeSurrealServer) -> None:
+    monkeypatch.delenv("TRUSTROUTE_DB_USER", raising=False)
+    monkeypatch.delenv("TRUSTROUTE_DB_PASS", raising=False)
+    conn = Connection(parse_store_url(surreal_server.url))
+    conn.open()
+    assert surreal_server.signins() == []
+    assert [method for method, _ in surreal_server.calls] == ["use"]
 
 
 def closed_port() -> int:
@@ -77,22 +135,46 @@ def closed_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def test_unreachable_server_raises_after_bounded_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def hanging_up_port() -> Iterator[tuple[int, list[int]]]:
+    """A port that accepts connections and closes them at once; counts the connections."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    accepted = [0]
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:  # the listener was closed
+                return
+            accepted[0] += 1
+            conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    yield int(listener.getsockname()[1]), accepted
+    listener.close()
+
+
+def test_unreachable_server_raises_after_bounded_retries(
+        monkeypatch: pytest.MonkeyPatch, hanging_up_port: tuple[int, list[int]]) -> None:
     monkeypatch.setenv("TRUSTROUTE_DB_PASS", "do-not-print-me")
     monkeypatch.setenv("TRUSTROUTE_DB_USER", "root")
-    port = closed_port()
-    attempts = 0
-    real_connect = Connection._connect
-
-    def counting(self: Connection) -> None:
-        nonlocal attempts
-        attempts += 1
-        real_connect(self)
-
-    monkeypatch.setattr(Connection, "_connect", counting)
+    port, accepted = hanging_up_port
     with pytest.raises(StoreUnavailableError) as info:
         Store(f"ws://127.0.0.1:{port}", retry_attempts=3, retry_max_wait_s=0.01)
-    assert attempts == 3
+    assert accepted[0] == 3  # one connection per attempt, then no more
     message = str(info.value)
     assert f"127.0.0.1:{port}" in message and "after 3 attempts" in message
+    assert "do-not-print-me" not in message
+
+
+def test_closed_port_raises_after_bounded_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRUSTROUTE_DB_PASS", "do-not-print-me")
+    port = closed_port()
+    with pytest.raises(StoreUnavailableError) as info:
+        Store(f"ws://127.0.0.1:{port}", retry_attempts=2, retry_max_wait_s=0.01)
+    message = str(info.value)
+    assert f"127.0.0.1:{port}" in message and "after 2 attempts" in message
     assert "do-not-print-me" not in message
