@@ -89,22 +89,17 @@ class CalibrationMap:
         """Fold one decision's predicted probability and its realised outcome in."""
         p = _check_probability(predicted)
         b = bucket_of(p, self.settings.buckets)
-        keep = self._keep
-        if keep < 1.0:
-            n, pred, out = self._n, self._pred, self._out
-            for i in range(len(n)):
-                n[i] *= keep
-                pred[i] *= keep
-                out[i] *= keep
+        forgets = self._keep < 1.0
+        if forgets:  # every bucket's evidence fades, so every correction moves
+            self._n = [x * self._keep for x in self._n]
+            self._pred = [x * self._keep for x in self._pred]
+            self._out = [x * self._keep for x in self._out]
         self._n[b] += 1.0
         self._pred[b] += p
         self._out[b] += 1.0 if success else 0.0
         self.outcomes += 1
-        if keep < 1.0:
-            for i in range(len(self._n)):
-                self._refresh(i)
-        else:
-            self._refresh(b)
+        for i in range(len(self._n)) if forgets else (b,):
+            self._refresh(i)
 
     def update_many(self, pairs: Iterable[tuple[float, bool]]) -> None:
         """Fold pairs in, oldest first."""
@@ -129,8 +124,8 @@ class CalibrationMap:
     # -- applying ----------------------------------------------------------------
     def __call__(self, predicted: float) -> float:
         """The calibrated probability for a raw prediction (identity without data)."""
-        p = predicted if 0.0 <= predicted <= 1.0 else _check_probability(predicted)
-        b = min(len(self._shift) - 1, int(p * len(self._shift)))
+        p = _check_probability(predicted)
+        b = bucket_of(p, len(self._shift))
         anchor = self._anchor[b]
         j = b + 1 if p >= anchor else b - 1
         shift = self._shift[b]

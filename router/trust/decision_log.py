@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict, deque
+from dataclasses import dataclass
 from typing import Any
 
 from trustroute.profiles.records import ExecutionRecord
@@ -21,8 +22,15 @@ from trustroute.router.trust.calibration import CalibrationMap, CalibrationSetti
 
 log = logging.getLogger(__name__)
 
-# decision id -> [raw prediction, agent id, task type, outcome already joined]
-_Known = list[Any]
+
+@dataclass(slots=True)
+class _Known:
+    """What this router remembers of a recent decision."""
+
+    raw: float  # the prediction before calibration
+    agent_id: str
+    task_type: str
+    joined: bool = False  # its outcome already taught the calibration map
 
 
 def candidate_row(c: CandidateScore, *, chosen: bool) -> dict[str, Any]:
@@ -72,8 +80,8 @@ class DecisionLog:
     def remember(self, decision: RoutingDecision, raw: float, detail: str | None) -> None:
         """Buffer one decision, its raw prediction and abstention detail (no I/O)."""
         with self._lock:
-            self._known[decision.decision_id] = [raw, decision.agent_id, decision.task_type,
-                                                 False]
+            self._known[decision.decision_id] = _Known(raw, decision.agent_id,
+                                                       decision.task_type)
             if len(self._known) > self._memory:
                 self._known.popitem(last=False)
             if not self.enabled:
@@ -94,9 +102,9 @@ class DecisionLog:
             return
         with self._lock:
             info = self._known.get(decision_id)
-            if info is not None and not info[3]:
-                info[3] = True
-                self.calibration.update(info[0], record.success)
+            if info is not None and not info.joined:
+                info.joined = True
+                self.calibration.update(info.raw, record.success)
                 self._dirty = True
             if self.enabled:
                 self._outcomes[decision_id] = {
@@ -110,7 +118,7 @@ class DecisionLog:
         with self._lock:
             info = self._known.get(decision_id)
         if info is not None:
-            return info[1], info[2]
+            return info.agent_id, info.task_type
         row = self._repo.get(decision_id)
         return (row["agent_id"], row["task_type"]) if row else None
 
@@ -118,7 +126,7 @@ class DecisionLog:
         """The raw (uncalibrated) prediction behind a recent decision of this router."""
         with self._lock:
             info = self._known.get(decision_id)
-        return None if info is None else float(info[0])
+        return None if info is None else info.raw
 
     @property
     def backlog(self) -> int:
