@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import logging
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trustroute.router.decision import RoutingDecision
-from trustroute.router.trust.abstention import Abstained
+from trustroute.router.trust.abstention import Abstained, OnAbstain
+
+if TYPE_CHECKING:
+    from trustroute.router.handoff.transfer import TransferDispatcher
 
 log = logging.getLogger(__name__)
 
@@ -21,7 +24,8 @@ log = logging.getLogger(__name__)
 class AbstainAction:
     """Carries out the ``on_abstain`` policy for abstained decisions."""
 
-    def __init__(self, on_abstain: str, transfer: Any = None) -> None:
+    def __init__(self, on_abstain: OnAbstain,
+                 transfer: TransferDispatcher | None = None) -> None:
         self.on_abstain = on_abstain
         self.transfer = transfer
         self._executor: ThreadPoolExecutor | None = None
@@ -38,22 +42,23 @@ class AbstainAction:
                 return
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(1, thread_name_prefix="trustroute-handoff")
-            future = self._executor.submit(self._hand_off, decision, detail)
+            future = self._executor.submit(_hand_off, self.transfer, decision, detail)
             future.add_done_callback(_log_failure)
-
-    def _hand_off(self, decision: RoutingDecision, detail: str) -> Any:
-        """Deliver the abstained decision to people through the transfer hooks."""
-        from trustroute.router.handoff.transfer import TransferRequest
-
-        request = TransferRequest.from_decision(
-            decision, reason=f"{decision.abstain_reason}: {detail}" if detail else None)
-        return self.transfer.dispatch(request)
 
     def close(self) -> None:
         """Wait for hand-offs in flight and stop the worker (idempotent)."""
         if self._executor is not None:
             self._executor.shutdown(wait=True)
             self._executor = None
+
+
+def _hand_off(transfer: TransferDispatcher, decision: RoutingDecision, detail: str) -> Any:
+    """Deliver the abstained decision to people through the transfer hooks."""
+    from trustroute.router.handoff.transfer import TransferRequest
+
+    request = TransferRequest.from_decision(
+        decision, reason=f"{decision.abstain_reason}: {detail}" if detail else None)
+    return transfer.dispatch(request)
 
 
 def _log_failure(future: Future[Any]) -> None:

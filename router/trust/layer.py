@@ -27,7 +27,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trustroute.profiles.records import ExecutionRecord, check_identifier, utc_now
 from trustroute.profiles.store import Store
@@ -50,6 +50,9 @@ from trustroute.router.trust.scores import (
     signal_delta,
     verdict_delta,
 )
+
+if TYPE_CHECKING:
+    from trustroute.router.handoff.transfer import TransferDispatcher
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +77,8 @@ class TrustLayer:
     """Per-router trust state, policy and buffered persistence."""
 
     def __init__(self, store: Store, strategy: str, options: TrustOptions | None = None,
-                 abstention: AbstentionPolicy | None = None, transfer: Any = None, *,
+                 abstention: AbstentionPolicy | None = None,
+                 transfer: TransferDispatcher | None = None, *,
                  exploit_only: bool = False) -> None:
         self.options = options or TrustOptions()
         self.abstention = abstention or AbstentionPolicy()
