@@ -29,7 +29,7 @@ COMMAND_MODULES: list[str] = [
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``trustroute`` script."""
     for name in COMMAND_MODULES:
-        importlib.import_module(f"router.cli.{name}")
+        importlib.import_module(f"trustroute.router.cli.{name}")
     return run_cli(sys.argv[1:] if argv is None else argv)
 
 
