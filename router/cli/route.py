@@ -59,7 +59,8 @@ def route(task_type: str, agents: tuple[str, ...], exclude: tuple[str, ...],
     if agents:
         overrides["agents"] = list(agents)
     settings = load_router_config(config, store)
-    settings.trust.log_decisions = False  # a preview: no decision log entry awaiting an outcome
+    # a preview: no decision log entry awaiting an outcome
+    settings.trust = settings.trust.model_copy(update={"log_decisions": False})
     with settings.build_router(**overrides) as router:
         adopt_known_agents(router)
         decision = router.select(task_type, exclude=exclude)
