@@ -4,20 +4,23 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from pathlib import Path
 
 import pytest
 from cli_helpers import run
+from webhook_server import Redirect, Trickle, webhook_receiver
+
 from trustroute.profiles.store import Store
 from trustroute.profiles.store.handoffs import HandoffRepository
 from trustroute.router import AgentRouter
 from trustroute.router.handoff.transfer import (
     TransferDispatcher,
+    TransferOutcome,
     TransferRequest,
     WebhookError,
     WebhookHook,
 )
-from webhook_server import webhook_receiver
 
 SECRET_ENV = "TRUSTROUTE_TEST_WEBHOOK_SECRET"
 SECRET = "s3cr3t-do-not-log"
@@ -128,14 +131,60 @@ def test_async_delivery() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        ({"url": "ftp://example.com"}, "http:// or https://"),
-        ({"url": "http://x", "timeout_s": 0}, "timeout_s must be > 0"),
-        ({"url": "http://x", "attempts": 0}, "attempts must be >= 1"),
+        ({"url": "ftp://example.com?token=abc"}, "http:// or https://"),
+        ({"url": "http://x", "timeout_s": 0}, r"timeout_s\n.*greater than 0"),
+        ({"url": "http://x", "attempts": 0}, r"attempts\n.*greater than or equal to 1"),
+        ({"url": "http://x", "timout_s": 1}, r"timout_s\n.*Extra inputs"),
     ],
 )
 def test_bad_settings(kwargs: dict[str, object], match: str) -> None:
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(ValueError, match=match) as err:
         WebhookHook(**kwargs)  # type: ignore[arg-type]
+    assert "token=abc" not in str(err.value)  # inputs are never echoed
+
+
+def dispatch(hook: WebhookHook, store: Store, mode: str) -> TransferOutcome:
+    dispatcher = TransferDispatcher([hook], store=store)
+    if mode == "async":
+        return asyncio.run(dispatcher.adispatch(request()))
+    return dispatcher.dispatch(request())
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_timeout_is_a_deadline_for_the_whole_attempt(mode: str) -> None:
+    # one byte a second: no single read waits 1.5 s, but the whole answer would take 38 s
+    with webhook_receiver([Trickle(interval_s=1.0)]) as server, Store("mem://") as store:
+        hook = WebhookHook(server.url, timeout_s=1.5, attempts=1)
+        started = time.monotonic()
+        outcome = dispatch(hook, store, mode)
+        elapsed = time.monotonic() - started
+        rows = store.repository(HandoffRepository).pending()
+    assert 1.4 < elapsed < 3.0
+    assert outcome.pending and outcome.stored
+    assert len(server.received) == 1
+    assert rows[0]["error"].endswith("after 1 attempt(s): timed out after 1.5 s")
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_redirect_is_not_followed_and_stays_pending(
+    mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(SECRET_ENV, SECRET)
+    with (
+        webhook_receiver([200]) as elsewhere,
+        webhook_receiver([Redirect(elsewhere.url + "?token=abc")]) as server,
+        Store("mem://") as store,
+    ):
+        hook = WebhookHook(server.url, attempts=2, backoff_s=0.01, secret_env=SECRET_ENV)
+        outcome = dispatch(hook, store, mode)
+        rows = store.repository(HandoffRepository).pending()
+    assert elsewhere.received == []  # the signed body never reached the other host
+    assert len(server.received) == 2  # a 3xx is a failed attempt, and retried
+    assert outcome.pending and outcome.stored and not outcome.delivered
+    assert [r["request_id"] for r in rows] == [outcome.request.request_id]
+    error = rows[0]["error"]
+    assert "after 2 attempt(s): HTTP 302: redirect to http://127.0.0.1:" in error
+    assert "not followed" in error and "token=abc" not in error
 
 
 def test_permanent_failure_is_pending_in_the_store(tmp_path: Path) -> None:

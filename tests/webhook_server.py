@@ -1,4 +1,10 @@
-"""A real HTTP receiver on 127.0.0.1 for webhook tests: scripted replies, HMAC checking."""
+"""A real HTTP receiver on 127.0.0.1 for webhook tests: scripted replies, HMAC checking.
+
+A script item is a status to answer, a delay in seconds before answering 200, a
+``Redirect`` or a ``Trickle`` (a 200 whose status line and headers arrive one byte per
+interval). Every request is recorded, whatever its method, so a test can assert that a
+host received nothing.
+"""
 
 from __future__ import annotations
 
@@ -13,11 +19,32 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+TRICKLED_RESPONSE = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"
+
+
+@dataclass(frozen=True)
+class Redirect:
+    """Answer ``status`` with ``Location: location``."""
+
+    location: str
+    status: int = 302
+
+
+@dataclass(frozen=True)
+class Trickle:
+    """Answer 200, sending the response one byte every ``interval_s`` seconds."""
+
+    interval_s: float = 1.0
+
+
+Action = int | float | Redirect | Trickle
+
 
 @dataclass
 class Received:
-    """One POST as the server saw it."""
+    """One request as the server saw it."""
 
+    method: str
     path: str
     headers: dict[str, str]
     body: bytes
@@ -29,14 +56,15 @@ class Received:
 
 @dataclass
 class Receiver:
-    """Replies with the scripted statuses in order (the last one repeats)."""
+    """Replies with the scripted actions in order (the last one repeats)."""
 
-    script: list[int | float] = field(default_factory=lambda: [200])
+    script: list[Action] = field(default_factory=lambda: [200])
     secret: str | None = None
     received: list[Received] = field(default_factory=list)
     url: str = ""
+    stopped: threading.Event = field(default_factory=threading.Event)
 
-    def next_action(self) -> int | float:
+    def next_action(self) -> Action:
         index = min(len(self.received) - 1, len(self.script) - 1)
         return self.script[index]
 
@@ -51,16 +79,38 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
                     "sha256=" + hmac.new(receiver.secret.encode(), body, hashlib.sha256).hexdigest()
                 )
                 ok = hmac.compare_digest(expected, self.headers.get("X-Trustroute-Signature", ""))
-            receiver.received.append(Received(self.path, dict(self.headers), body, ok))
+            seen = Received(self.command, self.path, dict(self.headers), body, ok)
+            receiver.received.append(seen)
             action = receiver.next_action()
+            if isinstance(action, Trickle):
+                self.trickle(action.interval_s)
+                return
             if isinstance(action, float):  # a delay in seconds: the client should time out
                 time.sleep(action)
                 action = 200
             if ok is False:
                 action = 401
-            self.send_response(int(action))
+            if isinstance(action, Redirect):
+                self.send_response(action.status)
+                self.send_header("Location", action.location)
+            else:
+                self.send_response(int(action))
             self.send_header("Content-Length", "0")
             self.end_headers()
+
+        do_GET = do_PUT = do_POST
+
+        def trickle(self, interval_s: float) -> None:
+            """Send the response a byte at a time until done, disconnected or shut down."""
+            self.close_connection = True
+            for i in range(len(TRICKLED_RESPONSE)):
+                try:
+                    self.wfile.write(TRICKLED_RESPONSE[i : i + 1])
+                    self.wfile.flush()
+                except OSError:  # the client gave up
+                    return
+                if receiver.stopped.wait(interval_s):
+                    return
 
         def log_message(self, format: str, *args: Any) -> None:
             return
@@ -69,7 +119,7 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
 
 
 @contextmanager
-def webhook_receiver(script: list[int | float], secret: str | None = None) -> Iterator[Receiver]:
+def webhook_receiver(script: list[Action], secret: str | None = None) -> Iterator[Receiver]:
     """Serve on an ephemeral 127.0.0.1 port for the duration of the block."""
     receiver = Receiver(list(script), secret)
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(receiver))
@@ -80,5 +130,6 @@ def webhook_receiver(script: list[int | float], secret: str | None = None) -> It
     try:
         yield receiver
     finally:
+        receiver.stopped.set()
         server.shutdown()
         server.server_close()

@@ -1,42 +1,59 @@
 """A transfer hook that POSTs each request as JSON to an HTTP endpoint (a helpdesk, a queue).
 
-Delivery is retried with tenacity (exponential backoff, bounded) on what may pass: timeouts,
-refused connections, 5xx, 408 and 429. Any other 4xx means the receiver rejected the
-request and retrying will not help, so it fails at once. With ``secret_env`` the body is
-signed: ``X-Trustroute-Signature: sha256=<hex HMAC-SHA256 of the raw body>`` using the
-secret in that environment variable, read at send time (rotation needs no restart). The
-secret, headers and URL query strings never appear in logs or error messages.
+HTTP is httpx: ``httpx.Client`` for a call, ``httpx.AsyncClient`` for ``acall``, one client
+per delivery and no connection kept between attempts. Retries are tenacity's (exponential
+backoff, bounded) on what may pass: timeouts, connection errors, 5xx, 408, 425, 429 and
+3xx. Redirects are never followed (the signed body would go to a host nobody
+configured), so a 3xx is a failed attempt whose error names the status; after the last
+attempt the dispatcher keeps the request pending. Any other 4xx means the receiver
+rejected the request and retrying will not help, so it fails at once.
 
-Only the standard library is used for HTTP, so the hook adds no dependency.
+``timeout_s`` is a deadline for a whole attempt (connect, send, response headers), not a
+limit per socket read, so a receiver that trickles its answer cannot hold a delivery
+longer. httpx itself only limits each operation, so the async path runs the attempt under
+``asyncio.timeout`` and the sync path arms a timer that shuts the attempt's socket down
+when time is up (the socket is learnt from httpcore's ``trace`` extension). The response
+body is never read.
+
+With ``secret_env`` the body is signed: ``X-Trustroute-Signature: sha256=<hex
+HMAC-SHA256 of the raw body>`` using the secret in that environment variable, read at
+send time (rotation needs no restart). The secret, headers and URL query strings never
+appear in logs or error messages.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import hmac
 import json
 import logging
 import os
-import urllib.error
-import urllib.request
-from collections.abc import Mapping
+import socket
+import threading
+from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+import httpx
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from tenacity import (
+    AsyncRetrying,
     RetryCallState,
     Retrying,
     retry_if_exception_type,
     stop_after_attempt,
     wait_exponential,
 )
+
 from trustroute.router.handoff.transfer.request import TransferRequest
 
 log = logging.getLogger(__name__)
 
 SIGNATURE_HEADER = "X-Trustroute-Signature"
 _RETRY_STATUSES = frozenset({408, 425, 429})
+_SOCKET_EVENTS = frozenset({"connection.connect_tcp.complete", "connection.start_tls.complete"})
 
 
 class WebhookError(RuntimeError):
@@ -61,47 +78,88 @@ def sign(body: bytes, secret: str) -> str:
     return "sha256=" + hmac.new(secret.encode("utf-8"), body, hashlib.sha256).hexdigest()
 
 
+class WebhookSettings(BaseModel):
+    """A webhook hook's settings: ``WebhookHook``'s keywords and a ``type: webhook`` entry."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
+
+    url: str
+    timeout_s: float = Field(default=5.0, gt=0, allow_inf_nan=False)
+    attempts: int = Field(default=3, ge=1)
+    backoff_s: float = Field(default=0.5, ge=0)
+    max_backoff_s: float = Field(default=5.0, ge=0)
+    secret_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    headers: dict[str, str] = Field(default_factory=dict)
+    name: str = "webhook"
+
+    @field_validator("url")
+    @classmethod
+    def _http(cls, value: str) -> str:
+        if urlsplit(value).scheme not in ("http", "https"):
+            raise ValueError("must start with http:// or https://")
+        return value
+
+
+class _SocketDeadline:
+    """Sync path: shut the attempt's socket down once ``seconds`` have passed.
+
+    Shutting a socket down wakes a thread blocked reading or writing it, which then fails;
+    ``expired`` tells the caller that failure was the deadline.
+    """
+
+    def __init__(self, seconds: float) -> None:
+        self.expired = False
+        self._lock = threading.Lock()
+        self._socket: socket.socket | None = None
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+
+    def __enter__(self) -> _SocketDeadline:
+        self._timer.start()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._timer.cancel()
+        with self._lock:
+            self._socket = None  # the attempt is over: its socket is no longer ours
+
+    def trace(self, event: str, info: dict[str, Any]) -> None:
+        """httpcore's ``trace`` extension: note each socket the attempt opens."""
+        if event in _SOCKET_EVENTS:
+            with self._lock:
+                self._socket = info["return_value"].get_extra_info("socket")
+                if self.expired:  # time ran out while connecting
+                    self._shutdown()
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            self._shutdown()
+
+    def _shutdown(self) -> None:
+        if self._socket is not None:
+            with contextlib.suppress(OSError):
+                self._socket.shutdown(socket.SHUT_RDWR)
+
+
 class WebhookHook:
-    """POST the request's JSON payload to ``url``."""
+    """POST the request's JSON payload to ``url``; keywords as in ``WebhookSettings``."""
 
     dispatch_attempts = 1  # retries itself; the dispatcher must not multiply attempts
 
-    def __init__(
-        self,
-        url: str,
-        *,
-        timeout_s: float = 5.0,
-        attempts: int = 3,
-        backoff_s: float = 0.5,
-        max_backoff_s: float = 5.0,
-        secret_env: str | None = None,
-        headers: Mapping[str, str] | None = None,
-        name: str = "webhook",
-    ) -> None:
-        scheme = urlsplit(url).scheme if isinstance(url, str) else ""
-        if scheme not in ("http", "https"):
-            raise ValueError(
-                f"webhook url must start with http:// or https://, got "
-                f"{redact_url(url) if isinstance(url, str) else url!r}"
-            )
-        if timeout_s <= 0:
-            raise ValueError(f"webhook timeout_s must be > 0, got {timeout_s}")
-        if attempts < 1:
-            raise ValueError(f"webhook attempts must be >= 1, got {attempts}")
-        if backoff_s < 0 or max_backoff_s < 0:
-            raise ValueError("webhook backoff_s and max_backoff_s must be >= 0")
-        self.url = url
-        self.timeout_s = float(timeout_s)
-        self.attempts = int(attempts)
-        self.backoff_s = float(backoff_s)
-        self.max_backoff_s = float(max_backoff_s)
-        self.secret_env = secret_env
-        self.headers = dict(headers or {})
-        self.name = name
+    def __init__(self, url: str, **options: Any) -> None:
+        self.settings = WebhookSettings(url=url, **options)
+
+    @property
+    def name(self) -> str:
+        """The hook's name in logs and pending rows."""
+        return self.settings.name
 
     def __repr__(self) -> str:
-        signed = f", secret_env={self.secret_env!r}" if self.secret_env else ""
-        return f"WebhookHook({redact_url(self.url)!r}{signed})"
+        signed = f", secret_env={self.settings.secret_env!r}" if self.settings.secret_env else ""
+        return f"WebhookHook({redact_url(self.settings.url)!r}{signed})"
 
     def body(self, request: TransferRequest) -> bytes:
         """The exact bytes sent (and signed): compact JSON with sorted keys, UTF-8."""
@@ -112,42 +170,85 @@ class WebhookHook:
     def _headers(self, request: TransferRequest, body: bytes) -> dict[str, str]:
         headers = {
             "User-Agent": "trustroute-webhook",
-            **self.headers,
+            **self.settings.headers,
             "Content-Type": "application/json; charset=utf-8",
             "X-Trustroute-Request-Id": request.request_id,
         }
-        if self.secret_env:
-            secret = os.environ.get(self.secret_env)
+        if self.settings.secret_env:
+            secret = os.environ.get(self.settings.secret_env)
             if not secret:
                 raise WebhookError(
                     f"webhook {self.name!r}: environment variable "
-                    f"{self.secret_env} (secret_env) is not set or empty"
+                    f"{self.settings.secret_env} (secret_env) is not set or empty"
                 )
             headers[SIGNATURE_HEADER] = sign(body, secret)
         return headers
 
-    def _post_once(self, body: bytes, headers: dict[str, str]) -> int:
-        req = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
+    # -- one attempt -----------------------------------------------------------------------
+    def _client_options(self) -> dict[str, Any]:
+        return {
+            "timeout": httpx.Timeout(self.settings.timeout_s),
+            "follow_redirects": False,
+            "limits": httpx.Limits(max_keepalive_connections=0),
+        }
+
+    def _post(self, client: httpx.Client, body: bytes, headers: dict[str, str]) -> int:
+        with _SocketDeadline(self.settings.timeout_s) as deadline:
+            try:
+                with client.stream(
+                    "POST",
+                    self.settings.url,
+                    content=body,
+                    headers=headers,
+                    extensions={"trace": deadline.trace},
+                ) as response:
+                    return self._status(response)
+            except httpx.HTTPError as exc:
+                raise self._transient(exc, deadline.expired) from None
+
+    async def _apost(self, client: httpx.AsyncClient, body: bytes, headers: dict[str, str]) -> int:
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
-                resp.read()
-                return int(resp.status)
-        except urllib.error.HTTPError as exc:
-            exc.close()
-            if exc.code >= 500 or exc.code in _RETRY_STATUSES:
-                raise _Transient(f"HTTP {exc.code}") from None
-            raise WebhookError(
-                f"POST {redact_url(self.url)} was rejected with HTTP {exc.code}; not retried"
-            ) from None
-        except urllib.error.URLError as exc:
-            reason = exc.reason
-            if isinstance(reason, TimeoutError):
-                raise _Transient(f"timed out after {self.timeout_s:g} s") from None
-            raise _Transient(f"connection failed: {reason}") from None
+            async with (
+                asyncio.timeout(self.settings.timeout_s),
+                client.stream("POST", self.settings.url, content=body, headers=headers) as response,
+            ):
+                return self._status(response)
         except TimeoutError:
-            raise _Transient(f"timed out after {self.timeout_s:g} s") from None
-        except (ConnectionError, OSError) as exc:
-            raise _Transient(f"connection failed: {exc.__class__.__name__}") from None
+            raise self._transient(None, True) from None
+        except httpx.HTTPError as exc:
+            raise self._transient(exc, False) from None
+
+    def _status(self, response: httpx.Response) -> int:
+        """The status of a delivered request; raises for any other answer."""
+        status = response.status_code
+        if 200 <= status < 300:
+            return status
+        if 300 <= status < 400:
+            location = response.headers.get("location")
+            to = f" to {redact_url(location)}" if location else ""
+            raise _Transient(f"HTTP {status}: redirect{to} not followed")
+        if status >= 500 or status in _RETRY_STATUSES:
+            raise _Transient(f"HTTP {status}")
+        raise WebhookError(
+            f"POST {redact_url(self.settings.url)} was rejected with HTTP {status}; not retried"
+        )
+
+    def _transient(self, exc: httpx.HTTPError | None, timed_out: bool) -> _Transient:
+        if timed_out or isinstance(exc, httpx.TimeoutException):
+            return _Transient(f"timed out after {self.settings.timeout_s:g} s")
+        return _Transient(f"connection failed: {type(exc).__name__}: {exc}")
+
+    # -- delivery --------------------------------------------------------------------------
+    def _retry_options(self) -> dict[str, Any]:
+        return {
+            "stop": stop_after_attempt(self.settings.attempts),
+            "wait": wait_exponential(
+                multiplier=self.settings.backoff_s, max=self.settings.max_backoff_s
+            ),
+            "retry": retry_if_exception_type(_Transient),
+            "before_sleep": self._log_retry,
+            "reraise": True,
+        }
 
     def _log_retry(self, state: RetryCallState) -> None:
         exc = state.outcome.exception() if state.outcome else None
@@ -155,46 +256,56 @@ class WebhookHook:
             "webhook %s: attempt %d to %s failed (%s); retrying",
             self.name,
             state.attempt_number,
-            redact_url(self.url),
+            redact_url(self.settings.url),
             exc,
         )
+
+    def _failed(self, exc: _Transient) -> WebhookError:
+        return WebhookError(
+            f"POST {redact_url(self.settings.url)} failed after "
+            f"{self.settings.attempts} attempt(s): {exc}"
+        )
+
+    def _delivered(self, request: TransferRequest, status: int) -> int:
+        log.debug(
+            "webhook %s: delivered %s to %s (HTTP %d)",
+            self.name,
+            request.request_id,
+            redact_url(self.settings.url),
+            status,
+        )
+        return status
 
     def __call__(self, request: TransferRequest) -> int:
         """Deliver ``request``; returns the HTTP status, raises WebhookError on failure."""
         body = self.body(request)
         headers = self._headers(request, body)
-        retrying = Retrying(
-            stop=stop_after_attempt(self.attempts),
-            wait=wait_exponential(multiplier=self.backoff_s, max=self.max_backoff_s),
-            retry=retry_if_exception_type(_Transient),
-            before_sleep=self._log_retry,
-            reraise=True,
-        )
-        try:
-            status: int = retrying(self._post_once, body, headers)
-        except _Transient as exc:
-            raise WebhookError(
-                f"POST {redact_url(self.url)} failed after {self.attempts} attempt(s): {exc}"
-            ) from None
-        log.debug(
-            "webhook %s: delivered %s to %s (HTTP %d)",
-            self.name,
-            request.request_id,
-            redact_url(self.url),
-            status,
-        )
-        return status
+        with httpx.Client(**self._client_options()) as client:
+            try:
+                status: int = Retrying(**self._retry_options())(self._post, client, body, headers)
+            except _Transient as exc:
+                raise self._failed(exc) from None
+        return self._delivered(request, status)
 
     async def acall(self, request: TransferRequest) -> int:
-        """Deliver from async code without blocking the event loop."""
-        return await asyncio.to_thread(self, request)
+        """Deliver from async code without blocking the event loop (same rules)."""
+        body = self.body(request)
+        headers = self._headers(request, body)
+        async with httpx.AsyncClient(**self._client_options()) as client:
+            try:
+                status: int = await AsyncRetrying(**self._retry_options())(
+                    self._apost, client, body, headers
+                )
+            except _Transient as exc:
+                raise self._failed(exc) from None
+        return self._delivered(request, status)
 
     def describe(self) -> dict[str, Any]:
         """Safe-to-print settings (no secret, no query string)."""
         return {
             "name": self.name,
-            "url": redact_url(self.url),
-            "timeout_s": self.timeout_s,
-            "attempts": self.attempts,
-            "signed": bool(self.secret_env),
+            "url": redact_url(self.settings.url),
+            "timeout_s": self.settings.timeout_s,
+            "attempts": self.settings.attempts,
+            "signed": bool(self.settings.secret_env),
         }
