@@ -208,8 +208,8 @@ def test_save_load_and_name_in_config(kv_url: str) -> None:
         }
     )
     with config.build_router() as router:
-        assert router.transfer is not None and router.transfer.settings is not None
-        named = router.transfer.settings.confidence(router.store)
+        assert router.transfer is not None
+        named = RetrievalConfidence.from_section(router.transfer.settings, router.store)
     assert named.config.score_threshold == rc.config.score_threshold
     assert named.config.confidence_low_threshold == rc.config.confidence_low_threshold
     assert named.config.confidence_high_threshold == 0.99  # explicit setting wins

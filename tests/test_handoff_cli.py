@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from cli_helpers import run
 from test_handoff_calibration import synthetic
+
 from trustroute.profiles.store import Store
 from trustroute.router import AgentRouter
 from trustroute.router.handoff.confidence import RetrievalConfidence
@@ -65,8 +66,8 @@ def test_calibrate_with_name_saves_for_the_config(
         "store: surrealkv://db\nagents: [bot]\nhandoff:\n  calibration: kb\n", encoding="utf-8"
     )
     with AgentRouter.from_config(config) as router:
-        assert router.transfer is not None and router.transfer.settings is not None
-        named = router.transfer.settings.confidence(router.store)
+        assert router.transfer is not None
+        named = RetrievalConfidence.from_section(router.transfer.settings, router.store)
     assert named.calibration is not None
     assert named.config.score_threshold == pytest.approx(
         RetrievalConfidence.calibrate(synthetic(300, 21)).config.score_threshold

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.documents import Document
 from pydantic import BaseModel
+
 from trustroute.router.handoff.confidence import RetrievalConfidence, RetrievalConfidenceConfig
 
 REFERENCE = {

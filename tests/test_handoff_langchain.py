@@ -13,6 +13,7 @@ from handoff_helpers import ScoredRetriever, faq_store
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.prompts import PromptTemplate
 from langchain_core.runnables import RunnableLambda
+
 from trustroute.integrations.langchain.handoff import (
     HandoffResult,
     HandoffRunnable,

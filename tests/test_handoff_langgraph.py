@@ -7,9 +7,11 @@ from typing import Any, TypedDict
 import pytest
 from handoff_helpers import faq_store
 from langchain_core.runnables import RunnableLambda
+
 from trustroute.integrations.langchain.handoff import HandoffResult, HandoffRunnable
 from trustroute.profiles.store import Store
 from trustroute.profiles.store.handoffs import HandoffRepository
+from trustroute.router.config import RouterConfig
 from trustroute.router.handoff.confidence import RetrievalConfidence
 from trustroute.router.handoff.transfer import TransferDispatcher, TransferRequest
 
@@ -18,6 +20,7 @@ langgraph = pytest.importorskip("langgraph")
 from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
 from langgraph.graph import END, START, StateGraph  # noqa: E402
 from langgraph.types import Command  # noqa: E402
+
 from trustroute.integrations.langgraph import LangGraphInterruptHook  # noqa: E402
 
 
@@ -88,3 +91,13 @@ def test_outside_a_graph_the_request_is_kept_pending() -> None:
         outcome = dispatcher.dispatch(TransferRequest(reason="test"))
         rows = store.repository(HandoffRepository).pending()
     assert outcome.pending and "must run inside a LangGraph node" in rows[0]["error"]
+
+
+def test_config_langgraph_kind_builds_the_interrupt_hook() -> None:
+    hooks = [{"type": "langgraph"}, {"type": "langgraph", "name": "pause"}]
+    config = RouterConfig.model_validate({"store": "mem://", "hooks": hooks})
+    with config.build_router() as router:
+        assert router.transfer is not None
+        hooks = router.transfer.hooks
+    assert all(isinstance(h, LangGraphInterruptHook) for h in hooks)
+    assert [h.name for h in hooks] == ["langgraph", "pause"]

@@ -4,22 +4,29 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import subprocess
+import sys
 import threading
 from typing import Any
 
 import pytest
+
 from trustroute.profiles.store import Store
 from trustroute.profiles.store.handoffs import HandoffRepository
 from trustroute.router import AgentRouter
 from trustroute.router.config import RouterConfig
+from trustroute.router.handoff.settings import HandoffSection, RetrievalConfidenceConfig
 from trustroute.router.handoff.transfer import (
     CallableHook,
     LoggingHook,
     TransferDispatcher,
     TransferHook,
     TransferRequest,
+    WebhookHook,
 )
 from trustroute.router.handoff.transfer.callable_hook import import_target
+from trustroute.router.handoff.transfer.logging_hook import LoggingSettings
+from trustroute.router.handoff.transfer.webhook import WebhookSettings
 
 
 def make_request(**fields: Any) -> TransferRequest:
@@ -316,3 +323,69 @@ def test_config_file_errors_name_the_hook(tmp_path: Any) -> None:
     assert "hooks.0.webhook.url: must start with http:// or https://" in text
     assert "hooks.1:" in text and "'pager'" in text
     assert "handoff.locale: locale 'fr' has no hand-off messages" in text
+
+
+def test_dispatch_retries_come_from_the_handoff_section_and_keywords_win() -> None:
+    section = HandoffSection(dispatch_attempts=4, dispatch_backoff_s=0.0)
+    flaky = Flaky(failures=3)
+    outcome = TransferDispatcher([flaky], settings=section).dispatch(make_request())
+    assert outcome.delivered and flaky.calls == 4
+    again = Flaky(failures=3)
+    outcome = TransferDispatcher([again], settings=section, attempts=2).dispatch(make_request())
+    assert outcome.pending and again.calls == 2
+    assert TransferDispatcher().attempts == HandoffSection().dispatch_attempts
+    with pytest.raises(ValueError, match="dispatch_attempts"):
+        TransferDispatcher(attempts=0)
+    with pytest.raises(ValueError, match="dispatch_backoff_s"):
+        TransferDispatcher(backoff_s=-1)
+
+
+def test_handoff_section_overrides_are_retrieval_confidence_settings() -> None:
+    overridable = set(HandoffSection.model_fields) - {
+        "calibration", "message", "dispatch_attempts", "dispatch_backoff_s",
+        "dispatch_max_backoff_s",
+    }
+    assert overridable <= set(RetrievalConfidenceConfig.model_fields)
+    section = HandoffSection(score_threshold=0.55, locale="zh-CN", message="hi")
+    assert section.overrides() == {"score_threshold": 0.55, "locale": "zh"}
+    # the same bounds in the file as in code
+    for name, bad in [("confidence_low_threshold", 1.5), ("min_hits", -1), ("locale", "fr")]:
+        with pytest.raises(ValueError, match=name):
+            HandoffSection.model_validate({name: bad})
+        with pytest.raises(ValueError, match=name):
+            RetrievalConfidenceConfig.model_validate({name: bad})
+
+
+def test_hooks_from_config_have_the_hooks_own_defaults() -> None:
+    config = RouterConfig.model_validate(
+        {
+            "store": "mem://",
+            "hooks": [
+                {"type": "webhook", "url": "https://helpdesk.example/hook"},
+                {"type": "logging", "level": "info", "name": "audit"},
+            ],
+        }
+    )
+    with config.build_router() as router:
+        assert router.transfer is not None
+        webhook, logger = router.transfer.hooks
+    assert isinstance(webhook, WebhookHook) and isinstance(logger, LoggingHook)
+    assert webhook.settings == WebhookSettings(url="https://helpdesk.example/hook")
+    assert logger.settings == LoggingSettings(level=logging.INFO, name="audit")
+
+
+def test_router_config_hooks_do_not_import_integrations() -> None:
+    code = (
+        "import sys\n"
+        "from trustroute.router.config import RouterConfig\n"
+        "hooks = [{'type': 'logging'}, {'type': 'webhook', 'url': 'http://127.0.0.1:9/h'},\n"
+        "         {'type': 'callable', 'target': 'json:dumps'}]\n"
+        "config = RouterConfig.model_validate({'store': 'mem://', 'hooks': hooks})\n"
+        "with config.build_router() as router:\n"
+        "    assert len(router.transfer.hooks) == 3\n"
+        "print(sorted(m for m in sys.modules if m.startswith('trustroute.integrations')))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.strip() == "[]"

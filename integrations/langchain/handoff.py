@@ -34,6 +34,7 @@ from langchain_core.runnables import Runnable, RunnableConfig, ensure_config, pa
 from langchain_core.runnables.base import coerce_to_runnable
 from langchain_core.vectorstores import InMemoryVectorStore
 from pydantic import BaseModel, ConfigDict, Field
+
 from trustroute.router.handoff.confidence import ConfidenceResult, RetrievalConfidence
 from trustroute.router.handoff.inputs import SCORE_KEYS
 from trustroute.router.handoff.messages import message
@@ -127,9 +128,7 @@ class HandoffRunnable(Runnable[Any, Any]):
         self.token_counter = token_counter
         self.input_key = input_key
         self.message = message or (
-            router.transfer.settings.message
-            if router and router.transfer and router.transfer.settings
-            else None
+            router.transfer.settings.message if router and router.transfer else None
         )
         self.name = name or "HandoffRunnable"
 
@@ -145,8 +144,8 @@ class HandoffRunnable(Runnable[Any, Any]):
             return RetrievalConfidence.load(self.store, given)
         if given is not None:
             return RetrievalConfidence(given)
-        if router is not None and router.transfer is not None and router.transfer.settings:
-            return router.transfer.settings.confidence(router.store)
+        if router is not None and router.transfer is not None:
+            return RetrievalConfidence.from_section(router.transfer.settings, router.store)
         return RetrievalConfidence()
 
     def _resolve_dispatcher(

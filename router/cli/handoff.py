@@ -18,6 +18,7 @@ import click
 from rich import box
 from rich.markup import escape
 from rich.table import Table
+
 from trustroute.profiles.store import Store
 from trustroute.profiles.store.handoffs import PENDING_STATUSES, HandoffRepository
 from trustroute.router.cli.base import (
@@ -32,7 +33,7 @@ from trustroute.router.cli.base import (
 )
 from trustroute.router.cli.tables import age, num, pct
 from trustroute.router.handoff.calibration import CalibrationReport
-from trustroute.router.handoff.confidence import RetrievalConfidence, coerce_config
+from trustroute.router.handoff.confidence import RetrievalConfidence
 from trustroute.router.row_files import RowFileError, jsonl_rows
 
 SHORT_ID = 8
@@ -129,7 +130,7 @@ def calibrate_handoff(
     """
     examples = read_examples(file)
     settings = load_router_config(config, store)
-    base = RetrievalConfidence(coerce_config(None, **settings.handoff.overrides()))
+    base = RetrievalConfidence(**settings.handoff.overrides())
     try:
         tuned = base.calibrate(
             examples, target_recall=target_recall, recall_confidence=recall_confidence

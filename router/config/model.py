@@ -25,7 +25,8 @@ from trustroute.profiles.store.location import parse_store_url
 from trustroute.router.agents import AgentSpec
 from trustroute.router.config.loader import ConfigError, describe_validation_error, read_mapping
 from trustroute.router.errors import RouterError
-from trustroute.router.handoff.transfer.config import HandoffSection, HookSpec, build_dispatcher
+from trustroute.router.handoff.settings import HandoffSection
+from trustroute.router.handoff.transfer.config import HookSpec, build_dispatcher
 from trustroute.router.strategies import available_strategies, make_strategy
 from trustroute.router.trust.abstention import AbstentionPolicy
 from trustroute.router.trust.options import TrustOptions

@@ -28,20 +28,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from trustroute.router.handoff.settings import RetrievalConfidenceConfig
 from trustroute.router.stats import binomial_cdf
 
 MAX_CANDIDATES = 512  # score thresholds tried; quantile-spaced when the sample is larger
-
-
-@dataclass(frozen=True, slots=True)
-class FormulaShape:
-    """The constants of the reference formula that calibration holds fixed."""
-
-    score_weight: float = 0.7
-    hits_weight: float = 0.3
-    hits_saturation: float = 5.0
-    insufficient_penalty: float = 0.3
-    min_hits: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +41,6 @@ class ThresholdChoice:
     score_threshold: float
     confidence_low_threshold: float
     required_transfers: int
-    needs_human: int
     guarantee_met: bool
 
 
@@ -118,14 +107,14 @@ def confidences(
     max_scores: NDArray[np.float64],
     hits: NDArray[np.float64],
     score_threshold: float,
-    shape: FormulaShape,
+    config: RetrievalConfidenceConfig,
 ) -> NDArray[np.float64]:
     """The reference confidence of each example (vectorised; no factors, no tokens)."""
-    insufficient = (hits < shape.min_hits) | (max_scores < score_threshold)
+    insufficient = (hits < config.min_hits) | (max_scores < score_threshold)
     raw = (
-        shape.score_weight * max_scores
-        + shape.hits_weight * np.minimum(1.0, hits / shape.hits_saturation)
-        - shape.insufficient_penalty * insufficient
+        config.score_weight * max_scores
+        + config.hits_weight * np.minimum(1.0, hits / config.hits_saturation)
+        - config.insufficient_penalty * insufficient
     )
     return np.clip(raw, 0.0, 1.0)
 
@@ -167,16 +156,17 @@ def search_thresholds(
     hits: NDArray[np.float64],
     needs_human: NDArray[np.bool_],
     *,
-    shape: FormulaShape,
-    start_threshold: float,
+    config: RetrievalConfidenceConfig,
     target_recall: float,
     recall_confidence: float,
     always_transfer: int = 0,
 ) -> ThresholdChoice:
     """Choose (score_threshold, confidence_low_threshold) for examples with retrieval.
 
-    ``always_transfer`` counts needs-human examples without any retrieval: they transfer
-    whatever the thresholds, and count towards the required recall.
+    ``config`` holds the formula's constants (kept) and the starting ``score_threshold``
+    (ties go to the threshold nearest it). ``always_transfer`` counts needs-human
+    examples without any retrieval: they transfer whatever the thresholds, and count
+    towards the required recall.
     """
     positives = int(needs_human.sum()) + always_transfer
     k_total = required_rank(positives, target_recall, recall_confidence)
@@ -187,13 +177,14 @@ def search_thresholds(
     # the cut on the best score alone is optimal when every example has the same number
     # of hits (the usual top-k retrieval), so it is always among the candidates
     extra = [_score_cut(max_scores, needs_human, k)] if k > 0 else []
+    start_threshold = config.score_threshold
     for threshold in _candidate_thresholds(max_scores, start_threshold, extra):
-        conf = confidences(max_scores, hits, float(threshold), shape)
+        conf = confidences(max_scores, hits, float(threshold), config)
         low = _low_threshold(conf, needs_human, k)
         transfer = conf < low
         shortfall = max(0, k - int(transfer[needs_human].sum()))  # > 0 only at confidence 1
         false_rate = float(transfer[covered].mean()) if covered.any() else 0.0
-        insufficient = (hits < shape.min_hits) | (max_scores < threshold)
+        insufficient = (hits < config.min_hits) | (max_scores < threshold)
         agreement = float((insufficient == transfer).mean()) if transfer.size else 1.0
         key = (
             shortfall,
@@ -208,7 +199,6 @@ def search_thresholds(
         score_threshold=best[1],
         confidence_low_threshold=best[2],
         required_transfers=k_total,
-        needs_human=positives,
         guarantee_met=guaranteed,
     )
 

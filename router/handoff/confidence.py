@@ -35,8 +35,12 @@ from trustroute.router.handoff.inputs import (
     parse_scores,
     parse_tokens,
 )
-from trustroute.router.handoff.messages import join_details, message, normalise_locale
-from trustroute.router.handoff.settings import RetrievalConfidenceConfig, coerce_config
+from trustroute.router.handoff.messages import join_details, message
+from trustroute.router.handoff.settings import (
+    HandoffSection,
+    RetrievalConfidenceConfig,
+    coerce_config,
+)
 from trustroute.router.stats import auroc
 
 if TYPE_CHECKING:
@@ -47,7 +51,6 @@ __all__ = [
     "ConfidenceResult",
     "RetrievalConfidence",
     "RetrievalConfidenceConfig",
-    "coerce_config",
 ]
 
 
@@ -107,7 +110,7 @@ class RetrievalConfidence:
         if locale is not None:
             overrides["locale"] = locale
         self.config: RetrievalConfidenceConfig = coerce_config(config, **overrides)
-        self.locale = normalise_locale(self.config.locale)
+        self.locale = self.config.locale
         self.calibration: CalibrationReport | None = None
 
     def __repr__(self) -> str:
@@ -261,8 +264,7 @@ class RetrievalConfidence:
             max_scores[retrieved],
             hits[retrieved],
             needs[retrieved],
-            shape=base.config.shape,
-            start_threshold=base.config.score_threshold,
+            config=base.config,
             target_recall=float(target_recall),
             recall_confidence=float(recall_confidence),
             always_transfer=int((needs & ~retrieved).sum()),
@@ -309,6 +311,20 @@ class RetrievalConfidence:
 
         report = self.calibration.as_dict() if self.calibration else None
         store.repository(HandoffRepository).save_calibration(name, self.config.model_dump(), report)
+
+    @classmethod
+    def from_section(
+        cls, section: HandoffSection, store: Store | None = None
+    ) -> RetrievalConfidence:
+        """The settings a config file's ``handoff:`` section describes: its named
+        ``calibration`` loaded from ``store`` (when it names one), then its overrides."""
+        if section.calibration is None:
+            return cls(**section.overrides())
+        if store is None:
+            raise ValueError(
+                f"handoff.calibration {section.calibration!r} needs a store to load it from"
+            )
+        return cls.load(store, section.calibration, **section.overrides())
 
     @classmethod
     def load(cls, store: Store, name: str, **overrides: Any) -> RetrievalConfidence:

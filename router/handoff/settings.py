@@ -1,9 +1,16 @@
-"""Settings of RetrievalConfidence, and reading them from whatever the caller has.
+"""Hand-off settings: one pydantic model per concern, read alike by the code and the config file.
 
-Defaults are the reference design's. Callers hold settings in many shapes (a dict from
-a YAML file, a pydantic model, a dataclass, keyword arguments); ``coerce_config``
-accepts them all, and ignores keys it does not know with a warning rather than an error,
-because configs written for the reference design may carry more keys than ours.
+- ``RetrievalConfidenceConfig``: the thresholds and formula constants of
+  ``RetrievalConfidence`` (defaults are the reference design's); ``coerce_config`` reads
+  one from whatever shape the caller holds settings in.
+- ``HandoffSection``: the router config's ``handoff:`` section and the
+  ``TransferDispatcher``'s options: a saved calibration's name, the thresholds the file
+  overrides (typed and bounded exactly as in ``RetrievalConfidenceConfig``; left out: not
+  overridden), the hand-off message, and how often the dispatcher tries each hook.
+
+Each bound is written once, as an annotated type both models use, and each default once,
+in the model that owns it. The hooks' settings live beside each hook (``WebhookSettings``,
+``LoggingSettings``) and are also the ``hooks:`` entries of the config file.
 """
 
 from __future__ import annotations
@@ -11,11 +18,17 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
-from trustroute.router.handoff.calibration import FormulaShape
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+
 from trustroute.router.handoff.messages import normalise_locale
+
+Finite = Annotated[float, Field(allow_inf_nan=False)]
+NonNegative = Annotated[float, Field(ge=0.0, allow_inf_nan=False)]
+Probability = Annotated[float, Field(ge=0.0, le=1.0)]
+Count = Annotated[int, Field(ge=0)]
+Locale = Annotated[str, AfterValidator(normalise_locale)]  # "zh-CN" -> "zh"; unknown: error
 
 
 class RetrievalConfidenceConfig(BaseModel):
@@ -23,19 +36,19 @@ class RetrievalConfidenceConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    score_threshold: float = Field(default=0.7, allow_inf_nan=False)
-    min_hits: int = Field(default=1, ge=0)
-    confidence_low_threshold: float = Field(default=0.5, ge=0.0, le=1.0)
-    confidence_high_threshold: float = Field(default=0.8, ge=0.0, le=1.0)
-    insufficient_penalty: float = Field(default=0.3, ge=0.0, allow_inf_nan=False)
-    max_evidence_tokens: int | None = Field(default=2000, ge=0)
-    locale: str = "en"
+    score_threshold: Finite = 0.7
+    min_hits: Count = 1
+    confidence_low_threshold: Probability = 0.5
+    confidence_high_threshold: Probability = 0.8
+    insufficient_penalty: NonNegative = 0.3
+    max_evidence_tokens: Count | None = 2000  # None: no limit
+    locale: Locale = "en"
     # the formula's constants (reference values; calibration never changes them)
-    score_weight: float = Field(default=0.7, ge=0.0, allow_inf_nan=False)
-    hits_weight: float = Field(default=0.3, ge=0.0, allow_inf_nan=False)
-    hits_saturation: float = Field(default=5.0, gt=0.0, allow_inf_nan=False)
-    factor_weight: float = Field(default=0.1, allow_inf_nan=False)
-    no_retrieval_confidence: float = Field(default=0.3, ge=0.0, le=1.0)
+    score_weight: NonNegative = 0.7
+    hits_weight: NonNegative = 0.3
+    hits_saturation: Annotated[float, Field(gt=0.0, allow_inf_nan=False)] = 5.0
+    factor_weight: Finite = 0.1
+    no_retrieval_confidence: Probability = 0.3
 
     @model_validator(mode="after")
     def _consistent(self) -> RetrievalConfidenceConfig:
@@ -44,19 +57,7 @@ class RetrievalConfidenceConfig(BaseModel):
                 f"confidence_high_threshold ({self.confidence_high_threshold}) must not be "
                 f"below confidence_low_threshold ({self.confidence_low_threshold})"
             )
-        normalise_locale(self.locale)
         return self
-
-    @property
-    def shape(self) -> FormulaShape:
-        """The constants calibration holds fixed."""
-        return FormulaShape(
-            self.score_weight,
-            self.hits_weight,
-            self.hits_saturation,
-            self.insufficient_penalty,
-            self.min_hits,
-        )
 
 
 _FIELDS = frozenset(RetrievalConfidenceConfig.model_fields)
@@ -96,3 +97,32 @@ def coerce_config(config: Any = None, **overrides: Any) -> RetrievalConfidenceCo
             stacklevel=3,
         )
     return RetrievalConfidenceConfig(**{k: v for k, v in data.items() if k in _FIELDS})
+
+
+class HandoffSection(BaseModel):
+    """The ``handoff:`` section: which thresholds to use, what to say, how to dispatch.
+
+    Precedence for the thresholds: reference defaults, then the named ``calibration``
+    from the store, then any threshold or locale given here (a setting left out or null
+    is not overridden). ``dispatch_*`` are the TransferDispatcher's retries per hook
+    (hooks that retry themselves, like the webhook, are tried once).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    calibration: str | None = Field(default=None, min_length=1, max_length=256)
+    score_threshold: Finite | None = None
+    min_hits: Count | None = None
+    confidence_low_threshold: Probability | None = None
+    confidence_high_threshold: Probability | None = None
+    insufficient_penalty: NonNegative | None = None
+    max_evidence_tokens: Count | None = None
+    locale: Locale | None = None
+    message: str | None = None
+    dispatch_attempts: int = Field(default=3, ge=1)
+    dispatch_backoff_s: NonNegative = 0.2
+    dispatch_max_backoff_s: NonNegative = 2.0
+
+    def overrides(self) -> dict[str, Any]:
+        """The RetrievalConfidence settings this section sets explicitly."""
+        return self.model_dump(include=set(_FIELDS), exclude_none=True)

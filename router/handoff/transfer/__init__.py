@@ -14,18 +14,20 @@ from trustroute.router.handoff.transfer.dispatcher import (
     TransferOutcome,
 )
 from trustroute.router.handoff.transfer.hook import TransferHook
-from trustroute.router.handoff.transfer.logging_hook import LoggingHook
+from trustroute.router.handoff.transfer.logging_hook import LoggingHook, LoggingSettings
 from trustroute.router.handoff.transfer.request import TransferRequest
-from trustroute.router.handoff.transfer.webhook import WebhookError, WebhookHook
+from trustroute.router.handoff.transfer.webhook import WebhookError, WebhookHook, WebhookSettings
 
 __all__ = [
     "CallableHook",
     "HookDelivery",
     "LoggingHook",
+    "LoggingSettings",
     "TransferDispatcher",
     "TransferHook",
     "TransferOutcome",
     "TransferRequest",
     "WebhookError",
     "WebhookHook",
+    "WebhookSettings",
 ]

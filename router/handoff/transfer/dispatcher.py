@@ -26,12 +26,13 @@ from tenacity import (
     stop_after_attempt,
     wait_exponential,
 )
+
+from trustroute.router.handoff.settings import HandoffSection
 from trustroute.router.handoff.transfer.hook import acall_hook, call_hook, hook_name, passthrough_of
 from trustroute.router.handoff.transfer.request import TransferRequest
 
 if TYPE_CHECKING:
     from trustroute.profiles.store import Store
-    from trustroute.router.handoff.transfer.config import HandoffSection
 
 log = logging.getLogger(__name__)
 
@@ -86,32 +87,43 @@ def _retryable(passthrough: tuple[type[BaseException], ...]) -> Any:
 
 
 class TransferDispatcher:
-    """Runs transfer hooks sync or async, retries them, and stores what still fails."""
+    """Runs transfer hooks sync or async, retries them, and stores what still fails.
+
+    ``settings`` is the config file's ``handoff:`` section (``HandoffSection``), whose
+    ``dispatch_*`` fields are the retries; ``attempts``, ``backoff_s`` and
+    ``max_backoff_s`` given here override them.
+    """
 
     def __init__(
         self,
         hooks: Iterable[Any] = (),
         *,
         store: Store | None = None,
-        attempts: int = 3,
-        backoff_s: float = 0.2,
-        max_backoff_s: float = 2.0,
+        attempts: int | None = None,
+        backoff_s: float | None = None,
+        max_backoff_s: float | None = None,
         settings: HandoffSection | None = None,
     ) -> None:
-        if attempts < 1:
-            raise ValueError(f"attempts must be >= 1, got {attempts}")
-        if backoff_s < 0 or max_backoff_s < 0:
-            raise ValueError("backoff_s and max_backoff_s must be >= 0")
+        given = {
+            "dispatch_attempts": attempts,
+            "dispatch_backoff_s": backoff_s,
+            "dispatch_max_backoff_s": max_backoff_s,
+        }
+        base = (settings or HandoffSection()).model_dump(exclude_unset=True)
+        self.settings = HandoffSection.model_validate(
+            {**base, **{k: v for k, v in given.items() if v is not None}}
+        )
         self.hooks: list[Any] = []
         for hook in hooks:
             self.add_hook(hook)
         self.store = store
-        self.attempts = attempts
-        self.backoff_s = backoff_s
-        self.max_backoff_s = max_backoff_s
-        self.settings = settings
         self.undelivered: list[tuple[TransferRequest, str]] = []
         self._lock = threading.Lock()
+
+    @property
+    def attempts(self) -> int:
+        """Tries per hook (a hook's own ``dispatch_attempts`` wins)."""
+        return self.settings.dispatch_attempts
 
     def __repr__(self) -> str:
         return f"TransferDispatcher(hooks={[hook_name(h) for h in self.hooks]})"
@@ -137,7 +149,10 @@ class TransferDispatcher:
     def _retry_args(self, hook: Any) -> dict[str, Any]:
         return {
             "stop": stop_after_attempt(self._attempts_for(hook)),
-            "wait": wait_exponential(multiplier=self.backoff_s, max=self.max_backoff_s),
+            "wait": wait_exponential(
+                multiplier=self.settings.dispatch_backoff_s,
+                max=self.settings.dispatch_max_backoff_s,
+            ),
             "retry": retry_if_exception(_retryable(passthrough_of(hook))),
             "reraise": True,
         }

@@ -3,36 +3,58 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from trustroute.router.handoff.transfer.request import TransferRequest
 
 _MAX_INPUT_CHARS = 200
 
 
+class LoggingSettings(BaseModel):
+    """A logging hook's settings: ``LoggingHook``'s keywords and a ``type: logging`` entry.
+
+    ``level`` is a number or a level name (``INFO``, ``warning`` ...).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    logger: str = "trustroute.handoff"
+    level: int = logging.WARNING
+    include_input: bool = False
+    name: str = "logging"
+
+    @field_validator("level", mode="before")
+    @classmethod
+    def _level(cls, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        level = logging.getLevelNamesMapping().get(value.strip().upper())
+        if level is None:
+            raise ValueError(f"unknown log level {value!r}")
+        return level
+
+
 class LoggingHook:
     """Logs one line per request: id, task type, confidence and reason.
 
     The task input is left out unless ``include_input`` (it may hold personal data), and
-    is then cut to 200 characters.
+    is then cut to 200 characters. ``logger`` is a logger or its name; the other keywords
+    are those of ``LoggingSettings``.
     """
 
-    def __init__(
-        self,
-        logger: str | logging.Logger = "trustroute.handoff",
-        *,
-        level: int | str = logging.WARNING,
-        include_input: bool = False,
-        name: str = "logging",
-    ) -> None:
-        self.logger = logger if isinstance(logger, logging.Logger) else logging.getLogger(logger)
-        if isinstance(level, str):
-            resolved = logging.getLevelName(level.upper())
-            if not isinstance(resolved, int):
-                raise ValueError(f"unknown log level {level!r}")
-            level = resolved
-        self.level = level
-        self.include_input = include_input
-        self.name = name
+    def __init__(self, logger: str | logging.Logger | None = None, **options: Any) -> None:
+        given = logger if isinstance(logger, logging.Logger) else None
+        if logger is not None:
+            options["logger"] = given.name if given else logger
+        self.settings = LoggingSettings(**options)
+        self.logger = given or logging.getLogger(self.settings.logger)
+
+    @property
+    def name(self) -> str:
+        """The hook's name in logs and pending rows."""
+        return self.settings.name
 
     def __repr__(self) -> str:
         return f"LoggingHook({self.logger.name!r})"
@@ -41,10 +63,10 @@ class LoggingHook:
         """Write the log line."""
         confidence = "n/a" if request.confidence is None else f"{request.confidence:.2f}"
         extra = ""
-        if self.include_input and request.input is not None:
+        if self.settings.include_input and request.input is not None:
             extra = f" input={str(request.input)[:_MAX_INPUT_CHARS]!r}"
         self.logger.log(
-            self.level,
+            self.settings.level,
             "hand-off %s (%s, task type %s, confidence %s): %s%s",
             request.request_id,
             request.source,
