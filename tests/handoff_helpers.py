@@ -28,7 +28,8 @@ class WordHashEmbeddings(Embeddings):
 
     dims = 256
 
-    def _embed(self, text: str) -> list[float]:
+    def vector(self, text: str) -> list[float]:
+        """The embedding of one text."""
         vec = [0.0] * self.dims
         for word in re.findall(r"[a-z]+", text.lower()):
             vec[zlib.crc32(word.encode()) % self.dims] += 1.0
@@ -36,10 +37,10 @@ class WordHashEmbeddings(Embeddings):
         return [v / norm for v in vec]
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return [self._embed(t) for t in texts]
+        return [self.vector(t) for t in texts]
 
     def embed_query(self, text: str) -> list[float]:
-        return self._embed(text)
+        return self.vector(text)
 
 
 def faq_store() -> InMemoryVectorStore:

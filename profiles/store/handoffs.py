@@ -206,14 +206,6 @@ DEFINE FIELD IF NOT EXISTS created_at ON handoff_calibration TYPE datetime;
         )[0]
         return _decode(rows[0]) if rows else None
 
-    def calibrations(self) -> list[dict[str, Any]]:
-        """Every saved calibration, newest first."""
-        rows = self._conn.run(
-            "SELECT name, settings, report, created_at FROM handoff_calibration "
-            "ORDER BY created_at DESC;"
-        )[0]
-        return [_decode(r) for r in rows or []]
-
 
 def _decode(row: Mapping[str, Any]) -> dict[str, Any]:
     report = row.get("report")
