@@ -27,12 +27,12 @@ from langchain_core.runnables import RunnableLambda
 from langchain_core.runnables.router import RouterRunnable
 from rich.console import Console
 from rich.table import Table
+
+from benchmarks.foundation import Latency, paired
 from trustroute.profiles import ExecutionRecord
 from trustroute.router import AgentRouter
 from trustroute.router.replay import ReplayReport, load_outcomes, replay
 from trustroute.router.strategies import DEFAULT_STRATEGY
-
-from benchmarks.foundation import Latency, paired
 
 console = Console()
 

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
+
 from trustroute.profiles.book import ProfileBook
 from trustroute.profiles.profile import ProfileSettings, empty_profile
 from trustroute.profiles.records import ExecutionRecord

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import numpy as np
 import pytest
+
 from trustroute.profiles.records import ExecutionRecord
 from trustroute.router import AgentRouter
 from trustroute.router.config import ConfigError
@@ -82,8 +85,12 @@ def test_each_decision_explains_itself() -> None:
         for key in ("posterior_mean", "posterior_sd", "sample", "prior_mean", "prior_strength",
                     "evidence", "success_probability", "lower_bound"):
             assert key in c.components, key
-        assert "Thompson draw" in c.reason and "pooled prior" in c.reason
-        assert c.score == pytest.approx(c.components["sample"])
+        comps = c.components
+        assert c.reason == (f"Thompson draw {comps['sample']:.2f}; mean "
+                            f"{comps['posterior_mean']:.2f} ± {comps['posterior_sd']:.2f} over "
+                            f"{comps['evidence']:.1f} runs (pooled prior "
+                            f"{comps['prior_mean']:.2f} x {comps['prior_strength']:.1f})")
+        assert c.score == comps["sample"] == comps["objective"]
     a = next(c for c in d.candidates if c.agent_id == "a")
     # four runs, aged by the task type's clock (half-life 100 executions)
     assert a.components["evidence"] == pytest.approx(sum(2 ** (-k / 100) for k in range(4)))
@@ -125,6 +132,9 @@ def test_cost_and_latency_enter_the_objective() -> None:
     assert d.agent_id == "cheap"
     pricey = next(c for c in d.candidates if c.agent_id == "pricey")
     assert pricey.components["penalty"] == pytest.approx(0.5)
+    assert pricey.reason.startswith("lower bound ")
+    assert pricey.reason.endswith("; cost/latency penalty 0.500")
+    assert pricey.score == pytest.approx(pricey.components["lower_bound"] - 0.5)
     with AgentRouter(agents=agents, store="mem://", seed=0, exploit_only=True) as r:
         r.record_many(history("pricey", "t", [0.85] * 20) + history("cheap", "t", [0.8] * 20))
         assert r.select("t").agent_id == "pricey"
@@ -194,3 +204,47 @@ def test_learned_state_survives_close_and_reopen(kv_url: str) -> None:
         assert after[agent][2] == pytest.approx(evidence, abs=1e-9)
         assert after[agent][0] == pytest.approx(mean, abs=0.005)
         assert after[agent][1] == pytest.approx(prior, abs=0.02)
+
+
+def collapsing_stream(count: int, collapse_at: int) -> list[ExecutionRecord]:
+    """Three agents on two task types; ``a2`` goes from the best to the worst at
+    ``collapse_at`` (a change the change monitor catches)."""
+    rng = np.random.default_rng(9)
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    means = {"a0": 0.6, "a1": 0.4, "a2": 0.9}
+    out = []
+    for i in range(count):
+        agent = f"a{int(rng.integers(3))}"
+        mean = 0.05 if agent == "a2" and i >= collapse_at else means[agent]
+        quality = float(np.clip(rng.normal(mean, 0.15), 0.0, 1.0))
+        out.append(ExecutionRecord(agent_id=agent, task_type=f"t{int(rng.integers(2))}",
+                                   success=quality >= 0.5, quality=quality,
+                                   latency_ms=float(rng.uniform(10, 500)),
+                                   cost=None if i % 3 else 0.01,
+                                   timestamp=start + timedelta(minutes=i)))
+    return out
+
+
+@pytest.mark.parametrize("strategy", ["thompson", "lower_bound"])
+def test_a_bulk_import_learns_what_recording_one_by_one_does(strategy: str) -> None:
+    # record_many hands the strategy each record once the book holds the whole batch;
+    # it must learn exactly what it learns record by record, the collapse of a2 in the
+    # middle of the first batch included
+    records = collapsing_stream(600, collapse_at=200)
+    agents = ["a0", "a1", "a2"]
+    params = {"lambda_cost": 1.0, "lambda_latency": 0.1}
+    with AgentRouter(agents=agents, store="mem://", seed=0, strategy=strategy,
+                     strategy_params=params) as bulk, \
+            AgentRouter(agents=agents, store="mem://", seed=0, strategy=strategy,
+                        strategy_params=params) as single:
+        assert bulk.record_many(records, batch_size=450) == 600
+        for rec in records:
+            single.record(rec)
+        for task_type in ("t0", "t1"):
+            a, b = bulk.select(task_type), single.select(task_type)
+            assert [c.agent_id for c in a.candidates] == [c.agent_id for c in b.candidates]
+            for x, y in zip(a.candidates, b.candidates, strict=True):
+                assert dict(x.components) == pytest.approx(dict(y.components), rel=1e-9)
+            # a2's evidence is what it did after the collapse: poor on every task type
+            a2 = next(c for c in a.candidates if c.agent_id == "a2")
+            assert a2.components["posterior_mean"] < 0.3

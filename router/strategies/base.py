@@ -1,11 +1,9 @@
 """The strategy interface: score every eligible arm for one task type.
 
 A strategy is a small object with a ``name`` and a ``score`` method; it may keep its own
-incremental state through ``observe`` (one committed record), ``observe_many`` (a
-committed batch, which the router applies to the book first and hands over in one
-call: a bulk import must not pay per-record overhead) and ``reset`` (called when the
-router (re)loads its profiles from the store). The router does the rest: eligibility,
-load balancing, ranking, tie-breaking.
+incremental state through ``observe`` (one committed record) and ``reset`` (called when
+the router (re)loads its profiles from the store). The router does the rest:
+eligibility, load balancing, ranking, tie-breaking.
 """
 
 from __future__ import annotations
@@ -13,14 +11,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import numpy as np
+
 from trustroute.profiles.book import ProfileBook
 from trustroute.profiles.profile import ProfileSettings, ProfileState, TaskTypeProfile
 from trustroute.profiles.records import ExecutionRecord
 from trustroute.router.agents import AgentSpec
-from trustroute.router.explanation import Deferred, explained_on_read
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,11 +35,9 @@ class Arm:
         return self.agent.id
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class StrategyContext:
-    """Everything a strategy may read for one decision (read-only by convention; not
-    frozen because ``select()`` builds one per decision and frozen construction costs
-    several times as much)."""
+    """Everything a strategy may read for one decision."""
 
     task_type: str
     now: datetime
@@ -51,30 +47,18 @@ class StrategyContext:
     exploit_only: bool = False
 
 
-@explained_on_read
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class ArmScore:
     """A strategy's verdict on one arm: higher ``score`` is better.
 
     ``success_probability`` is the strategy's estimate that the arm succeeds (feeds the
     decision's confidence); ``components`` are the numbers that explain the score.
-    Treat it as read-only; it is not a frozen dataclass only because ``select()`` builds
-    one per arm per decision and frozen construction costs about 3.5x as much.
-    ``deferred`` builds one whose reason and components are formatted on first read
-    (see ``trustroute.router.explanation``).
     """
 
     score: float
     reason: str
     success_probability: float | None = None
     components: Mapping[str, float] = field(default_factory=dict)
-
-    @classmethod
-    def deferred(cls, score: float, success_probability: float | None,
-                 explainer: Deferred, key: Any) -> ArmScore:
-        """A verdict whose reason and components ``explainer.explain(key)`` builds when
-        first read."""
-        return cls(score, explainer, success_probability, key)  # type: ignore[arg-type]
 
 
 @runtime_checkable
@@ -88,18 +72,10 @@ class Strategy(Protocol):
         ...
 
     def observe(self, record: ExecutionRecord, seq: int, book: ProfileBook) -> None:
-        """Learn from one committed record (no-op for stateless strategies)."""
-        ...
+        """Learn from one committed record; ``seq`` is its task type's clock value.
 
-    def observe_many(self, committed: Sequence[tuple[ExecutionRecord, int]],
-                     book: ProfileBook) -> None:
-        """Learn from committed records, each with its seq (its task type's clock value,
-        increasing within a type in batch order), already applied to ``book`` in order.
-
-        Must learn what ``observe`` after each record would; note ``book`` is past the
-        whole batch (its clocks are the latest), so anything read from it as of a given
-        record must be recovered from the batch. A loop over ``observe`` is correct
-        when it reads nothing from the book.
+        Records arrive in commit order. ``book`` already holds the record, and may
+        already hold later records of the same committed batch.
         """
         ...
 
@@ -114,10 +90,6 @@ class StatelessStrategy:
     name = "stateless"
 
     def observe(self, record: ExecutionRecord, seq: int, book: ProfileBook) -> None:
-        """Nothing to learn: every decision reads the book."""
-
-    def observe_many(self, committed: Sequence[tuple[ExecutionRecord, int]],
-                     book: ProfileBook) -> None:
         """Nothing to learn: every decision reads the book."""
 
     def reset(self, book: ProfileBook) -> None:

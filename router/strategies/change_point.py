@@ -69,11 +69,6 @@ def _xlogx(x: np.ndarray) -> np.ndarray:
     return np.asarray(x * np.log(np.maximum(x, 1e-300)))
 
 
-def _split_entropy(total: np.ndarray, count: np.ndarray) -> np.ndarray:
-    """``n * KL``-ready term: ``s ln s + (n - s) ln(n - s) - n ln n`` (0 for n = 0)."""
-    return _xlogx(total) + _xlogx(np.maximum(count - total, 0.0)) - _xlogx(count)
-
-
 @dataclass(frozen=True, slots=True)
 class SplitStatistics:
     """Both test statistics at each candidate split."""
@@ -134,24 +129,21 @@ def split_statistics(groups: np.ndarray, values: np.ndarray, splits: np.ndarray
 
 
 def detect_change(groups: np.ndarray, values: np.ndarray, delta: float = 0.05,
-                  min_segment: int = 1, max_splits: int = 64) -> ChangePoint | None:
+                  max_splits: int = 64) -> ChangePoint | None:
     """The strongest change in ``values`` (ordered by time) if either test fires.
 
     ``groups[i]`` is the task type of outcome ``i``, numbered 0, 1, 2, ... (compact:
-    the statistic allocates one row per number up to the largest). Splits leave at
-    least ``min_segment`` outcomes on each side; at most about ``max_splits`` evenly
-    spaced splits are tried. The false-alarm level ``delta`` is shared by the two tests.
+    the statistic allocates one row per number up to the largest). At most about
+    ``max_splits`` evenly spaced splits are tried. The false-alarm level ``delta`` is
+    shared by the two tests.
     """
     n = len(values)
-    if n < 2 * min_segment or n < 2:
+    if n < 2:
         return None
     values = np.asarray(values, dtype=float)
     # candidate splits on a grid of at most ~max_splits points (Besson & Kaufmann's
     # down-sampling): the change point is located to within the grid step
-    step = max(1, (n - 1) // max_splits)
-    splits = np.arange(max(1, min_segment), n - min_segment + 1, step)
-    if len(splits) == 0:
-        return None
+    splits = np.arange(1, n, max(1, (n - 1) // max_splits))
     stats = split_statistics(np.asarray(groups, dtype=np.int64), values, splits)
     per_type_threshold = glr_threshold(n, np.maximum(stats.dof, 1), delta / 2.0)
     shift_threshold = float(glr_threshold(n, 1, delta / 2.0))

@@ -13,8 +13,7 @@ For pooling, each agent also keeps its evidence summed across task types (at eve
 type's current decay), and the "expected" quality of that evidence under each type's
 baseline; the agent's effect is their difference (see ``thompson``). These sums are
 updated by vectorised deltas when a type's clock ticks: O(agents) numpy work per
-record, O(arms) per decision. A batch (``add_many``) costs a few array passes per task
-type instead (see ``evidence_batch``).
+record, O(arms) per decision.
 """
 
 from __future__ import annotations
@@ -23,13 +22,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+
 from trustroute.profiles.book import ProfileBook
 from trustroute.profiles.profile import ProfileState, WindowEntry
-from trustroute.router.strategies.evidence_batch import REBASE_EXPONENT as _REBASE_EXPONENT
-from trustroute.router.strategies.evidence_batch import final_baselines, fold_type
 from trustroute.router.strategies.posterior import halving, shrunk_mean
 
 _QUALITY, _SUCCESS, _WEIGHT = 0, 1, 2  # rows of the per-type evidence matrix
+_REBASE_EXPONENT = 200.0  # re-base a frame before 2**exponent gets anywhere near overflow
 
 
 @dataclass(slots=True)
@@ -67,16 +66,23 @@ class EvidenceLedger:
     def clear(self) -> None:
         """Forget everything."""
         self._index: dict[str, int] = {}
+        self._pairs: dict[str, list[str]] = {}  # agent -> its task types, first seen first
         self._capacity = 8
         self._types: dict[str, TypeEvidence] = {}
         self._agents = np.zeros((3, self._capacity))  # summed across types, current decay
         self._expected = np.zeros((2, self._capacity))  # sum of baseline x weight
         self._overall = np.zeros(3)  # everything, current decay (stored time frame)
         self._time_ref: float | None = None  # wall-time frame (POSIX seconds)
-        self._latest = 0.0  # newest timestamp seen
         self.version = 0  # bumped on every change, for callers' caches
 
     # -- indices ---------------------------------------------------------------------
+    def _pair(self, agent_id: str, task_type: str) -> int:
+        """The slot of ``agent_id``, noting that it has evidence on ``task_type``."""
+        types = self._pairs.setdefault(agent_id, [])
+        if task_type not in types:
+            types.append(task_type)
+        return self.index(agent_id)
+
     def index(self, agent_id: str) -> int:
         """The slot of ``agent_id`` (allocated on first sight)."""
         i = self._index.get(agent_id)
@@ -148,13 +154,12 @@ class EvidenceLedger:
         self._expected -= np.outer(te.baseline, current[_WEIGHT])
         self._overall -= current.sum(axis=1)
 
-    def _attach(self, te: TypeEvidence, baseline: np.ndarray | None = None) -> None:
-        """Put one type's contribution back, at its current decay and a fresh baseline
-        (``baseline`` when the caller already knows it)."""
+    def _attach(self, te: TypeEvidence) -> None:
+        """Put one type's contribution back, at its current decay and a fresh baseline."""
         current = te.sums * te.decay
         self._agents += current
         self._overall += current.sum(axis=1)
-        te.baseline = self._type_baseline(te) if baseline is None else baseline
+        te.baseline = self._type_baseline(te)
         self._expected += np.outer(te.baseline, current[_WEIGHT])
         self.version += 1
 
@@ -163,20 +168,18 @@ class EvidenceLedger:
         return exec_w * self._time_weight(timestamp)
 
     def add(self, agent_id: str, task_type: str, quality: float, success: bool, seq: int,
-            clock: int, timestamp: float) -> None:
-        """Fold one record in; ``clock`` is the type's execution clock after it.
+            timestamp: float) -> None:
+        """Fold one record in; ``seq`` is its task type's clock value.
 
-        The same arithmetic as ``_detach``, update, ``_attach``, in fewer array passes
-        (the type's before and after values are differenced once): this runs inside
-        every ``record()``, where each small numpy call costs a few microseconds.
+        The arithmetic of ``_detach``, update, ``_attach``, with the type's values
+        before and after the record differenced once.
         """
-        i = self.index(agent_id)
-        te = self._type(task_type, min(seq, clock) - 1)
+        i = self._pair(agent_id, task_type)
+        te = self._type(task_type, seq - 1)
         self._time_weight(timestamp)  # re-base the wall-time frame first if needed
-        self._latest = max(self._latest, timestamp)
         before = te.sums * te.decay
         baseline_before = te.baseline
-        te.clock = max(te.clock, clock, seq)
+        te.clock = max(te.clock, seq)
         h = self.half_life_executions
         if h is not None and (te.clock - te.ref) / h > _REBASE_EXPONENT:
             te.sums *= self._exec_decay(te)
@@ -195,64 +198,6 @@ class EvidenceLedger:
         self._expected += (np.outer(te.baseline, after[_WEIGHT])
                            - np.outer(baseline_before, before[_WEIGHT]))
         self.version += 1
-
-    def add_many(self, agent_ids: Sequence[str], task_types: Sequence[str],
-                 quality: np.ndarray, success: np.ndarray, seqs: np.ndarray,
-                 clocks: np.ndarray, timestamps: np.ndarray) -> None:
-        """Fold records in, in order, as repeated ``add`` would (same sums, frames,
-        clocks and baselines up to float rounding) in a few array passes per task type.
-
-        Arrays are aligned with ``agent_ids``; ``clocks`` are the values ``add`` would
-        be given (each type's clock after each record).
-        """
-        n = len(agent_ids)
-        if n == 0:
-            return
-        slots = np.fromiter(map(self.index, agent_ids), np.int64, n)  # grows arrays first
-        start = 0
-        while start < n:  # blocks without a wall-time re-base inside
-            end = self._time_block(timestamps, start)
-            self._add_block(slots[start:end], task_types[start:end], quality[start:end],
-                            success[start:end], seqs[start:end], clocks[start:end],
-                            timestamps[start:end])
-            start = end
-
-    def _time_block(self, timestamps: np.ndarray, start: int) -> int:
-        """Set the wall-time frame for record ``start`` as ``add`` would (maybe
-        re-basing); returns the end of the records that follow without a re-base."""
-        self._time_weight(float(timestamps[start]))
-        h = self.half_life_seconds
-        if h is None or self._time_ref is None:
-            return len(timestamps)
-        over = np.flatnonzero((timestamps[start + 1:] - self._time_ref) / h > _REBASE_EXPONENT)
-        return start + 1 + int(over[0]) if len(over) else len(timestamps)
-
-    def _add_block(self, slots: np.ndarray, task_types: Sequence[str], quality: np.ndarray,
-                   success: np.ndarray, seqs: np.ndarray, clocks: np.ndarray,
-                   timestamps: np.ndarray) -> None:
-        """``add_many`` within one wall-time frame: each touched type is detached once,
-        folded (``evidence_batch.fold_type``) and attached once."""
-        h = self.half_life_seconds
-        time_weights = (np.ones(len(slots)) if h is None or self._time_ref is None
-                        else np.exp2(-(self._time_ref - timestamps) / h))
-        self._latest = max(self._latest, float(timestamps.max()))
-        rows: dict[str, list[int]] = {}
-        for i, task_type in enumerate(task_types):
-            rows.setdefault(task_type, []).append(i)
-        touched = []
-        for task_type, pos in rows.items():  # created in order of first record, as add does
-            first = pos[0]
-            touched.append((self._type(task_type, min(int(seqs[first]), int(clocks[first])) - 1),
-                            np.asarray(pos)))
-        for te, _ in touched:
-            self._detach(te)
-        folds = [fold_type(te.sums, te.ref, te.clock, te.decay, pos, slots[pos], quality[pos],
-                           success[pos], seqs[pos], clocks[pos], time_weights[pos],
-                           self.half_life_executions) for te, pos in touched]
-        baselines = final_baselines(self._overall.copy(), folds, self.type_prior_strength)
-        for v, ((te, _), fold) in enumerate(zip(touched, folds, strict=True)):
-            te.sums, te.ref, te.clock, te.decay = fold.sums, fold.ref, fold.clock, fold.decay
-            self._attach(te, baselines[:, v].copy())
 
     def replace_pair(self, agent_id: str, task_type: str,
                      entries: Sequence[WindowEntry]) -> None:
@@ -286,11 +231,10 @@ class EvidenceLedger:
             if state.last_updated is not None:
                 stamps.append(state.last_updated.timestamp())
             latest = max([latest, *stamps])
-        self._latest = latest
         if self.half_life_seconds is not None:
             self._time_ref = latest
         for state in states:
-            i = self.index(state.agent_id)
+            i = self._pair(state.agent_id, state.task_type)
             clock = clocks[state.task_type]
             te = self._type(state.task_type, clock)
             te.sums[:, i] = self._state_sums(state, clock, latest)
@@ -366,6 +310,10 @@ class EvidenceLedger:
         expected = expected - np.outer(baseline, pair[_WEIGHT])
         return EvidenceView(pair, elsewhere, expected, baseline)
 
+    def task_types_of(self, agent_id: str) -> list[str]:
+        """The task types ``agent_id`` has evidence on, in the order first seen."""
+        return list(self._pairs.get(agent_id, ()))
+
     def typical_effect(self, shrink: float) -> np.ndarray:
         """A typical agent's effect (quality, success) relative to the type baselines.
 
@@ -382,12 +330,3 @@ class EvidenceLedger:
         raw = (self._agents[:2, known] - self._expected[:, known]) / n[known]
         reliability = n[known] / (n[known] + shrink)
         return np.asarray((raw * reliability).sum(axis=1) / (reliability.sum() + 1.0))
-
-    def clock(self, task_type: str) -> int:
-        """The highest execution clock seen for ``task_type`` (0 when never seen)."""
-        te = self._types.get(task_type)
-        return 0 if te is None else te.clock
-
-    def agent_ids(self) -> list[str]:
-        """Agents seen so far, in slot order."""
-        return list(self._index)

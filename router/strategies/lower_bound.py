@@ -13,19 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from trustroute.router.strategies.base import Arm, ArmScore, StrategyContext
-from trustroute.router.strategies.pooled_posterior import PooledPosterior, Posterior
-
-
-def lower_bound_verdicts(model: PooledPosterior, post: Posterior) -> list[ArmScore]:
-    """Verdicts ranking each arm by its posterior's Wilson lower bound."""
-    return model.verdicts(post, post.lower_bound, "lower bound", "lower_bound")
-
-
-def random_order_verdicts(model: PooledPosterior, post: Posterior,
-                          ctx: StrategyContext) -> list[ArmScore]:
-    """Verdicts in a uniformly random order (a decision taken by the exploration floor)."""
-    order = ctx.rng.random(len(post.mean))
-    return model.verdicts(post, order, "exploration floor: random", "random_order")
+from trustroute.router.strategies.pooled_posterior import PooledPosterior
 
 
 class LowerBound(PooledPosterior):
@@ -37,5 +25,5 @@ class LowerBound(PooledPosterior):
         """Lower-bound verdicts (or a random order when the floor fires)."""
         post = self.posterior(arms, ctx)
         if self.floor_draw(ctx):
-            return random_order_verdicts(self, post, ctx)
-        return lower_bound_verdicts(self, post)
+            return self.random_order_verdicts(post, ctx)
+        return self.lower_bound_verdicts(post)

@@ -14,5 +14,5 @@ class RandomChoice(StatelessStrategy):
 
     def score(self, arms: Sequence[Arm], ctx: StrategyContext) -> list[ArmScore]:
         """A uniform random score per arm (success probability unknown)."""
-        return [ArmScore(float(x), "uniform random baseline", None, {"random": float(x)})
-                for x in ctx.rng.random(len(arms))]
+        return [ArmScore(score=x, reason="uniform random baseline", components={"random": x})
+                for x in ctx.rng.random(len(arms)).tolist()]

@@ -18,7 +18,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from trustroute.router.strategies.base import Arm, ArmScore, StrategyContext
-from trustroute.router.strategies.lower_bound import lower_bound_verdicts, random_order_verdicts
 from trustroute.router.strategies.pooled_posterior import PooledPosterior
 
 
@@ -31,7 +30,7 @@ class ThompsonSampling(PooledPosterior):
         """Thompson verdicts (lower-bound ones in exploit-only mode)."""
         post = self.posterior(arms, ctx)
         if self.floor_draw(ctx):
-            return random_order_verdicts(self, post, ctx)
+            return self.random_order_verdicts(post, ctx)
         if self.exploit(ctx):
-            return lower_bound_verdicts(self, post)
+            return self.lower_bound_verdicts(post)
         return self.verdicts(post, self.draw(post, ctx.rng), "Thompson draw", "sample")
