@@ -1,0 +1,155 @@
+"""The package as a user installs it: a wheel built from source, in a clean virtual env.
+
+No network: the wheel is built with this environment's setuptools (no build isolation)
+and installed without dependencies; the clean environment finds the third-party
+dependencies through PYTHONPATH pointing at this environment's site-packages. A folder
+on PYTHONPATH is not scanned for ``.pth`` files, so the editable install of trustroute
+there stays invisible (checked below): what is imported is the wheel's copy.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCES = ("pyproject.toml", "README.md", "__init__.py", "router", "profiles", "integrations")
+
+
+@dataclass(frozen=True)
+class CleanEnv:
+    wheel: Path
+    python: Path
+    site_packages: Path
+    workdir: Path  # an empty folder to run in, so nothing is imported from the cwd
+
+    def run(self, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+        env = {"PYTHONPATH": sysconfig.get_paths()["purelib"], "PATH": "/usr/bin:/bin",
+               "PYTHONDONTWRITEBYTECODE": "1"}
+        return subprocess.run([str(self.python), *args], cwd=cwd or self.workdir, env=env,
+                              capture_output=True, text=True, timeout=120, check=False)
+
+
+def run(*args: str | Path, cwd: Path) -> None:
+    done = subprocess.run([str(a) for a in args], cwd=cwd, capture_output=True, text=True,
+                          timeout=180, check=False)
+    assert done.returncode == 0, f"{args} failed:\n{done.stdout}\n{done.stderr}"
+
+
+@pytest.fixture(scope="module")
+def clean_env(tmp_path_factory: pytest.TempPathFactory) -> CleanEnv:
+    tmp = tmp_path_factory.mktemp("install")
+    src = tmp / "src"  # a copy, so the build leaves nothing in the working tree
+    src.mkdir()
+    for name in SOURCES:
+        if (ROOT / name).is_dir():
+            shutil.copytree(ROOT / name, src / name,
+                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        else:
+            shutil.copy2(ROOT / name, src / name)
+    run(sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+        "--no-index", "-w", tmp / "wheels", src, cwd=tmp)
+    (wheel,) = (tmp / "wheels").glob("trustroute-*.whl")
+    run(sys.executable, "-m", "venv", "--without-pip", tmp / "venv", cwd=tmp)
+    python = tmp / "venv" / "bin" / "python"
+    # this environment's pip installs into the new one (--python): no pip bootstrap there
+    run(sys.executable, "-m", "pip", "--python", python, "install", "--quiet", "--no-deps",
+        "--no-index", wheel, cwd=tmp)
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True, text=True, check=True).stdout.strip()
+    workdir = tmp / "empty"
+    workdir.mkdir()
+    return CleanEnv(wheel, python, Path(site), workdir)
+
+
+def test_the_wheel_holds_only_trustroute(clean_env: CleanEnv) -> None:
+    names = zipfile.ZipFile(clean_env.wheel).namelist()
+    top = {n.split("/")[0] for n in names if ".dist-info/" not in n}
+    assert top == {"trustroute"}
+    assert "trustroute/router/stats.py" in names
+    assert not any(n.startswith(("trustroute/tests/", "trustroute/benchmarks/")) for n in names)
+
+
+PROBE = """\
+import json
+import trustroute
+import trustroute.router.cli.app
+import trustroute.integrations.langchain
+missing = {}
+for name in ("router", "profiles", "integrations"):
+    try:
+        __import__(name)
+        missing[name] = None
+    except ImportError as exc:
+        missing[name] = f"{type(exc).__name__}: {exc}"
+print(json.dumps({"trustroute": trustroute.__file__, "missing": missing}))
+"""
+
+
+@pytest.fixture(scope="module")
+def probe(clean_env: CleanEnv) -> dict[str, Any]:
+    done = clean_env.run("-c", PROBE)
+    assert done.returncode == 0, done.stderr
+    return dict(json.loads(done.stdout))
+
+
+def test_import_trustroute_uses_the_installed_copy(clean_env: CleanEnv,
+                                                   probe: dict[str, Any]) -> None:
+    # the wheel's copy, not the editable install of the project's own environment
+    assert Path(probe["trustroute"]).is_relative_to(clean_env.site_packages)
+
+
+@pytest.mark.parametrize("name", ["router", "profiles", "integrations"])
+def test_no_other_top_level_name_is_installed(probe: dict[str, Any], name: str) -> None:
+    assert probe["missing"][name] == f"ModuleNotFoundError: No module named '{name}'"
+
+
+APP = {
+    "router.py": "ROUTES = ['/health', '/tasks']\n",
+    "profiles/__init__.py": "USERS = {'ada': 'admin'}\n",
+    "main.py": """\
+import json
+import sys
+
+from trustroute import AgentRouter  # first, so that it cannot shadow the app's modules
+
+import profiles
+import router
+from profiles import USERS
+
+agents = AgentRouter(["researcher", "writer"], store="mem://")
+decision = agents.select("summarise")
+agents.record(decision, success=True, quality=0.9)
+print(json.dumps({
+    "routes": router.ROUTES, "users": USERS, "agent": decision.agent_id,
+    "router": router.__file__, "profiles": profiles.__file__,
+    "trustroute": sys.modules["trustroute"].__file__,
+}))
+""",
+}
+
+
+def test_an_app_with_its_own_router_and_profiles(clean_env: CleanEnv, tmp_path: Path) -> None:
+    for rel, text in APP.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    done = clean_env.run("main.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert seen["routes"] == ["/health", "/tasks"] and seen["users"] == {"ada": "admin"}
+    assert seen["agent"] in ("researcher", "writer")
+    assert Path(seen["router"]) == tmp_path / "router.py"
+    assert Path(seen["profiles"]) == tmp_path / "profiles" / "__init__.py"
+    assert Path(seen["trustroute"]).is_relative_to(clean_env.site_packages)
