@@ -70,24 +70,27 @@ def is_type_checking(test: ast.expr) -> bool:
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
-def imports(tree: ast.Module) -> Iterator[tuple[ast.AST, bool]]:
+ImportNode = ast.Import | ast.ImportFrom | ast.Call
+
+
+def imports(tree: ast.Module) -> Iterator[tuple[ImportNode, bool]]:
     """Every import-like node with whether it runs at import time.
 
     Function bodies run later; ``if TYPE_CHECKING:`` bodies never run (their ``else``
     does); class bodies and any other block run at import time.
     """
 
-    def walk(node: ast.AST, runtime: bool) -> Iterator[tuple[ast.AST, bool]]:
+    def walk(node: ast.AST, runtime: bool) -> Iterator[tuple[ImportNode, bool]]:
         if isinstance(node, ast.Import | ast.ImportFrom | ast.Call):
             yield node, runtime
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
             runtime = False
         if isinstance(node, ast.If) and is_type_checking(node.test):
             yield from walk(node.test, runtime)
-            for child in node.body:
-                yield from walk(child, False)
-            for child in node.orelse:
-                yield from walk(child, runtime)
+            for stmt in node.body:
+                yield from walk(stmt, False)
+            for stmt in node.orelse:
+                yield from walk(stmt, runtime)
             return
         for child in ast.iter_child_nodes(node):
             yield from walk(child, runtime)
