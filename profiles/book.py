@@ -1,17 +1,22 @@
 """ProfileBook: the in-memory view of every profile that routing decisions read.
 
 ``select()`` must never wait on the database, so the router reads this book. The store
-is the durable source: the book is rebuilt from it on open and updated by ``record()``
-right after the store's transaction commits, using the same arithmetic.
+is the durable source: the book is rebuilt from it on open (``rebuild``) and folds each
+committed batch right after the store's transaction commits (``fold``), using the same
+arithmetic. It is the router's first learner (``trustroute.router.learner``).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from trustroute.profiles.profile import ProfileState
 from trustroute.profiles.records import ExecutionRecord
+
+if TYPE_CHECKING:
+    from trustroute.profiles.store import Store
 
 
 class ProfileBook:
@@ -22,20 +27,11 @@ class ProfileBook:
         self._states: dict[tuple[str, str], ProfileState] = {}
         self._clocks: dict[str, int] = {}
         self._lock = threading.RLock()
-        # Change counters let readers cache derived views (the router's ranked arms):
-        # ``revision(t)`` changes whenever a profile of task type ``t`` may have changed.
-        self._tick = 0
-        self._revisions: dict[str, int] = {}
-        self._base_revision = 0
 
     # -- reading -----------------------------------------------------------------
     def get(self, agent_id: str, task_type: str) -> ProfileState | None:
         """The state of one pair, or None when it has never been executed."""
         return self._states.get((agent_id, task_type))
-
-    def revision(self, task_type: str) -> int:
-        """A number that changes whenever any profile of ``task_type`` changes."""
-        return self._revisions.get(task_type, self._base_revision)
 
     def clock(self, task_type: str) -> int:
         """How many executions of ``task_type`` have been recorded (all agents)."""
@@ -76,9 +72,17 @@ class ProfileBook:
             seq = clock + 1 if seq is None else seq
             self._clocks[record.task_type] = max(clock, seq)
             state.apply(record, seq)
-            self._tick += 1
-            self._revisions[record.task_type] = self._tick
             return state
+
+    def fold(self, batch: Sequence[tuple[ExecutionRecord, int]]) -> None:
+        """Fold committed records, each with its seq, in commit order."""
+        for record, seq in batch:
+            self.apply(record, seq)
+
+    def rebuild(self, store: Store) -> None:
+        """Reload every profile and task clock from ``store``."""
+        states, clocks = store.executions.load()
+        self.replace(states, clocks)
 
     def replace(self, states: Iterable[ProfileState], clocks: dict[str, int]) -> None:
         """Swap in a freshly loaded view (used on open and on refresh)."""
@@ -86,6 +90,3 @@ class ProfileBook:
         with self._lock:
             self._states = fresh
             self._clocks = dict(clocks)
-            self._tick += 1
-            self._base_revision = self._tick
-            self._revisions = {}

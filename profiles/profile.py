@@ -17,21 +17,19 @@ from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
+
 from trustroute.profiles.recency import RecencySettings, weighted_expertise
 from trustroute.profiles.records import ExecutionRecord
 
 
-@dataclass(frozen=True, slots=True)
-class ProfileSettings:
-    """Parameters of the profile math (the reference values by default)."""
+class ProfileSettings(BaseModel):
+    """Parameters of the profile math (config key ``profiles``; reference values)."""
 
-    confidence_ramp: int = 20
-    recency: RecencySettings = field(default_factory=RecencySettings)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
-    def __post_init__(self) -> None:
-        if self.confidence_ramp < 1:
-            raise ValueError("confidence_ramp must be >= 1")
+    confidence_ramp: int = Field(default=20, ge=1)
+    recency: RecencySettings = Field(default_factory=RecencySettings)
 
 
 def ramp_confidence(executions: int, ramp: int = 20) -> float:

@@ -8,31 +8,22 @@ Pure functions over arrays, so the math is testable without a clock or a databas
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
 
 SECONDS_PER_DAY = 86_400.0
 
 
-@dataclass(frozen=True, slots=True)
-class RecencySettings:
-    """How fast evidence ages when computing expertise."""
+class RecencySettings(BaseModel):
+    """How fast evidence ages when computing expertise (config key ``profiles.recency``)."""
 
-    time_constant_days: float = 7.0
-    boost: float = 3.0
-    boost_window_days: float = 7.0
-    window_size: int = 100
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
-    def __post_init__(self) -> None:
-        if not self.time_constant_days > 0:
-            raise ValueError("recency.time_constant_days must be > 0")
-        if not self.boost > 0:
-            raise ValueError("recency.boost must be > 0")
-        if self.boost_window_days < 0:
-            raise ValueError("recency.boost_window_days must be >= 0")
-        if self.window_size < 1:
-            raise ValueError("recency.window_size must be >= 1")
+    time_constant_days: float = Field(default=7.0, gt=0, allow_inf_nan=False)
+    boost: float = Field(default=3.0, gt=0, allow_inf_nan=False)
+    boost_window_days: float = Field(default=7.0, ge=0, allow_inf_nan=False)
+    window_size: int = Field(default=100, ge=1)
 
 
 def recency_weights(ages_days: np.ndarray, settings: RecencySettings) -> np.ndarray:

@@ -1,42 +1,33 @@
 """What a routing decision says: who was chosen, how every candidate scored, and why.
 
-Plain slotted dataclasses rather than pydantic models: ``select()`` builds one per
-candidate on the hot path. ``CandidateScore`` is deliberately not ``frozen``: a frozen
-dataclass sets every field through ``object.__setattr__``, which makes construction
-about four times slower; treat it as read-only. Its ``reason`` and ``components`` may be
-built on first read (``trustroute.router.explanation``): same values, paid only when looked at.
 ``as_dict`` gives the JSON form.
 """
 
 from __future__ import annotations
 
-import os
+import uuid
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
-
-from trustroute.router.explanation import Deferred, explained_on_read
 
 if TYPE_CHECKING:
     from trustroute.router.load import Lease
 
 
 def new_decision_id() -> str:
-    """A random (version 4) UUID string, as ``str(uuid.uuid4())`` gives, at a third of
-    its cost (it is made on every decision)."""
-    h = "%032x" % (int.from_bytes(os.urandom(16)) & _UUID4_CLEAR | _UUID4_SET)
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+    """A random (version 4) UUID string."""
+    return str(uuid.uuid4())
 
 
-_UUID4_CLEAR = ~((0xF000 << 64) | (0xC000 << 48))  # version nibble and variant bits
-_UUID4_SET = (0x4000 << 64) | (0x8000 << 48)  # version 4, RFC 4122 variant
-
-
-@explained_on_read
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class CandidateScore:
-    """One candidate's score components, best explained by ``reason`` (read-only)."""
+    """One candidate's score components, best explained by ``reason``.
+
+    ``score`` is the strategy's; ``final_score`` is after load balancing;
+    ``success_probability`` is the strategy's estimate that the agent succeeds (None
+    when it has none), which the trust layer calibrates into the decision's confidence.
+    """
 
     agent_id: str
     expertise: float
@@ -48,18 +39,10 @@ class CandidateScore:
     final_score: float
     reason: str
     components: Mapping[str, float] = field(default_factory=dict)
-
-    @classmethod
-    def deferred(cls, agent_id: str, expertise: float, confidence: float,
-                 adjusted_score: float, executions: int, load: float, score: float,
-                 final_score: float, explainer: Deferred, key: Any) -> CandidateScore:
-        """A candidate whose reason and components ``explainer.explain(key)`` builds when
-        first read."""
-        return cls(agent_id, expertise, confidence, adjusted_score, executions, load, score,
-                   final_score, explainer, key)  # type: ignore[arg-type]
+    success_probability: float | None = None
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class RoutingDecision:
     """The outcome of ``AgentRouter.select``: pass it back to ``record``.
 

@@ -2,11 +2,13 @@
 
 ``load = in_flight / max_concurrent``; an agent at capacity is skipped by ``select``.
 A ``Lease`` is a context manager and its ``release`` is idempotent, so an exception,
-a cancelled stream or a double release never corrupts the count.
+a cancelled stream or a double release never corrupts the count. A caller waiting for a
+free slot blocks on a condition that every release notifies (``wait_for_release``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Mapping
 from types import MappingProxyType, TracebackType
@@ -48,7 +50,9 @@ class InFlightTracker:
 
     def __init__(self) -> None:
         self._counts: dict[str, int] = {}
-        self._lock = threading.Lock()
+        self._released = threading.Condition()
+        self._releases = 0
+        self._async_waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
         self._view = MappingProxyType(self._counts)
 
     @property
@@ -62,13 +66,53 @@ class InFlightTracker:
 
     def acquire(self, agent_id: str, limit: int) -> Lease:
         """Take a slot or raise AgentAtCapacity."""
-        with self._lock:
+        with self._released:
             current = self._counts.get(agent_id, 0)
             if current >= limit:
                 raise AgentAtCapacity(agent_id, limit)
             self._counts[agent_id] = current + 1
         return Lease(self, agent_id)
 
+    @property
+    def releases(self) -> int:
+        """How many slots have been given back so far (read before trying to acquire)."""
+        return self._releases
+
+    def wait_for_release(self, seen: int, timeout: float | None) -> bool:
+        """Block until a slot is released after ``releases`` read ``seen``; False when
+        ``timeout`` seconds pass first."""
+        with self._released:
+            return self._released.wait_for(lambda: self._releases != seen, timeout)
+
+    async def await_for_release(self, seen: int, timeout: float | None) -> bool:
+        """Async ``wait_for_release``: waits on the event loop, holding no thread."""
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[None] = loop.create_future()
+        with self._released:
+            if self._releases != seen:
+                return True
+            self._async_waiters.append((loop, waiter))
+        try:
+            await asyncio.wait_for(waiter, timeout)
+            return True
+        except TimeoutError:
+            return False
+        finally:
+            with self._released:
+                if (loop, waiter) in self._async_waiters:
+                    self._async_waiters.remove((loop, waiter))
+
     def _release(self, agent_id: str) -> None:
-        with self._lock:
+        with self._released:
             self._counts[agent_id] = max(0, self._counts.get(agent_id, 0) - 1)
+            self._releases += 1
+            self._released.notify_all()
+            waiters, self._async_waiters = self._async_waiters, []
+        for loop, waiter in waiters:
+            loop.call_soon_threadsafe(_wake, waiter)
+
+
+def _wake(waiter: asyncio.Future[None]) -> None:
+    """Resolve an async waiter (on its own loop) unless it already timed out."""
+    if not waiter.done():
+        waiter.set_result(None)

@@ -1,22 +1,25 @@
 """AgentRouter: choose an agent for each task, record how it went, learn.
 
-``select`` reads only the in-memory ``ProfileBook`` (never the database) so a decision
-costs microseconds; ``record`` writes one transaction to the store and then folds the
-committed record into the book and the strategy. The async twins run the database write
-in a worker thread so an event loop is never blocked.
+``select`` reads only in-memory state (never the database), so a decision costs
+microseconds. ``record`` writes to the store and, once the transaction commits, folds
+the committed record into every learner (``trustroute.router.learner``): the profile
+book, the strategy and the trust layer, in that order. Every method that touches the
+store has an async twin (``arecord``, ``afeedback``, ...) that runs it in a worker
+thread, so an event loop is never blocked.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import numpy as np
+
 from trustroute.profiles.book import ProfileBook
 from trustroute.profiles.profile import ProfileSettings, TaskTypeProfile, empty_profile
 from trustroute.profiles.records import ExecutionRecord, check_identifier, utc_now
@@ -24,8 +27,7 @@ from trustroute.profiles.store import Store
 from trustroute.router.agents import AgentLike, AgentSpec, as_specs
 from trustroute.router.decision import CandidateScore, RoutingDecision, new_decision_id
 from trustroute.router.errors import NoAgentAvailable, UnknownAgent
-from trustroute.router.explanation import Deferred
-from trustroute.router.handoff.transfer import TransferDispatcher
+from trustroute.router.learner import Committed, Learner, StrategyLearner
 from trustroute.router.load import InFlightTracker, Lease
 from trustroute.router.recording import build_record
 from trustroute.router.strategies import (
@@ -37,30 +39,27 @@ from trustroute.router.strategies import (
     make_strategy,
 )
 from trustroute.router.trust.abstention import AbstentionPolicy
-from trustroute.router.trust.layer import TrustLayer, TrustOptions
+from trustroute.router.trust.layer import TrustLayer
+from trustroute.router.trust.options import TrustOptions
 from trustroute.router.trust.scores import TrustScores
 
 if TYPE_CHECKING:
+    from trustroute.router.handoff.transfer import TransferDispatcher
     from trustroute.router.trust.lifecycle import DecayReport
 
-_SNAPSHOT_SECONDS = 60.0  # expertise drifts by < 0.02% a minute at the 7-day time constant
-_ELIGIBLE_CACHE_LIMIT = 1024  # task types whose ranked arms are cached at once
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
-class _VerdictWithLoad(Deferred):
-    """A candidate's reason and components: its verdict's, plus the load when non-zero."""
+def in_thread(method: Callable[P, R]) -> Callable[P, Coroutine[Any, Any, R]]:
+    """The async twin of a method that touches the store: it runs in a worker thread, so
+    an event loop is never blocked."""
+    async def twin(*args: P.args, **kwargs: P.kwargs) -> R:
+        return await asyncio.to_thread(method, *args, **kwargs)
 
-    __slots__ = ()
-
-    def explain(self, key: Any) -> tuple[str, Mapping[str, float]]:
-        """``key`` is the strategy's ArmScore, or (that ArmScore, the agent's load)."""
-        if isinstance(key, ArmScore):
-            return key.reason, key.components
-        verdict, load = key
-        return f"{verdict.reason}; load {load:.2f}", verdict.components
-
-
-_FROM_VERDICT = _VerdictWithLoad()
+    twin.__name__ = twin.__qualname__ = f"a{method.__name__}"
+    twin.__doc__ = f"Async ``{method.__name__}`` (runs in a worker thread)."
+    return twin
 
 
 class AgentRouter:
@@ -87,7 +86,6 @@ class AgentRouter:
             make_strategy(strategy, **dict(strategy_params or {}))
             if isinstance(strategy, str) else strategy
         )
-        self.exploit_only = exploit_only
         self._rng = np.random.default_rng(seed)
         self._lock = threading.RLock()
         self._in_flight = InFlightTracker()
@@ -99,11 +97,11 @@ class AgentRouter:
         if transfer is not None:
             transfer.bind_store(self.store)
         self.book = ProfileBook(self.settings.recency.window_size)
-        self._snapshots: dict[tuple[str, str], tuple[int, float, TaskTypeProfile]] = {}
-        self._eligible_cache: dict[str, tuple[int, tuple[AgentSpec, ...], float,
-                                              list[tuple[AgentSpec, Arm]]]] = {}
         self.trust_layer = TrustLayer(self.store, self.strategy.name, trust, abstention,
                                       transfer, exploit_only=exploit_only)
+        #: Folded in this order after every commit, rebuilt in this order by refresh().
+        self.learners: list[Learner] = [self.book, StrategyLearner(self.strategy, self.book),
+                                        self.trust_layer]
         self.refresh()
 
     # -- life cycle ------------------------------------------------------------------
@@ -115,14 +113,12 @@ class AgentRouter:
         return load_config(path).build_router(**overrides)
 
     def refresh(self) -> None:
-        """Reload every profile from the store (on open, or to see other processes' work)."""
-        self.trust_layer.reload()
-        states, clocks = self.store.executions.load()
+        """Rebuild every learner from the store (on open, or to see other processes' work)."""
         with self._lock:
-            self.book.replace(states, clocks)
-            self._snapshots.clear()
-            self._eligible_cache.clear()
-            self.strategy.reset(self.book)
+            for learner in self.learners:
+                learner.rebuild(self.store)
+
+    arefresh = in_thread(refresh)
 
     def close(self) -> None:
         """Write buffered trust/decision-log updates; close the store if this router opened it."""
@@ -132,12 +128,31 @@ class AgentRouter:
             if self._owns_store:
                 self.store.close()
 
+    aclose = in_thread(close)
+
     def __enter__(self) -> AgentRouter:
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.close()
+
+    async def __aenter__(self) -> AgentRouter:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        await self.aclose()
+
+    @property
+    def exploit_only(self) -> bool:
+        """Route only to core/strong-tier agents when any is eligible (the trust layer's
+        tier policy; settable)."""
+        return self.trust_layer.exploit_only
+
+    @exploit_only.setter
+    def exploit_only(self, value: bool) -> None:
+        self.trust_layer.exploit_only = bool(value)
 
     # -- registry --------------------------------------------------------------------
     @property
@@ -168,6 +183,21 @@ class AgentRouter:
         """Tasks currently running on ``agent_id``."""
         return self._in_flight.in_flight(agent_id)
 
+    @property
+    def releases(self) -> int:
+        """How many in-flight slots have been given back so far."""
+        return self._in_flight.releases
+
+    def wait_for_release(self, seen: int, timeout: float | None) -> bool:
+        """Block until a slot is released after ``releases`` read ``seen`` (True), or
+        ``timeout`` seconds pass (False). Read ``releases`` before trying ``select``, so
+        a release in between is never missed."""
+        return self._in_flight.wait_for_release(seen, timeout)
+
+    async def await_for_release(self, seen: int, timeout: float | None) -> bool:
+        """Async ``wait_for_release``: waits on the event loop, holding no thread."""
+        return await self._in_flight.await_for_release(seen, timeout)
+
     # -- profiles --------------------------------------------------------------------
     def profile(self, agent_id: str, task_type: str, *, now: datetime | None = None
                 ) -> TaskTypeProfile:
@@ -184,45 +214,6 @@ class AgentRouter:
         snaps = [s.snapshot(now, self.settings) for s in states]
         return sorted(snaps, key=lambda p: (p.task_type, -p.adjusted_score, p.agent_id))
 
-    def _snapshot(self, agent_id: str, task_type: str, now: datetime) -> tuple[
-            Any, TaskTypeProfile]:
-        state = self.book.get(agent_id, task_type)
-        if state is None:
-            return None, empty_profile(agent_id, task_type)
-        key = (agent_id, task_type)
-        stamp = now.timestamp()
-        cached = self._snapshots.get(key)
-        if cached and cached[0] == state.executions_total and stamp - cached[1] < \
-                _SNAPSHOT_SECONDS:
-            return state, cached[2]
-        snap = state.snapshot(now, self.settings)
-        self._snapshots[key] = (state.executions_total, stamp, snap)
-        return state, snap
-
-    def _eligible(self, task_type: str, now: datetime) -> list[tuple[AgentSpec, Arm]]:
-        """Enabled agents accepting ``task_type``, each with its arm (profile snapshot).
-
-        Cached per task type until one of its profiles changes (book revision), the
-        registry changes or the snapshots are ``_SNAPSHOT_SECONDS`` old, so a stream of
-        decisions builds no pydantic snapshot and no Arm; load is applied per call.
-        """
-        revision = self.book.revision(task_type)
-        agents = tuple(self._agents.values())
-        stamp = now.timestamp()
-        cached = self._eligible_cache.get(task_type)
-        if (cached is not None and cached[0] == revision and cached[1] == agents
-                and 0.0 <= stamp - cached[2] < _SNAPSHOT_SECONDS):
-            return cached[3]
-        eligible = []
-        for spec in agents:
-            if spec.enabled and spec.accepts(task_type):
-                state, snap = self._snapshot(spec.id, task_type, now)
-                eligible.append((spec, Arm(spec, state, snap)))
-        if len(self._eligible_cache) >= _ELIGIBLE_CACHE_LIMIT:
-            self._eligible_cache.clear()
-        self._eligible_cache[task_type] = (revision, agents, stamp, eligible)
-        return eligible
-
     # -- decisions -------------------------------------------------------------------
     def select(self, task_type: str, *, exclude: Sequence[str] = (),
                context: Mapping[str, Any] | None = None, acquire: bool = False
@@ -236,55 +227,59 @@ class AgentRouter:
         check_identifier(task_type, "task_type")
         now = utc_now()
         with self._lock:
-            counts = self._in_flight.counts
-            arms, loads = [], []
-            skipped_full = 0
-            for spec, arm in self._eligible(task_type, now):
-                if spec.id in exclude:
-                    continue
-                in_flight = counts.get(spec.id, 0)
-                if in_flight >= spec.max_concurrent:
-                    skipped_full += 1
-                    continue
-                arms.append(arm)
-                loads.append(in_flight / spec.max_concurrent)
+            arms, loads, full = self._arms(task_type, exclude, now)
             if not arms:
-                detail = (f"{skipped_full} eligible agent(s) at capacity" if skipped_full
+                detail = (f"{full} eligible agent(s) at capacity" if full
                           else "no registered, enabled agent accepts it")
                 raise NoAgentAvailable(task_type, detail)
-            ctx = StrategyContext(task_type, now, self.book, self.settings, self._rng,
-                                  self.exploit_only)
-            scores = self.strategy.score(arms, ctx)
-            ties = self._rng.random(len(arms)).tolist()
-            deferred = CandidateScore.deferred
-            candidates = []
-            for i, (arm, verdict, load, tie) in enumerate(
-                    zip(arms, scores, loads, ties, strict=True)):
-                s = final = verdict.score
-                if load:
-                    final = s / (1.0 + load) if s >= 0 else s * (1.0 + load)
-                p = arm.profile
-                # (-final, tie, i): best first, seeded-random among equals; i keeps sort stable
-                candidates.append((-final, tie, i, deferred(
-                    arm.agent.id, p.expertise, p.confidence, p.adjusted_score,
-                    p.executions_total, load, s, final, _FROM_VERDICT,
-                    (verdict, load) if load else verdict), verdict.success_probability))
-            candidates.sort()
+            ctx = StrategyContext(task_type=task_type, now=now, book=self.book,
+                                  settings=self.settings, rng=self._rng,
+                                  exploit_only=self.exploit_only)
+            verdicts = self.strategy.score(arms, ctx)
+            ties = self._rng.random(len(arms))
+            scored = [_candidate(arm, verdict, load)
+                      for arm, verdict, load in zip(arms, verdicts, loads, strict=True)]
+            # best first; seeded-random among equal scores
+            order = sorted(range(len(scored)), key=lambda i: (-scored[i].final_score, ties[i]))
             # trust tiers: deprecated agents and (exploit-only) untrusted ones move last
-            candidates = self.trust_layer.order(task_type, candidates, self.exploit_only)
-            best = candidates[0]
-            lease = self.acquire(best[3].agent_id) if acquire else None
-        decision = RoutingDecision(  # positional: the fields' order, cheaper than keywords
-            new_decision_id(), task_type, best[3].agent_id, tuple(c[3] for c in candidates),
-            self.strategy.name, now, None, None, False, None, context, lease)
-        # calibrated confidence, tier, abstention; buffered for the decision log (no I/O)
-        return self.trust_layer.decide(decision, [c[4] for c in candidates])
+            ranked = self.trust_layer.admit(task_type, [scored[i] for i in order])
+            lease = self.acquire(ranked[0].agent_id) if acquire else None
+        verdict = self.trust_layer.judge(task_type, ranked)
+        decision = RoutingDecision(
+            decision_id=new_decision_id(), task_type=task_type, agent_id=ranked[0].agent_id,
+            candidates=tuple(ranked), strategy=self.strategy.name, created_at=now,
+            confidence=verdict.confidence, tier=verdict.tier, abstained=verdict.abstained,
+            abstain_reason=verdict.abstain_reason, context=context, lease=lease)
+        # buffered for the decision log (no I/O); an abstention triggers on_abstain
+        self.trust_layer.settle(decision, verdict)
+        return decision
 
     async def aselect(self, task_type: str, *, exclude: Sequence[str] = (),
                       context: Mapping[str, Any] | None = None, acquire: bool = False
                       ) -> RoutingDecision:
         """Async ``select``: pure in-memory work, safe to run on the event loop."""
         return self.select(task_type, exclude=exclude, context=context, acquire=acquire)
+
+    def _arms(self, task_type: str, exclude: Sequence[str], now: datetime
+              ) -> tuple[list[Arm], list[float], int]:
+        """Enabled agents accepting ``task_type`` and not excluded, with their loads, and
+        how many more were skipped at capacity."""
+        if isinstance(exclude, str):
+            raise TypeError("exclude must be a list of agent ids, not a string")
+        arms, loads, full = [], [], 0
+        for spec in self._agents.values():
+            if not (spec.enabled and spec.accepts(task_type)) or spec.id in exclude:
+                continue
+            in_flight = self._in_flight.in_flight(spec.id)
+            if in_flight >= spec.max_concurrent:
+                full += 1
+                continue
+            state = self.book.get(spec.id, task_type)
+            profile = (state.snapshot(now, self.settings) if state is not None
+                       else empty_profile(spec.id, task_type))
+            arms.append(Arm(spec, state, profile))
+            loads.append(in_flight / spec.max_concurrent)
+        return arms, loads, full
 
     # -- outcomes --------------------------------------------------------------------
     def record(self, decision: RoutingDecision | ExecutionRecord | None = None, *,
@@ -310,17 +305,14 @@ class AgentRouter:
             self.trust_layer.prefetch([(rec.agent_id, rec.task_type)])  # first use: 1 read
             seq = self.store.executions.record(rec)
             if seq is not None:
-                self._apply(rec, seq)
+                self._fold([(rec, seq)])
         finally:
             if isinstance(decision, RoutingDecision):
                 decision.release()
         self.trust_layer.maybe_flush()
         return rec
 
-    async def arecord(self, decision: RoutingDecision | ExecutionRecord | None = None,
-                      **fields: Any) -> ExecutionRecord:
-        """Async ``record``: the database write runs in a worker thread."""
-        return await asyncio.to_thread(self.record, decision, **fields)
+    arecord = in_thread(record)
 
     def record_many(self, records: Sequence[ExecutionRecord], *, batch_size: int = 500
                     ) -> int:
@@ -330,38 +322,21 @@ class AgentRouter:
             chunk = records[start:start + batch_size]
             self.trust_layer.prefetch([(r.agent_id, r.task_type) for r in chunk])
             seqs = self.store.executions.record_many(chunk)
-            written += self._apply_many([(rec, seq) for rec, seq in zip(chunk, seqs, strict=True)
-                                         if seq is not None])
+            committed = [(rec, seq) for rec, seq in zip(chunk, seqs, strict=True)
+                         if seq is not None]
+            self._fold(committed)
+            written += len(committed)
             self.trust_layer.maybe_flush()
         return written
 
-    def _apply(self, rec: ExecutionRecord, seq: int) -> None:
-        self._apply_many(((rec, seq),))
+    arecord_many = in_thread(record_many)
 
-    def _apply_many(self, committed: Sequence[tuple[ExecutionRecord, int]]) -> int:
-        """Fold committed records into the book one by one, then into the strategy
-        (``observe_many``: no per-record strategy overhead in a bulk import) and the trust
-        layer in one call each, under one lock round. What reached the book also reaches
-        the strategy and the trust layer, even when a step raises. A strategy without
-        ``observe_many`` observes as each record is applied. Returns how many."""
-        book = self.book
-        observe_many = getattr(self.strategy, "observe_many", None)
-        done = 0
-        with self._lock:
-            try:
-                for rec, seq in committed:
-                    book.apply(rec, seq)
-                    if observe_many is None:
-                        self.strategy.observe(rec, seq, book)
-                    done += 1
-            finally:
-                applied = committed if done == len(committed) else committed[:done]
-                try:
-                    if observe_many is not None and applied:
-                        observe_many(applied, book)
-                finally:
-                    self.trust_layer.observe_many([rec for rec, _ in applied])
-        return done
+    def _fold(self, batch: Sequence[Committed]) -> None:
+        """Fold committed records into every learner, in order, under the router lock."""
+        if batch:
+            with self._lock:
+                for learner in self.learners:
+                    learner.fold(batch)
 
     # -- trust ---------------------------------------------------------------------
     def feedback(self, decision_id: str, approved: bool, comment: str | None = None
@@ -369,30 +344,52 @@ class AgentRouter:
         """A person's verdict on a decision: moves the chosen agent's human score."""
         return self.trust_layer.feedback(decision_id, approved, comment)
 
-    async def afeedback(self, decision_id: str, approved: bool, comment: str | None = None
-                        ) -> TrustScores:
-        """Async ``feedback``: the database write runs in a worker thread."""
-        return await asyncio.to_thread(self.feedback, decision_id, approved, comment)
+    afeedback = in_thread(feedback)
 
     def review(self, agent_id: str, task_type: str, approved: bool,
                comment: str | None = None) -> TrustScores:
         """An explicit review of one (agent, task type) pair."""
         return self.trust_layer.review(agent_id, task_type, approved, comment)
 
+    areview = in_thread(review)
+
     def signal(self, agent_id: str, task_type: str, name: str) -> TrustScores:
         """A named trust signal (``user_accepted``, ``pattern_contradicted``, ...)."""
         return self.trust_layer.signal(agent_id, task_type, name)
+
+    asignal = in_thread(signal)
 
     def trust(self, agent_id: str, task_type: str) -> TrustScores:
         """Frequency, effectiveness and human scores, composite and tier of one pair."""
         return self.trust_layer.trust(agent_id, task_type)
 
+    atrust = in_thread(trust)
+
     def flush(self) -> None:
         """Write buffered decision-log and trust updates now (``close`` also does)."""
         self.trust_layer.flush()
 
+    aflush = in_thread(flush)
+
     def decay(self, *, now: datetime | None = None) -> DecayReport:
-        """The weekly trust lifecycle (see router.lifecycle); idempotent per ISO week."""
+        """The weekly trust lifecycle (see router.trust.lifecycle); idempotent per ISO week."""
         from trustroute.router.trust.lifecycle import run_decay
 
         return run_decay(self, now=now)
+
+    adecay = in_thread(decay)
+
+
+def _candidate(arm: Arm, verdict: ArmScore, load: float) -> CandidateScore:
+    """One candidate: the strategy's verdict, discounted by the agent's load."""
+    score = final = verdict.score
+    reason = verdict.reason
+    if load:
+        final = score / (1.0 + load) if score >= 0 else score * (1.0 + load)
+        reason = f"{reason}; load {load:.2f}"
+    p = arm.profile
+    return CandidateScore(
+        agent_id=arm.agent.id, expertise=p.expertise, confidence=p.confidence,
+        adjusted_score=p.adjusted_score, executions=p.executions_total, load=load,
+        score=score, final_score=final, reason=reason, components=verdict.components,
+        success_probability=verdict.success_probability)

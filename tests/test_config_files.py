@@ -72,7 +72,7 @@ def test_yaml_toml_and_json_mean_the_same_config(tmp_path: Path, name: str) -> N
     writer = config.agents[1]
     assert writer.task_types == ("writing", "support")
     assert (writer.max_concurrent, writer.cost_per_call) == (2, 0.01)
-    settings = config.profiles.settings()
+    settings = config.profiles
     assert settings.confidence_ramp == 10
     assert settings.recency.time_constant_days == 3.5
     assert settings.recency.boost == 2.0

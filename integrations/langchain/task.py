@@ -2,14 +2,14 @@
 
 Every ``record()`` made for one task carries ``{"task_id", "attempt"}`` metadata (one
 uuid per invocation, 1-based attempt): the trust layer counts a contradiction when an
-agent failed and a later attempt on the same task succeeded. Selection waits (briefly,
-polling) when every eligible agent is at capacity, so a large ``abatch`` queues instead
-of failing; any other "no agent" answer is final.
+agent failed and a later attempt on the same task succeeded. Selection waits for a
+released slot (the router's ``wait_for_release``) when every eligible agent is at
+capacity, so a large ``abatch`` queues instead of failing; any other "no agent" answer
+is final.
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -23,7 +23,6 @@ from trustroute.router.errors import AgentAtCapacity, NoAgentAvailable
 from trustroute.router.router import AgentRouter
 
 TaskTypeSpec = str | Callable[[Any], str]
-_POLL_START, _POLL_MAX = 0.001, 0.05
 
 
 def resolve_task_type(spec: TaskTypeSpec, input_: Any) -> str:
@@ -127,27 +126,32 @@ class Selector:
     def next(self, task: RoutedTask) -> RoutingDecision:
         """The next attempt's decision (lease held); raises when there is none."""
         self._check_attempts(task)
-        deadline, pause = self._deadline(), _POLL_START
+        deadline = self._deadline()
         while True:
+            seen = self.router.releases
             try:
                 return task.begin(self.router.select(task.task_type, exclude=tuple(task.errors),
                                                      acquire=True))
             except (NoAgentAvailable, AgentAtCapacity) as exc:
                 if self._give_up(task, exc, deadline):
                     self._no_more(task, exc)
-            time.sleep(pause)
-            pause = min(_POLL_MAX, pause * 2)
+            self.router.wait_for_release(seen, _remaining(deadline))
 
     async def anext(self, task: RoutedTask) -> RoutingDecision:
         """Async ``next``: waits with ``asyncio.sleep``, never blocking the loop."""
         self._check_attempts(task)
-        deadline, pause = self._deadline(), _POLL_START
+        deadline = self._deadline()
         while True:
+            seen = self.router.releases
             try:
                 return task.begin(await self.router.aselect(
                     task.task_type, exclude=tuple(task.errors), acquire=True))
             except (NoAgentAvailable, AgentAtCapacity) as exc:
                 if self._give_up(task, exc, deadline):
                     self._no_more(task, exc)
-            await asyncio.sleep(pause)
-            pause = min(_POLL_MAX, pause * 2)
+            await self.router.await_for_release(seen, _remaining(deadline))
+
+
+def _remaining(deadline: float | None) -> float | None:
+    """Seconds left until ``deadline`` (a ``time.monotonic`` value), never negative."""
+    return None if deadline is None else max(0.0, deadline - time.monotonic())

@@ -9,6 +9,7 @@ from trustroute.profiles.store.errors import (
     StoreUnavailableError,
 )
 from trustroute.profiles.store.location import DEFAULT_STORE_URL, StoreLocation, parse_store_url
+from trustroute.profiles.store.settings import StoreSettings
 from trustroute.profiles.store.store import Store, register_schema
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "StoreError",
     "StoreLocation",
     "StoreLockedError",
+    "StoreSettings",
     "StoreUnavailableError",
     "parse_store_url",
     "register_schema",

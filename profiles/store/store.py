@@ -17,6 +17,7 @@ from trustroute.profiles.store.executions import ExecutionRepository
 from trustroute.profiles.store.location import StoreLocation, parse_store_url
 from trustroute.profiles.store.lock import PathLock
 from trustroute.profiles.store.schema import ensure_schema
+from trustroute.profiles.store.settings import StoreSettings
 
 SCHEMA_PARTS: list[str] = [EXECUTIONS_SCHEMA]
 
@@ -32,17 +33,20 @@ def register_schema(statements: str) -> None:
 class Store:
     """A connected, schema-checked SurrealDB store."""
 
-    def __init__(self, url: str | None = None, *, namespace: str = "trustroute",
-                 database: str = "trustroute", username: str | None = None,
-                 password: str | None = None, window_size: int = 100,
-                 base_dir: Path | None = None, retry_attempts: int = 5,
-                 retry_max_wait_s: float = 2.0) -> None:
-        self.location: StoreLocation = parse_store_url(url, base_dir=base_dir)
+    def __init__(self, url: str | None = None, *, window_size: int = 100,
+                 base_dir: Path | None = None, **options: Any) -> None:
+        """Open ``url`` (default: the embedded store in ``.trustroute/``); ``options``
+        are the other ``StoreSettings`` fields (namespace, credentials, retries).
+        ``window_size`` is the recency window (``profiles.recency.window_size``)."""
+        self.settings = StoreSettings(**options) if url is None else \
+            StoreSettings(url=url, **options)
+        self.location: StoreLocation = parse_store_url(self.settings.url, base_dir=base_dir)
         self._lock = PathLock(self.location.path) if self.location.path else None
-        self.conn = Connection(self.location, namespace=namespace, database=database,
-                               username=username, password=password,
-                               retry_attempts=retry_attempts,
-                               retry_max_wait_s=retry_max_wait_s)
+        s = self.settings
+        self.conn = Connection(self.location, namespace=s.namespace, database=s.database,
+                               username=s.username, password=s.password,
+                               retry_attempts=s.retry_attempts,
+                               retry_max_wait_s=s.retry_max_wait_s)
         if self._lock:
             self._lock.acquire()
         try:

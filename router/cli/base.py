@@ -100,7 +100,7 @@ def load_router_config(config: Path | None, store: str | None) -> RouterConfig:
     else:
         cfg = RouterConfig()
     if store is not None:
-        cfg.store.url = store
+        cfg.store = cfg.store.model_copy(update={"url": store})
     return cfg
 
 

@@ -18,10 +18,11 @@ from pydantic import (
     ValidationError,
     field_validator,
 )
+
 from trustroute.profiles.profile import ProfileSettings
-from trustroute.profiles.recency import RecencySettings
 from trustroute.profiles.store.errors import InvalidStoreURL
 from trustroute.profiles.store.location import parse_store_url
+from trustroute.profiles.store.settings import StoreSettings
 from trustroute.router.agents import AgentSpec
 from trustroute.router.config.loader import ConfigError, describe_validation_error, read_mapping
 from trustroute.router.errors import RouterError
@@ -39,16 +40,6 @@ class Section(BaseModel):
     """Base of every config section: strict about unknown keys."""
 
     model_config = ConfigDict(extra="forbid")
-
-
-class StoreSection(Section):
-    """Where profiles live and how to reach a server."""
-
-    url: str = "surrealkv://.trustroute/db"
-    namespace: str = "trustroute"
-    database: str = "trustroute"
-    username: str | None = None
-    password: str | None = Field(default=None, repr=False)
 
 
 class StrategySection(Section):
@@ -74,33 +65,13 @@ def _default_strategy() -> str:
     return DEFAULT_STRATEGY
 
 
-class RecencySection(Section):
-    """Recency weighting of expertise (reference values by default)."""
-
-    time_constant_days: float = Field(default=7.0, gt=0)
-    boost: float = Field(default=3.0, gt=0)
-    boost_window_days: float = Field(default=7.0, ge=0)
-    window_size: int = Field(default=100, ge=1)
-
-
-class ProfilesSection(Section):
-    """Profile math: the confidence ramp and recency weighting."""
-
-    confidence_ramp: int = Field(default=20, ge=1)
-    recency: RecencySection = Field(default_factory=RecencySection)
-
-    def settings(self) -> ProfileSettings:
-        """As the pure-math settings object."""
-        return ProfileSettings(self.confidence_ramp, RecencySettings(**self.recency.model_dump()))
-
-
 class RouterConfig(Section):
     """A whole router config file."""
 
-    store: StoreSection = Field(default_factory=StoreSection)
+    store: StoreSettings = Field(default_factory=StoreSettings)
     agents: list[AgentSpec] = Field(default_factory=list)
     strategy: StrategySection = Field(default_factory=StrategySection)
-    profiles: ProfilesSection = Field(default_factory=ProfilesSection)
+    profiles: ProfileSettings = Field(default_factory=ProfileSettings)
     seed: int | None = None
     handoff: HandoffSection = Field(default_factory=HandoffSection)
     hooks: list[HookSpec] = Field(default_factory=list)
@@ -153,11 +124,8 @@ class RouterConfig(Section):
             "strategy_params": self.strategy.params,
             "exploit_only": self.strategy.exploit_only,
             "seed": self.seed,
-            "settings": self.profiles.settings(),
-            "store_options": {"namespace": self.store.namespace,
-                              "database": self.store.database,
-                              "username": self.store.username,
-                              "password": self.store.password},
+            "settings": self.profiles,
+            "store_options": self.store.model_dump(exclude={"url"}),
             "trust": self.trust,
             "abstention": self.abstention,
         }
@@ -195,6 +163,6 @@ def load_config(path: str | Path) -> RouterConfig:
     except InvalidStoreURL as exc:
         raise ConfigError(f"{path}: store.url: {exc}") from None
     if location.is_on_disk:
-        config.store.url = location.url
+        config.store = config.store.model_copy(update={"url": location.url})
     config._source = Path(path)
     return config

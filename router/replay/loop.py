@@ -56,7 +56,7 @@ def strategy_router(strategy: str, params: Mapping[str, Any] | None = None,
     chosen) and writing every candidate of every decision would dominate a replay.
     """
     if "trust" not in options:
-        from trustroute.router.trust.layer import TrustOptions
+        from trustroute.router.trust.options import TrustOptions
 
         options["trust"] = TrustOptions(log_decisions=False)
 
