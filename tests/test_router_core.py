@@ -177,3 +177,57 @@ def test_decision_ids_are_unique_and_recorded(router: AgentRouter) -> None:
     assert rec.agent_id == decisions[0].agent_id
     with pytest.raises(ValueError, match="contradicts"):
         router.record(decisions[1], agent_id="zzz", success=True)
+
+
+def test_a_waiter_wakes_when_a_slot_is_released() -> None:
+    import threading
+    import time
+
+    with routed([{"id": "solo", "max_concurrent": 1}]) as r:
+        held = r.select("code", acquire=True)
+        seen = r.releases
+        with pytest.raises(NoAgentAvailable, match="at capacity"):
+            r.select("code", acquire=True)
+        assert r.wait_for_release(seen, timeout=0.05) is False  # nothing released yet
+        timer = threading.Timer(0.05, held.release)
+        timer.start()
+        start = time.monotonic()
+        assert r.wait_for_release(seen, timeout=5.0) is True
+        assert time.monotonic() - start < 2.0
+        assert r.select("code", acquire=True).agent_id == "solo"
+        # a release between reading ``releases`` and waiting is never missed
+        assert r.wait_for_release(seen, timeout=0.0) is True
+
+
+def test_async_waiters_hold_no_thread_and_wake_on_release() -> None:
+    async def scenario() -> list[bool]:
+        with routed([{"id": "solo", "max_concurrent": 1}]) as r:
+            held = r.select("code", acquire=True)
+            seen = r.releases
+            waiters = [asyncio.create_task(r.await_for_release(seen, 5.0)) for _ in range(50)]
+            timeout = await r.await_for_release(seen, 0.01)
+            held.release()
+            return [timeout, *await asyncio.gather(*waiters)]
+
+    results = asyncio.run(scenario())
+    assert results[0] is False and all(results[1:])
+
+
+def test_every_store_method_has_an_async_twin(router: AgentRouter) -> None:
+    async def scenario() -> None:
+        decision = await router.aselect("code")
+        rec = await router.arecord(decision, success=True, quality=0.9)
+        assert rec.agent_id == decision.agent_id
+        assert await router.arecord_many([]) == 0
+        scores = await router.afeedback(decision.decision_id, approved=True)
+        assert scores.human > 0.5
+        await router.areview(decision.agent_id, "code", True)
+        await router.asignal(decision.agent_id, "code", "user_accepted")
+        assert (await router.atrust(decision.agent_id, "code")).tier
+        await router.aflush()
+        await router.arefresh()
+        assert router.profile(decision.agent_id, "code").executions_total == 1
+        assert (await router.adecay()).week
+
+    asyncio.run(scenario())
+    assert router.arecord.__doc__ == "Async ``record`` (runs in a worker thread)."
