@@ -11,7 +11,7 @@ global frame the same way.
 
 For pooling, each agent also keeps its evidence summed across task types (at every
 type's current decay), and the "expected" quality of that evidence under each type's
-baseline; the agent's effect is their difference (see ``thompson``). These sums are
+baseline; the agent's effect is their difference (see ``pooled_posterior``). These sums are
 updated by vectorised deltas when a type's clock ticks: O(agents) numpy work per
 record, O(arms) per decision.
 """
@@ -27,7 +27,7 @@ from trustroute.profiles.book import ProfileBook
 from trustroute.profiles.profile import ProfileState, WindowEntry
 from trustroute.router.strategies.posterior import halving, shrunk_mean
 
-_QUALITY, _SUCCESS, _WEIGHT = 0, 1, 2  # rows of the per-type evidence matrix
+_WEIGHT = 2  # row of the run weights (after quality and success) in the evidence arrays
 _REBASE_EXPONENT = 200.0  # re-base a frame before 2**exponent gets anywhere near overflow
 
 
@@ -169,16 +169,11 @@ class EvidenceLedger:
 
     def add(self, agent_id: str, task_type: str, quality: float, success: bool, seq: int,
             timestamp: float) -> None:
-        """Fold one record in; ``seq`` is its task type's clock value.
-
-        The arithmetic of ``_detach``, update, ``_attach``, with the type's values
-        before and after the record differenced once.
-        """
+        """Fold one record in; ``seq`` is its task type's clock value."""
         i = self._pair(agent_id, task_type)
         te = self._type(task_type, seq - 1)
         self._time_weight(timestamp)  # re-base the wall-time frame first if needed
-        before = te.sums * te.decay
-        baseline_before = te.baseline
+        self._detach(te)
         te.clock = max(te.clock, seq)
         h = self.half_life_executions
         if h is not None and (te.clock - te.ref) / h > _REBASE_EXPONENT:
@@ -186,18 +181,8 @@ class EvidenceLedger:
             te.ref = float(te.clock)
         te.decay = self._exec_decay(te)
         w = self._stored_weight(te, seq, timestamp)
-        column = te.sums[:, i]
-        column[_QUALITY] += quality * w
-        column[_SUCCESS] += float(success) * w
-        column[_WEIGHT] += w
-        after = te.sums * te.decay
-        change = after - before
-        self._agents += change
-        self._overall += change.sum(axis=1)
-        te.baseline = self._type_baseline(te)
-        self._expected += (np.outer(te.baseline, after[_WEIGHT])
-                           - np.outer(baseline_before, before[_WEIGHT]))
-        self.version += 1
+        te.sums[:, i] += (quality * w, float(success) * w, w)
+        self._attach(te)
 
     def replace_pair(self, agent_id: str, task_type: str,
                      entries: Sequence[WindowEntry]) -> None:

@@ -50,7 +50,7 @@ _MAX_BATCH = 64  # most Thompson draws taken at once from an unchanged posterior
 
 @dataclass(slots=True)
 class Posterior:
-    """Posterior of every arm of one decision, as arrays aligned with the arms."""
+    """Posterior of every arm of one decision, aligned with the arms."""
 
     version: int  # the ledger's version it was computed from
     computed_at: float
