@@ -13,13 +13,14 @@ passed in, nothing here touches I/O.
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from trustroute.profiles.recency import RecencySettings, weighted_expertise
+from trustroute.profiles.recency import SECONDS_PER_DAY, RecencySettings, weighted_expertise
 from trustroute.profiles.records import ExecutionRecord
 
 
@@ -66,6 +67,9 @@ class ProfileState:
     cost_count: int = 0
     last_updated: datetime | None = None
     window: deque[WindowEntry] = field(default_factory=deque)
+    # the last snapshot, its settings and until when (POSIX seconds) it stays exact
+    _memo: tuple[ProfileSettings, float, TaskTypeProfile] | None = field(
+        default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.window.maxlen != self.window_size:
@@ -84,6 +88,7 @@ class ProfileState:
         if self.last_updated is None or record.timestamp > self.last_updated:
             self.last_updated = record.timestamp
         self.window.append(WindowEntry(record.timestamp.timestamp(), quality, record.success, seq))
+        self._memo = None
 
     @property
     def avg_cost(self) -> float | None:
@@ -97,7 +102,37 @@ class ProfileState:
                                   now.timestamp(), settings)
 
     def snapshot(self, now: datetime, settings: ProfileSettings) -> TaskTypeProfile:
-        """Immutable view with every derived number computed at ``now``."""
+        """Immutable view with every derived number computed at ``now``.
+
+        Expertise is a ratio of weighted sums whose weights all decay by the same factor
+        as time passes, so it changes only when a record arrives or when an entry's age
+        crosses the boost window. Until then the last snapshot is exact and is returned
+        as it is. (A timestamp in the future has age 0 and does not decay, so while there
+        is one every snapshot is computed afresh.)
+        """
+        stamp = now.timestamp()
+        if self._memo is not None:
+            memo_settings, valid_until, memo = self._memo
+            if memo_settings is settings and stamp < valid_until:
+                return memo
+        snap = self._compute_snapshot(now, settings)
+        self._memo = (settings, self._unchanged_until(stamp, settings.recency), snap)
+        return snap
+
+    def _unchanged_until(self, stamp: float, settings: RecencySettings) -> float:
+        """The first moment after ``stamp`` at which some entry's age crosses the boost
+        window; ``stamp`` itself when an entry lies in the future."""
+        boost_window = settings.boost_window_days * SECONDS_PER_DAY
+        until = math.inf
+        for entry in self.window:
+            if entry.timestamp > stamp:
+                return stamp
+            edge = entry.timestamp + boost_window
+            if stamp < edge < until:
+                until = edge
+        return until
+
+    def _compute_snapshot(self, now: datetime, settings: ProfileSettings) -> TaskTypeProfile:
         n = self.executions_total
         expertise = self.expertise(now, settings.recency)
         confidence = ramp_confidence(n, settings.confidence_ramp)

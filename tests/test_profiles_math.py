@@ -136,3 +136,27 @@ def test_expertise_never_leaves_the_unit_interval() -> None:
         stamps = list(now - rng.uniform(0, 30, n) * SECONDS_PER_DAY)
         assert weighted_expertise([1.0] * n, stamps, now, RecencySettings()) <= 1.0
         assert weighted_expertise([0.0] * n, stamps, now, RecencySettings()) >= 0.0
+
+
+def test_a_reused_snapshot_equals_a_fresh_computation_at_every_moment() -> None:
+    """Snapshots are reused until a record arrives or an entry's age crosses the boost
+    window (or 0, for a future timestamp): at any moment the answer is what a state that
+    never computed one before gives."""
+    rng = np.random.default_rng(7)
+    settings = ProfileSettings()
+    ages = [*rng.uniform(-2.0, 20.0, size=30), 6.999, 7.0, 7.001, -0.001]
+    records = [record(float(rng.uniform()), float(age)) for age in ages]
+    reused = ProfileState("a", "code")
+    for seq, rec in enumerate(records, 1):
+        reused.apply(rec, seq)
+    for hours in sorted(rng.uniform(0.0, 24 * 30, size=200)):
+        moment = NOW + timedelta(hours=float(hours))
+        fresh = ProfileState("a", "code")
+        for seq, rec in enumerate(records, 1):
+            fresh.apply(rec, seq)
+        assert reused.snapshot(moment, settings).expertise == \
+            pytest.approx(fresh.snapshot(moment, settings).expertise, rel=1e-12, abs=1e-15)
+    late = record(0.0, -1.0)
+    reused.apply(late, len(records) + 1)
+    later = NOW + timedelta(days=31)
+    assert reused.snapshot(later, settings).executions_total == len(records) + 1
