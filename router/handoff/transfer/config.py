@@ -12,22 +12,27 @@ unknown key is an error. Example::
 
 Each kind is a model of its entry's keys with a ``build()`` that makes the hook. The
 webhook and logging entries are those hooks' own settings models plus the ``type`` tag,
-so every default is written once, beside its hook. The ``langgraph`` kind builds
-``LangGraphInterruptHook``, which lives in ``trustroute.integrations`` because it needs
-LangGraph; router/ never imports integrations/, so the kind names its factory by dotted
-path (``LANGGRAPH_HOOK``) and imports it on first use, the way a ``callable`` entry
-names its function.
+so every default is written once, beside its hook.
+
+The ``langgraph`` kind builds ``LangGraphInterruptHook``, which lives in integrations/
+because it is LangGraph glue, and router/ never imports integrations/ (not even by
+name). So the kind's factory is found the way Python finds plugins: the package declares
+it as the entry point ``langgraph`` of the group ``trustroute.hook_kinds`` (pyproject.toml),
+and ``build()`` loads it from the installed metadata on first use. A package of your own
+can provide a factory the same way; the kind itself is still declared here, so a config
+file is checked before anything is loaded.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from trustroute.router.handoff.settings import HandoffSection
-from trustroute.router.handoff.transfer.callable_hook import CallableHook, import_target
+from trustroute.router.handoff.transfer.callable_hook import CallableHook
 from trustroute.router.handoff.transfer.dispatcher import TransferDispatcher
 from trustroute.router.handoff.transfer.hook import hook_name
 from trustroute.router.handoff.transfer.logging_hook import LoggingHook, LoggingSettings
@@ -36,7 +41,18 @@ from trustroute.router.handoff.transfer.webhook import WebhookHook, WebhookSetti
 if TYPE_CHECKING:
     from trustroute.profiles.store import Store
 
-LANGGRAPH_HOOK = "trustroute.integrations.langgraph:LangGraphInterruptHook"
+HOOK_KINDS = "trustroute.hook_kinds"  # entry-point group: hook kinds built outside router/
+
+
+def installed_hook_kind(kind: str) -> Callable[..., Any]:
+    """The factory an installed package declares for hook kind ``kind``."""
+    found = entry_points(group=HOOK_KINDS, name=kind)
+    if not found:
+        raise ValueError(
+            f"hooks: no installed package provides the hook kind {kind!r} (entry point "
+            f"{kind!r} in the group {HOOK_KINDS!r}); reinstall trustroute"
+        )
+    return next(iter(found)).load()
 
 
 class CallableHookSpec(BaseModel):
@@ -82,8 +98,9 @@ class LangGraphHookSpec(BaseModel):
     name: str | None = None  # None: the hook's own default
 
     def build(self) -> Any:
-        """The hook this entry describes (its factory imported now, by dotted path)."""
-        return import_target(LANGGRAPH_HOOK)(**self.model_dump(exclude={"type"}, exclude_none=True))
+        """The hook this entry describes (its factory loaded now, from the entry point)."""
+        factory = installed_hook_kind(self.type)
+        return factory(**self.model_dump(exclude={"type"}, exclude_none=True))
 
 
 HookSpec = Annotated[
