@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from trustroute.profiles.profile import TaskTypeProfile
     from trustroute.router.load import Lease
+    from trustroute.router.strategies.base import ArmScore
 
 
 def new_decision_id() -> str:
@@ -20,26 +22,73 @@ def new_decision_id() -> str:
     return str(uuid.uuid4())
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class CandidateScore:
-    """One candidate's score components, best explained by ``reason``.
+    """One candidate: what is known of it, its scores, and why.
 
-    ``score`` is the strategy's; ``final_score`` is after load balancing;
-    ``success_probability`` is the strategy's estimate that the agent succeeds (None
-    when it has none), which the trust layer calibrates into the decision's confidence.
+    ``profile`` is the pair's learning profile when the decision was made; ``score`` is
+    the strategy's, ``final_score`` the same after load balancing. ``verdict`` is what
+    the strategy said (its reason, components and success probability); ``note`` is what
+    the trust policy adds (why a candidate was moved last). Treat it as read-only.
     """
 
     agent_id: str
-    expertise: float
-    confidence: float
-    adjusted_score: float
-    executions: int
+    profile: TaskTypeProfile
     load: float
     score: float
     final_score: float
-    reason: str
-    components: Mapping[str, float] = field(default_factory=dict)
-    success_probability: float | None = None
+    verdict: ArmScore | None = field(default=None, repr=False, compare=False)
+    note: str | None = None
+
+    @property
+    def expertise(self) -> float:
+        """The pair's recency-weighted mean quality."""
+        return self.profile.expertise
+
+    @property
+    def confidence(self) -> float:
+        """``min(1, executions / ramp)``."""
+        return self.profile.confidence
+
+    @property
+    def adjusted_score(self) -> float:
+        """``expertise x confidence``."""
+        return self.profile.adjusted_score
+
+    @property
+    def executions(self) -> int:
+        """Executions recorded for the pair."""
+        return self.profile.executions_total
+
+    @property
+    def success_probability(self) -> float | None:
+        """The strategy's estimate that this agent succeeds (None when it has none),
+        which the trust layer calibrates into the decision's confidence."""
+        return self.verdict.success_probability if self.verdict is not None else None
+
+    @property
+    def reason(self) -> str:
+        """One line: the trust policy's note, the strategy's reason, and the load."""
+        parts = [self.note] if self.note else []
+        if self.verdict is not None:
+            parts.append(self.verdict.reason)
+        if self.load:
+            parts.append(f"load {self.load:.2f}")
+        return "; ".join(parts)
+
+    @property
+    def components(self) -> Mapping[str, float]:
+        """The numbers behind the strategy's score."""
+        return self.verdict.components if self.verdict is not None else {}
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {"agent_id": self.agent_id, "expertise": self.expertise,
+                "confidence": self.confidence, "adjusted_score": self.adjusted_score,
+                "executions": self.executions, "load": self.load, "score": self.score,
+                "final_score": self.final_score,
+                "success_probability": self.success_probability, "reason": self.reason,
+                "components": dict(self.components)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +144,5 @@ class RoutingDecision:
             "tier": self.tier,
             "abstained": self.abstained,
             "abstain_reason": self.abstain_reason,
-            "candidates": [
-                {**asdict(c), "components": dict(c.components)} for c in self.candidates
-            ],
+            "candidates": [c.as_dict() for c in self.candidates],
         }

@@ -33,7 +33,6 @@ from trustroute.router.recording import build_record
 from trustroute.router.strategies import (
     DEFAULT_STRATEGY,
     Arm,
-    ArmScore,
     Strategy,
     StrategyContext,
     make_strategy,
@@ -237,10 +236,13 @@ class AgentRouter:
                                   exploit_only=self.exploit_only)
             verdicts = self.strategy.score(arms, ctx)
             ties = self._rng.random(len(arms))
-            scored = [_candidate(arm, verdict, load)
+            scored = [CandidateScore(agent_id=arm.agent.id, profile=arm.profile, load=load,
+                                     score=verdict.score, verdict=verdict,
+                                     final_score=_discounted(verdict.score, load) if load
+                                     else verdict.score)
                       for arm, verdict, load in zip(arms, verdicts, loads, strict=True)]
             # best first; seeded-random among equal scores
-            order = sorted(range(len(scored)), key=lambda i: (-scored[i].final_score, ties[i]))
+            order = np.lexsort((ties, [-c.final_score for c in scored]))
             # trust tiers: deprecated agents and (exploit-only) untrusted ones move last
             ranked = self.trust_layer.admit(task_type, [scored[i] for i in order])
             lease = self.acquire(ranked[0].agent_id) if acquire else None
@@ -267,18 +269,19 @@ class AgentRouter:
         if isinstance(exclude, str):
             raise TypeError("exclude must be a list of agent ids, not a string")
         arms, loads, full = [], [], 0
+        in_flight = self._in_flight.counts
         for spec in self._agents.values():
             if not (spec.enabled and spec.accepts(task_type)) or spec.id in exclude:
                 continue
-            in_flight = self._in_flight.in_flight(spec.id)
-            if in_flight >= spec.max_concurrent:
+            running = in_flight.get(spec.id, 0)
+            if running >= spec.max_concurrent:
                 full += 1
                 continue
             state = self.book.get(spec.id, task_type)
             profile = (state.snapshot(now, self.settings) if state is not None
                        else empty_profile(spec.id, task_type))
             arms.append(Arm(spec, state, profile))
-            loads.append(in_flight / spec.max_concurrent)
+            loads.append(running / spec.max_concurrent)
         return arms, loads, full
 
     # -- outcomes --------------------------------------------------------------------
@@ -380,16 +383,7 @@ class AgentRouter:
     adecay = in_thread(decay)
 
 
-def _candidate(arm: Arm, verdict: ArmScore, load: float) -> CandidateScore:
-    """One candidate: the strategy's verdict, discounted by the agent's load."""
-    score = final = verdict.score
-    reason = verdict.reason
-    if load:
-        final = score / (1.0 + load) if score >= 0 else score * (1.0 + load)
-        reason = f"{reason}; load {load:.2f}"
-    p = arm.profile
-    return CandidateScore(
-        agent_id=arm.agent.id, expertise=p.expertise, confidence=p.confidence,
-        adjusted_score=p.adjusted_score, executions=p.executions_total, load=load,
-        score=score, final_score=final, reason=reason, components=verdict.components,
-        success_probability=verdict.success_probability)
+def _discounted(score: float, load: float) -> float:
+    """A score discounted by the agent's load (``in_flight / max_concurrent``): halved at
+    full load for a positive score, doubled in magnitude for a negative one."""
+    return score / (1.0 + load) if score >= 0 else score * (1.0 + load)

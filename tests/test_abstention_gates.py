@@ -6,10 +6,12 @@ import threading
 
 import pytest
 
+from trustroute.profiles.profile import TaskTypeProfile
 from trustroute.router import AgentRouter
 from trustroute.router.config import RouterConfig
 from trustroute.router.decision import CandidateScore
 from trustroute.router.handoff.transfer import CallableHook, TransferDispatcher, TransferRequest
+from trustroute.router.strategies import ArmScore
 from trustroute.router.trust.abstention import (
     Abstained,
     AbstentionPolicy,
@@ -22,9 +24,10 @@ from trustroute.router.trust.abstention import (
 
 
 def _cand(agent_id: str, executions: int, probability: float | None) -> CandidateScore:
-    return CandidateScore(agent_id=agent_id, expertise=0.0, confidence=0.0,
-                          adjusted_score=0.0, executions=executions, load=0.0, score=0.0,
-                          final_score=0.0, reason="", success_probability=probability)
+    profile = TaskTypeProfile(agent_id=agent_id, task_type="code",
+                              executions_total=executions)
+    return CandidateScore(agent_id=agent_id, profile=profile, load=0.0, score=0.0,
+                          final_score=0.0, verdict=ArmScore(0.0, success_probability=probability))
 
 
 def _view(probs: list[float | None], executions: list[int]) -> GateView:

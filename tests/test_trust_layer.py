@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from trustroute.profiles.profile import TaskTypeProfile
 from trustroute.profiles.records import ExecutionRecord
 from trustroute.profiles.store import Store
 from trustroute.profiles.store.decisions import DecisionRepository
@@ -16,6 +17,7 @@ from trustroute.router.config import ConfigError, RouterConfig, load_config
 from trustroute.router.decision import CandidateScore, RoutingDecision, new_decision_id
 from trustroute.router.errors import NoAgentAvailable
 from trustroute.router.learner import Learner
+from trustroute.router.strategies import ArmScore
 from trustroute.router.trust.abstention import Abstained, AbstentionPolicy, SparseEvidence
 from trustroute.router.trust.layer import TrustLayer
 from trustroute.router.trust.options import ConfidenceTiers, TrustOptions
@@ -33,9 +35,11 @@ def store() -> Iterator[Store]:
 
 def _cand(agent_id: str, probability: float | None, executions: int = 0,
           reason: str = "ranked") -> CandidateScore:
-    return CandidateScore(agent_id=agent_id, expertise=0.0, confidence=0.0,
-                          adjusted_score=0.0, executions=executions, load=0.0, score=0.0,
-                          final_score=0.0, reason=reason, success_probability=probability)
+    profile = TaskTypeProfile(agent_id=agent_id, task_type="code",
+                              executions_total=executions)
+    return CandidateScore(agent_id=agent_id, profile=profile, load=0.0, score=0.0,
+                          final_score=0.0,
+                          verdict=ArmScore(0.0, reason, success_probability=probability))
 
 
 def _decide(layer: TrustLayer, ranked: list[CandidateScore]) -> RoutingDecision:

@@ -8,10 +8,10 @@ eligibility, load balancing, ranking, tie-breaking.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -21,9 +21,9 @@ from trustroute.profiles.records import ExecutionRecord
 from trustroute.router.agents import AgentSpec
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Arm:
-    """One eligible agent for this decision, with what is known about it."""
+    """One eligible agent for this decision, with what is known about it (read-only)."""
 
     agent: AgentSpec
     state: ProfileState | None
@@ -47,18 +47,53 @@ class StrategyContext:
     exploit_only: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+#: A reason (one line) and the numbers behind a score.
+Explanation = tuple[str, Mapping[str, float]]
+
+
 class ArmScore:
     """A strategy's verdict on one arm: higher ``score`` is better.
 
     ``success_probability`` is the strategy's estimate that the arm succeeds (feeds the
-    decision's confidence); ``components`` are the numbers that explain the score.
+    decision's confidence). ``reason`` and ``components`` explain the score: pass them
+    ready-made, or pass ``explain`` and ``key`` to have ``explain(key)`` build both when
+    first read (one explainer serves every arm of a decision, keyed by arm). Most
+    decisions are never read by a person, and formatting a reason for every arm of every
+    decision would cost more than choosing among them.
     """
 
-    score: float
-    reason: str
-    success_probability: float | None = None
-    components: Mapping[str, float] = field(default_factory=dict)
+    __slots__ = ("_explain", "_explanation", "_key", "score", "success_probability")
+
+    def __init__(self, score: float, reason: str = "",
+                 success_probability: float | None = None,
+                 components: Mapping[str, float] | None = None, *,
+                 explain: Callable[[Any], Explanation] | None = None, key: Any = None) -> None:
+        self.score = score
+        self.success_probability = success_probability
+        self._explain, self._key = explain, key
+        self._explanation = None if explain else (reason, components or {})
+
+    @property
+    def explanation(self) -> Explanation:
+        """``(reason, components)``: as given, or ``explain(key)`` on first read."""
+        if self._explanation is None:
+            assert self._explain is not None  # set in __init__ otherwise
+            self._explanation = self._explain(self._key)
+        return self._explanation
+
+    @property
+    def reason(self) -> str:
+        """One line that explains the score."""
+        return self.explanation[0]
+
+    @property
+    def components(self) -> Mapping[str, float]:
+        """The numbers that explain the score."""
+        return self.explanation[1]
+
+    def __repr__(self) -> str:
+        return (f"ArmScore(score={self.score!r}, reason={self.reason!r}, "
+                f"success_probability={self.success_probability!r})")
 
 
 @runtime_checkable

@@ -5,7 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from trustroute.profiles.profile import TaskTypeProfile
-from trustroute.router.strategies.base import Arm, ArmScore, StatelessStrategy, StrategyContext
+from trustroute.router.strategies.base import (
+    Arm,
+    ArmScore,
+    Explanation,
+    StatelessStrategy,
+    StrategyContext,
+)
 
 
 class ConfidenceWeighted(StatelessStrategy):
@@ -22,6 +28,12 @@ def verdict(p: TaskTypeProfile) -> ArmScore:
     """Score and one-line reason of one profile."""
     if p.executions_total == 0:
         return ArmScore(score=p.adjusted_score, reason="no executions yet: adjusted score 0")
-    reason = (f"expertise {p.expertise:.2f} x confidence {p.confidence:.2f} "
-              f"({p.executions_total} runs) = {p.adjusted_score:.3f}")
-    return ArmScore(score=p.adjusted_score, reason=reason, success_probability=p.expertise)
+
+    return ArmScore(score=p.adjusted_score, success_probability=p.expertise, explain=explain,
+                    key=p)
+
+
+def explain(p: TaskTypeProfile) -> Explanation:
+    """The reason of one profile's score."""
+    return (f"expertise {p.expertise:.2f} x confidence {p.confidence:.2f} "
+            f"({p.executions_total} runs) = {p.adjusted_score:.3f}"), {}

@@ -31,7 +31,7 @@ import numpy as np
 from trustroute.profiles.book import ProfileBook
 from trustroute.profiles.records import ExecutionRecord
 from trustroute.router.stats import wilson_lower_bound
-from trustroute.router.strategies.base import Arm, ArmScore, StrategyContext
+from trustroute.router.strategies.base import Arm, ArmScore, Explanation, StrategyContext
 from trustroute.router.strategies.change_monitor import ChangeMonitor, DetectedChange
 from trustroute.router.strategies.evidence import EvidenceLedger
 from trustroute.router.strategies.params import PosteriorParams
@@ -267,13 +267,15 @@ class PooledPosterior:
         ``values`` lie in [0, 1]; ``component`` names them in the components
         (``sample``, ``lower_bound`` or ``random_order``).
         """
-        out = []
-        for i, value in enumerate(values.tolist()):
-            score, reason = value, f"{label} {value:.2f}; {post.explained[i]}"
-            if post.penalties is not None:  # every arm's reason names the penalty, zero or not
-                score = value - post.penalties[i]
+        drawn = values.tolist()
+        scores = drawn if post.penalties is None else \
+            [value - penalty for value, penalty in zip(drawn, post.penalties, strict=True)]
+
+        def explain(i: int) -> Explanation:
+            reason = f"{label} {drawn[i]:.2f}; {post.explained[i]}"
+            if post.penalties is not None:  # every arm names the penalty, zero or not
                 reason += f"; cost/latency penalty {post.penalties[i]:.3f}"
-            out.append(ArmScore(
-                score=score, reason=reason, success_probability=post.success[i],
-                components={**post.components[i], component: value, "objective": score}))
-        return out
+            return reason, {**post.components[i], component: drawn[i], "objective": scores[i]}
+
+        return [ArmScore(score, success_probability=post.success[i], explain=explain, key=i)
+                for i, score in enumerate(scores)]

@@ -55,6 +55,6 @@ class TierPolicy(Settings):
             raise NoAgentAvailable(task_type, f"all {len(ranked)} eligible agent(s) are in "
                                               "the deprecated trust tier")
         kept = [c for c, w in zip(ranked, why, strict=True) if w is None]
-        moved = [replace(c, reason=f"{w}; {c.reason}")
+        moved = [replace(c, note=w)
                  for c, w in zip(ranked, why, strict=True) if w is not None]
         return kept + moved
