@@ -44,6 +44,7 @@ from langchain_core.runnables import RunnableLambda
 from langchain_core.runnables.router import RouterRunnable
 from rich.console import Console
 from rich.table import Table
+
 from trustroute.profiles import ExecutionRecord
 from trustroute.profiles.store.executions import SCHEMA as EXECUTIONS_SCHEMA
 from trustroute.router import AgentRouter

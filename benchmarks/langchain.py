@@ -22,6 +22,7 @@ from typing import Any
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.runnables import RunnableLambda
 from langchain_core.runnables.router import RouterRunnable
+
 from trustroute.integrations.langchain import RoutedRunnable
 from trustroute.router import AgentRouter
 from trustroute.router.trace import NoveltyCache, ReasoningTrace, evaluate_value

@@ -25,8 +25,9 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import Runnable, RunnableBranch, RunnableLambda
 from rich.console import Console
 from rich.table import Table
+
+from trustroute import AgentRouter
 from trustroute.integrations.langchain import RoutedRunnable
-from trustroute.router import AgentRouter
 
 PROMPT = ChatPromptTemplate.from_messages([("human", "{question}")])
 

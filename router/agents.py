@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
 from trustroute.profiles.records import check_identifier
 
 ANY_TASK = "*"

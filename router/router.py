@@ -242,7 +242,7 @@ class AgentRouter:
                                      else verdict.score)
                       for arm, verdict, load in zip(arms, verdicts, loads, strict=True)]
             # best first; seeded-random among equal scores
-            order = np.lexsort((ties, [-c.final_score for c in scored]))
+            order = np.lexsort((ties, np.array([-c.final_score for c in scored])))
             # trust tiers: deprecated agents and (exploit-only) untrusted ones move last
             ranked = self.trust_layer.admit(task_type, [scored[i] for i in order])
             lease = self.acquire(ranked[0].agent_id) if acquire else None

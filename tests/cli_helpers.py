@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+
 from trustroute.router.cli.app import main
 
 

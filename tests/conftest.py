@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from trustroute.router import AgentRouter
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"

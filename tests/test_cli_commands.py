@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import run
+
 from trustroute.profiles.store import Store
 from trustroute.profiles.store.decisions import DecisionRepository
 from trustroute.router import AgentRouter

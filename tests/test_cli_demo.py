@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import run
+
 from trustroute.router import AgentRouter
 from trustroute.router.demo import DEFAULT_WORKLOAD
 from trustroute.router.strategies import DEFAULT_STRATEGY

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import run
+
 from trustroute.router import AgentRouter
 from trustroute.router.cli.execution_file import ExecutionFileError, read_executions
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from trustroute.router.config import ConfigError, RouterConfig, load_config
 from trustroute.router.config.loader import read_mapping
 

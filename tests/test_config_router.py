@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from trustroute.router import AgentRouter, NoAgentAvailable
 from trustroute.router.config import ConfigError, load_config
 from trustroute.router.config.example import EXAMPLE_CONFIG

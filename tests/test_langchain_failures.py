@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from langchain_core.runnables import RunnableGenerator, RunnableLambda
 from langchain_helpers import RunLog, executions, failing, prefer, tagged, word_stream
+
 from trustroute.integrations.langchain import AllAgentsFailed, RoutedRunnable
 from trustroute.router import AgentRouter
 

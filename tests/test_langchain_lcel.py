@@ -12,6 +12,7 @@ from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langchain_helpers import RunLog, chat, executions, failing, prefer, tagged
+
 from trustroute.integrations.langchain import AllAgentsFailed, RoutedRunnable
 from trustroute.router import AgentRouter
 

@@ -11,6 +11,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk
 from langchain_core.runnables import Runnable, RunnableLambda
 from langchain_core.runnables.base import RunnableSerializable
 from langchain_helpers import chat, executions, prefer, tagged, word_stream
+
 from trustroute.integrations.langchain import AgentsMismatch, RoutedRunnable, TaskTypeError
 from trustroute.router import AgentRouter
 

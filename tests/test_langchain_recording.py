@@ -13,6 +13,7 @@ from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableLambda
 from langchain_helpers import chat, executions, prefer, tagged
+
 from trustroute.integrations.langchain import RoutedRunnable
 from trustroute.router import AgentRouter
 

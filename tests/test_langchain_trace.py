@@ -12,6 +12,7 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.tools import ToolException, tool
 from langchain_helpers import executions, failing, prefer
+
 from trustroute.integrations.langchain import RoutedRunnable, TraceCollector
 from trustroute.router import AgentRouter
 from trustroute.router.trace import NoveltyCache, evaluate_value

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 from pydantic import ValidationError
+
 from trustroute.profiles import ExecutionRecord
 
 

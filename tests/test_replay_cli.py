@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from trustroute.router.cli.app import main
 from trustroute.router.replay import load_outcomes, outcomes_from_rows, replay
 

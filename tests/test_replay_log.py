@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from trustroute.router.replay import OutcomeLogError, load_outcomes, outcomes_from_rows
 
 

@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Iterator
 
 import pytest
+
 from trustroute.router import AgentAtCapacity, AgentRouter, AgentSpec, NoAgentAvailable
 from trustroute.router.agents import AgentLike
 

@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
+
 from trustroute.router.row_files import Row, RowFileError, csv_rows, jsonl_rows
 
 

@@ -10,6 +10,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+
 from trustroute.profiles.store import SchemaVersionError, Store, StoreLockedError, parse_store_url
 from trustroute.profiles.store.connection import Connection
 from trustroute.profiles.store.lock import PathLock

@@ -6,6 +6,7 @@ import threading
 from datetime import UTC, datetime, timedelta
 
 import pytest
+
 from trustroute.profiles import ExecutionRecord, ProfileSettings, RecencySettings
 from trustroute.profiles.store import QueryFailed, Store
 from trustroute.profiles.store.window_format import parse_window, window_entry

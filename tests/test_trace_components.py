@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from pydantic import ValidationError
+
 from trustroute.router.trace import (
     ReasoningTrace,
     TraceStep,

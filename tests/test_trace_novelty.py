@@ -7,6 +7,7 @@ import math
 
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
+
 from trustroute.router.trace import NoveltyCache, ReasoningTrace, evaluate_value, novelty
 
 

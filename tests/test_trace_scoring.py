@@ -7,6 +7,7 @@ Expected values are worked out by hand from the formulas in profiles/trace (nove
 from __future__ import annotations
 
 import pytest
+
 from trustroute.router.trace import (
     DEFAULT_WEIGHTS,
     DOMAIN_WEIGHTS,

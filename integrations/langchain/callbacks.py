@@ -29,6 +29,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
 from langchain_core.messages import ToolMessage
 from langchain_core.outputs import LLMResult
+
 from trustroute.router.trace import DEFAULT_DOMAIN, ReasoningTrace, TraceOutcome, TraceStep
 
 MAX_STEP_CHARS = 2000  # a step's content is evidence, not an archive

@@ -19,6 +19,7 @@ from typing import Any
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import LLMResult
+
 from trustroute.integrations.langchain.callbacks import MAX_STEP_CHARS, TraceCollector
 from trustroute.integrations.langchain.task import RoutedTask
 from trustroute.profiles.records import ExecutionRecord

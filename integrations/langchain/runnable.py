@@ -42,6 +42,7 @@ from langchain_core.runnables import (
 from langchain_core.runnables.base import coerce_to_runnable
 from langchain_core.runnables.utils import ConfigurableFieldSpec, get_unique_config_specs
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator
+
 from trustroute.integrations.langchain.errors import AgentsMismatch
 from trustroute.integrations.langchain.recording import (
     OutcomeRecorder,

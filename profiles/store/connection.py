@@ -22,6 +22,7 @@ from tenacity import (
     stop_after_attempt,
     wait_exponential,
 )
+
 from trustroute.profiles.store.errors import StoreError, StoreUnavailableError
 from trustroute.profiles.store.location import StoreLocation
 

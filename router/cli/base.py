@@ -12,6 +12,7 @@ import click
 from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
+
 from trustroute.profiles.store import StoreError
 from trustroute.router.config import ConfigError, RouterConfig, load_config
 from trustroute.router.config.loader import describe_problem

@@ -13,6 +13,7 @@ from typing import Any
 import click
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
 from trustroute.router.cli.base import (
     cli,
     console,

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
+
 from trustroute.profiles.records import ExecutionRecord
 from trustroute.router.row_files import RowFileError, csv_rows, jsonl_rows
 

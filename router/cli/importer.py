@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
 from trustroute.router.cli.base import (
     cli,
     console,

@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 from rich.markup import escape
+
 from trustroute.profiles.records import ExecutionRecord
 from trustroute.router.cli.base import (
     cli,

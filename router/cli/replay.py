@@ -10,6 +10,7 @@ import yaml
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
+
 from trustroute.router.cli.base import CliError, cli, console, err_console, json_option, print_json
 from trustroute.router.replay import ReplayReport, load_outcomes, replay, total_steps
 from trustroute.router.strategies import DEFAULT_STRATEGY, available_strategies

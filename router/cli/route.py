@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 from rich.markup import escape
+
 from trustroute.router.cli.base import (
     CliError,
     cli,

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from rich import box
 from rich.markup import escape
 from rich.table import Table
+
 from trustroute.profiles.profile import TaskTypeProfile
 from trustroute.router.decision import RoutingDecision
 from trustroute.router.demo.summary import LeaderboardRow, Preference

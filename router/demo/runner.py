@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
+
 from trustroute.profiles.profile import TaskTypeProfile
 from trustroute.router.demo.workload import Workload
 from trustroute.router.router import AgentRouter

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
+
 from trustroute.router.demo.runner import DemoRun, TaskResult
 
 SEGMENTS = 4  # the learning curve: expected quality per quarter of the run

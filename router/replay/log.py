@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
 from trustroute.router.row_files import RowFileError, csv_rows, jsonl_rows
 
 REQUIRED_COLUMNS = ("agent", "task_type", "task", "quality")

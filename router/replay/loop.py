@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
 from trustroute.router.decision import RoutingDecision
 from trustroute.router.replay.plan import RunPlan
 from trustroute.router.router import AgentRouter

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
+
 from trustroute.router.trace.model import ReasoningTrace
 
 NEUTRAL_NOVELTY = 0.5

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import to_jsonable_python
+
 from trustroute.profiles.records import check_identifier, utc_now
 
 if TYPE_CHECKING:
