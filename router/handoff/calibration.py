@@ -23,25 +23,20 @@ confidence above it: the widest margin the sample allows.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from functools import reduce
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from trustroute.router.handoff.settings import RetrievalConfidenceConfig
-from trustroute.router.stats import binomial_cdf
+from trustroute.router.stats import auroc, binomial_cdf
 
 MAX_CANDIDATES = 512  # score thresholds tried; quantile-spaced when the sample is larger
 
-
-@dataclass(frozen=True, slots=True)
-class ThresholdChoice:
-    """What the search chose, and the rank behind the recall point."""
-
-    score_threshold: float
-    confidence_low_threshold: float
-    required_transfers: int
-    guarantee_met: bool
+Floats = NDArray[np.float64]
+Flags = NDArray[np.bool_]
+Example = tuple[list[float], bool, float | None]  # (scores, needs_human, evidence_tokens)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,101 +99,121 @@ def rank_is_guaranteed(positives: int, target_recall: float, recall_confidence: 
 
 
 def confidences(
-    max_scores: NDArray[np.float64],
-    hits: NDArray[np.float64],
-    score_threshold: float,
-    config: RetrievalConfidenceConfig,
-) -> NDArray[np.float64]:
-    """The reference confidence of each example (vectorised; no factors, no tokens)."""
-    insufficient = (hits < config.min_hits) | (max_scores < score_threshold)
-    raw = (
-        config.score_weight * max_scores
-        + config.hits_weight * np.minimum(1.0, hits / config.hits_saturation)
-        - config.insufficient_penalty * insufficient
-    )
-    return np.clip(raw, 0.0, 1.0)
+    config: RetrievalConfidenceConfig, max_scores: Floats, hits: Floats, tokens: Any = None
+) -> tuple[Floats, Flags]:
+    """What ``evaluate`` gives each example (no additional factors): its confidence, and
+    whether its retrieval is insufficient. Examples without hits get the no-retrieval
+    confidence."""
+    insufficient = reduce(np.logical_or, config.insufficiencies(max_scores, hits, tokens).values())
+    conf = np.clip(config.terms(max_scores, hits, insufficient)["raw"], 0.0, 1.0)
+    return np.where(hits > 0, conf, config.no_retrieval_confidence), insufficient
 
 
-def _score_cut(max_scores: NDArray[np.float64], needs: NDArray[np.bool_], k: int) -> float:
-    """Midway between the k-th lowest needs-human best score and the next score above."""
-    kth = float(np.sort(max_scores[needs])[k - 1])
-    above = max_scores[max_scores > kth]
-    return (kth + float(above.min())) / 2.0 if above.size else kth + 1e-6
+def _midway(values: Floats, needs: Flags, k: int, step: float, ceiling: float) -> float:
+    """Midway between the k-th lowest needs-human value and the next value above it."""
+    kth = float(np.sort(values[needs])[k - 1])
+    above = values[values > kth]
+    return (kth + float(above.min())) / 2.0 if above.size else min(ceiling, kth + step)
 
 
-def _candidate_thresholds(
-    max_scores: NDArray[np.float64], start: float, extra: list[float]
-) -> NDArray[np.float64]:
+def _candidate_thresholds(max_scores: Floats, extra: list[float]) -> Floats:
     values = np.unique(max_scores)
     if values.size == 0:
-        return np.array([start, *extra])
+        return np.array(extra)
     mids = (values[:-1] + values[1:]) / 2.0
     cands = np.concatenate(([values[0] - 1e-6], mids, [values[-1] + 1e-6]))
     if cands.size > MAX_CANDIDATES:
         idx = np.unique(np.linspace(0, cands.size - 1, MAX_CANDIDATES).round().astype(int))
         cands = cands[idx]
-    return np.unique(np.concatenate((cands, [start, *extra])))
-
-
-def _low_threshold(conf: NDArray[np.float64], needs: NDArray[np.bool_], k: int) -> float:
-    """Midway between the k-th lowest needs-human confidence and the next value above."""
-    if k <= 0:
-        return 0.0
-    kth = float(np.sort(conf[needs])[k - 1])
-    above = conf[conf > kth]
-    if above.size == 0:
-        return min(1.0, kth + 1e-9) if kth < 1.0 else 1.0
-    return (kth + float(above.min())) / 2.0
+    return np.unique(np.concatenate((cands, extra)))
 
 
 def search_thresholds(
-    max_scores: NDArray[np.float64],
-    hits: NDArray[np.float64],
-    needs_human: NDArray[np.bool_],
-    *,
-    config: RetrievalConfidenceConfig,
-    target_recall: float,
-    recall_confidence: float,
-    always_transfer: int = 0,
-) -> ThresholdChoice:
-    """Choose (score_threshold, confidence_low_threshold) for examples with retrieval.
+    config: RetrievalConfidenceConfig, max_scores: Floats, hits: Floats, needs: Flags, k: int
+) -> tuple[float, float]:
+    """(score_threshold, confidence_low_threshold) transferring the ``k`` lowest
+    needs-human examples (all with retrieval) and as few covered ones as possible.
 
     ``config`` holds the formula's constants (kept) and the starting ``score_threshold``
-    (ties go to the threshold nearest it). ``always_transfer`` counts needs-human
-    examples without any retrieval: they transfer whatever the thresholds, and count
-    towards the required recall.
+    (ties go to the threshold nearest it).
     """
-    positives = int(needs_human.sum()) + always_transfer
-    k_total = required_rank(positives, target_recall, recall_confidence)
-    guaranteed = rank_is_guaranteed(positives, target_recall, recall_confidence)
-    k = max(0, k_total - always_transfer)
-    covered = ~needs_human
-    best: tuple[tuple[float, ...], float, float] | None = None
+    start = config.score_threshold
     # the cut on the best score alone is optimal when every example has the same number
     # of hits (the usual top-k retrieval), so it is always among the candidates
-    extra = [_score_cut(max_scores, needs_human, k)] if k > 0 else []
-    start_threshold = config.score_threshold
-    for threshold in _candidate_thresholds(max_scores, start_threshold, extra):
-        conf = confidences(max_scores, hits, float(threshold), config)
-        low = _low_threshold(conf, needs_human, k)
+    extra = [start, _midway(max_scores, needs, k, 1e-6, np.inf)] if k > 0 else [start]
+    best: tuple[tuple[float, ...], float, float] | None = None
+    for threshold in map(float, _candidate_thresholds(max_scores, extra)):
+        trial = config.model_copy(update={"score_threshold": threshold})
+        conf, insufficient = confidences(trial, max_scores, hits)
+        low = _midway(conf, needs, k, 1e-9, 1.0) if k > 0 else 0.0
         transfer = conf < low
-        shortfall = max(0, k - int(transfer[needs_human].sum()))  # > 0 only at confidence 1
-        false_rate = float(transfer[covered].mean()) if covered.any() else 0.0
-        insufficient = (hits < config.min_hits) | (max_scores < threshold)
+        shortfall = max(0, k - int(transfer[needs].sum()))  # > 0 only at confidence 1
+        false_rate = float(transfer[~needs].mean()) if (~needs).any() else 0.0
         agreement = float((insufficient == transfer).mean()) if transfer.size else 1.0
-        key = (
-            shortfall,
-            round(false_rate, 12),
-            -round(agreement, 12),
-            abs(float(threshold) - start_threshold),
-        )
+        key = (shortfall, round(false_rate, 12), -round(agreement, 12), abs(threshold - start))
         if best is None or key < best[0]:
-            best = (key, float(threshold), low)
+            best = (key, threshold, low)
     assert best is not None
-    return ThresholdChoice(
-        score_threshold=best[1],
-        confidence_low_threshold=best[2],
-        required_transfers=k_total,
-        guarantee_met=guaranteed,
+    return best[1], best[2]
+
+
+def calibrate_config(
+    config: RetrievalConfidenceConfig,
+    examples: list[Example],
+    *,
+    target_recall: float,
+    recall_confidence: float,
+) -> tuple[RetrievalConfidenceConfig, CalibrationReport]:
+    """``config`` with calibrated thresholds, and how they do on ``examples`` (parsed).
+
+    Needs-human examples without any retrieval transfer whatever the thresholds and count
+    towards the required recall; the search runs on the examples with retrieval.
+    """
+    needs = np.array([e[1] for e in examples], dtype=bool)
+    if not needs.any() or needs.all():
+        raise ValueError(
+            "calibration needs both needs-human and covered examples; got "
+            f"{int(needs.sum())} needs-human and {int((~needs).sum())} covered"
+        )
+    max_scores = np.array([max(e[0], default=0.0) for e in examples], dtype=float)
+    hits = np.array([len(e[0]) for e in examples], dtype=float)
+    tokens = np.array([np.nan if e[2] is None else e[2] for e in examples], dtype=float)
+    retrieved = hits > 0
+    k_total = required_rank(int(needs.sum()), target_recall, recall_confidence)
+    k = max(0, k_total - int((needs & ~retrieved).sum()))
+    threshold, low = search_thresholds(
+        config, max_scores[retrieved], hits[retrieved], needs[retrieved], k
+    )
+    gap = config.confidence_high_threshold - config.confidence_low_threshold
+    tuned = config.model_copy(
+        update={
+            "score_threshold": threshold,
+            "confidence_low_threshold": low,
+            "confidence_high_threshold": min(1.0, max(low, low + gap)),
+        }
     )
 
+    def transfers(c: RetrievalConfidenceConfig) -> tuple[Floats, Flags]:
+        conf, _ = confidences(c, max_scores, hits, tokens)
+        return conf, (conf < c.confidence_low_threshold) | ~retrieved
+
+    conf, moved = transfers(tuned)
+    _, moved_ref = transfers(config)
+    report = CalibrationReport(
+        target_recall=target_recall,
+        recall_confidence=recall_confidence,
+        recall=float(moved[needs].mean()),
+        false_transfer_rate=float(moved[~needs].mean()),
+        auroc=auroc(-conf, needs),
+        needs_human=int(needs.sum()),
+        covered=int((~needs).sum()),
+        required_transfers=k_total,
+        guarantee_met=rank_is_guaranteed(int(needs.sum()), target_recall, recall_confidence),
+        score_threshold=threshold,
+        confidence_low_threshold=low,
+        confidence_high_threshold=tuned.confidence_high_threshold,
+        reference_recall=float(moved_ref[needs].mean()),
+        reference_false_transfer_rate=float(moved_ref[~needs].mean()),
+        extra={"no_retrieval_examples": int((~retrieved).sum())},
+    )
+    return tuned, report

@@ -23,12 +23,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from trustroute.router.handoff.calibration import (
-    CalibrationReport,
-    search_thresholds,
-)
+from trustroute.profiles.store.handoffs import HandoffRepository
+from trustroute.router.handoff.calibration import CalibrationReport, calibrate_config
 from trustroute.router.handoff.inputs import (
     parse_examples,
     parse_factors,
@@ -41,7 +37,6 @@ from trustroute.router.handoff.settings import (
     RetrievalConfidenceConfig,
     coerce_config,
 )
-from trustroute.router.stats import auroc
 
 if TYPE_CHECKING:
     from trustroute.profiles.store import Store
@@ -170,38 +165,23 @@ class RetrievalConfidence:
                 conf, True, message("no_retrieval", self.locale), True, diag, ("no_retrieval",)
             )
         max_score = max(values)
-        codes: list[str] = []
-        if len(values) < c.min_hits:
-            codes.append("too_few_hits")
-        if max_score < c.score_threshold:
-            codes.append("low_score")
-        if (
-            tokens is not None
-            and c.max_evidence_tokens is not None
-            and tokens > c.max_evidence_tokens
-        ):
-            codes.append("token_overflow")
+        failed = c.insufficiencies(max_score, len(values), tokens)
+        codes = [code for code, applies in failed.items() if applies]
         insufficient = bool(codes)
-        hit_ratio = min(1.0, len(values) / c.hits_saturation)
-        score_part = c.score_weight * max_score
-        hits_part = c.hits_weight * hit_ratio
-        penalty = c.insufficient_penalty if insufficient else 0.0
+        terms = c.terms(max_score, len(values), insufficient)
+        terms = {name: float(value) for name, value in terms.items()}
         contributions = {name: c.factor_weight * v for name, v in factors.items()}
         factor_total = math.fsum(contributions.values())
-        raw = score_part + hits_part - penalty + factor_total
+        raw = terms.pop("raw") + factor_total
         conf = min(1.0, max(0.0, raw))
         transfer = conf < c.confidence_low_threshold
         level = "low" if transfer else ("medium" if conf < c.confidence_high_threshold else "high")
         diag.update(
+            terms,
             no_retrieval=False,
             max_score=max_score,
             mean_score=math.fsum(values) / len(values),
             min_score=min(values),
-            hit_ratio=hit_ratio,
-            score_component=score_part,
-            hits_component=hits_part,
-            base_confidence=score_part + hits_part,
-            penalty_applied=penalty,
             factor_contributions=contributions,
             factor_total=factor_total,
             raw_confidence=raw,
@@ -250,65 +230,19 @@ class RetrievalConfidence:
             if not isinstance(value, int | float) or not 0.0 < value <= 1.0:
                 raise ValueError(f"{name} must be in (0, 1], got {value!r}")
         base = cls(self.config if self is not None else None, **overrides)
-        rows = parse_examples(examples)
-        needs = np.array([r[1] for r in rows], dtype=bool)
-        if not needs.any() or needs.all():
-            raise ValueError(
-                "calibration needs both needs-human and covered examples; got "
-                f"{int(needs.sum())} needs-human and {int((~needs).sum())} covered"
-            )
-        retrieved = np.array([bool(r[0]) for r in rows], dtype=bool)
-        max_scores = np.array([max(r[0]) if r[0] else 0.0 for r in rows], dtype=float)
-        hits = np.array([len(r[0]) for r in rows], dtype=float)
-        choice = search_thresholds(
-            max_scores[retrieved],
-            hits[retrieved],
-            needs[retrieved],
-            config=base.config,
+        config, report = calibrate_config(
+            base.config,
+            parse_examples(examples),
             target_recall=float(target_recall),
             recall_confidence=float(recall_confidence),
-            always_transfer=int((needs & ~retrieved).sum()),
         )
-        gap = base.config.confidence_high_threshold - base.config.confidence_low_threshold
-        low = choice.confidence_low_threshold
-        tuned = cls(
-            base.config.model_copy(
-                update={
-                    "score_threshold": choice.score_threshold,
-                    "confidence_low_threshold": low,
-                    "confidence_high_threshold": min(1.0, max(low, low + gap)),
-                }
-            )
-        )
-        ours = [tuned.evaluate(r[0], r[2]) for r in rows]
-        theirs = [base.evaluate(r[0], r[2]) for r in rows]
-        moved = np.array([o.should_transfer for o in ours], dtype=bool)
-        moved_ref = np.array([o.should_transfer for o in theirs], dtype=bool)
-        conf = np.array([o.confidence for o in ours], dtype=float)
-        tuned.calibration = CalibrationReport(
-            target_recall=float(target_recall),
-            recall_confidence=float(recall_confidence),
-            recall=float(moved[needs].mean()),
-            false_transfer_rate=float(moved[~needs].mean()),
-            auroc=auroc(-conf, needs),
-            needs_human=int(needs.sum()),
-            covered=int((~needs).sum()),
-            required_transfers=choice.required_transfers,
-            guarantee_met=choice.guarantee_met,
-            score_threshold=choice.score_threshold,
-            confidence_low_threshold=low,
-            confidence_high_threshold=tuned.config.confidence_high_threshold,
-            reference_recall=float(moved_ref[needs].mean()),
-            reference_false_transfer_rate=float(moved_ref[~needs].mean()),
-            extra={"no_retrieval_examples": int((~retrieved).sum())},
-        )
+        tuned = cls(config)
+        tuned.calibration = report
         return tuned
 
     # -- persistence -----------------------------------------------------------------------
     def save(self, store: Store, name: str) -> None:
         """Save these settings (and the calibration report) under ``name`` in the store."""
-        from trustroute.profiles.store.handoffs import HandoffRepository
-
         report = self.calibration.as_dict() if self.calibration else None
         store.repository(HandoffRepository).save_calibration(name, self.config.model_dump(), report)
 
@@ -329,8 +263,6 @@ class RetrievalConfidence:
     @classmethod
     def load(cls, store: Store, name: str, **overrides: Any) -> RetrievalConfidence:
         """Settings saved under ``name``; KeyError naming it when there is none."""
-        from trustroute.profiles.store.handoffs import HandoffRepository
-
         saved = store.repository(HandoffRepository).load_calibration(name)
         if saved is None:
             raise KeyError(f"no saved hand-off calibration named {name!r}")

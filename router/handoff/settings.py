@@ -1,8 +1,9 @@
 """Hand-off settings: one pydantic model per concern, read alike by the code and the config file.
 
 - ``RetrievalConfidenceConfig``: the thresholds and formula constants of
-  ``RetrievalConfidence`` (defaults are the reference design's); ``coerce_config`` reads
-  one from whatever shape the caller holds settings in.
+  ``RetrievalConfidence`` (defaults are the reference design's), and the formula itself,
+  written once for one retrieval (``evaluate``) and for arrays of them (calibration);
+  ``coerce_config`` reads one from whatever shape the caller holds settings in.
 - ``HandoffSection``: the router config's ``handoff:`` section and the
   ``TransferDispatcher``'s options: a saved calibration's name, the thresholds the file
   overrides (typed and bounded exactly as in ``RetrievalConfidenceConfig``; left out: not
@@ -20,6 +21,7 @@ import warnings
 from collections.abc import Mapping
 from typing import Annotated, Any
 
+import numpy as np
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from trustroute.router.handoff.messages import normalise_locale
@@ -58,6 +60,32 @@ class RetrievalConfidenceConfig(BaseModel):
                 f"below confidence_low_threshold ({self.confidence_low_threshold})"
             )
         return self
+
+    # -- the reference formula: numbers for one retrieval, numpy arrays for many ----------
+    def insufficiencies(self, max_score: Any, hits: Any, tokens: Any = None) -> dict[str, Any]:
+        """Whether each reason for "retrieval insufficient" applies, by reason code, in the
+        order reasons are listed. Evidence size None (NaN in an array) is not checked."""
+        limit = np.inf if self.max_evidence_tokens is None else self.max_evidence_tokens
+        return {
+            "too_few_hits": hits < self.min_hits,
+            "low_score": max_score < self.score_threshold,
+            "token_overflow": np.greater(np.nan if tokens is None else tokens, limit),
+        }
+
+    def terms(self, max_score: Any, hits: Any, insufficient: Any) -> dict[str, Any]:
+        """The formula's terms before additional factors and clamping; ``raw`` sums them."""
+        hit_ratio = np.minimum(1.0, np.divide(hits, self.hits_saturation))
+        score_part = self.score_weight * max_score
+        hits_part = self.hits_weight * hit_ratio
+        penalty = self.insufficient_penalty * insufficient
+        return {
+            "hit_ratio": hit_ratio,
+            "score_component": score_part,
+            "hits_component": hits_part,
+            "base_confidence": score_part + hits_part,
+            "penalty_applied": penalty,
+            "raw": score_part + hits_part - penalty,
+        }
 
 
 _FIELDS = frozenset(RetrievalConfidenceConfig.model_fields)
