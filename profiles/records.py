@@ -15,6 +15,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 MAX_ID_LENGTH = 256
+#: Longest latency accepted: a year. Sums of bounded values stay finite, so averages and
+#: JSON output never become infinite; anything longer is a unit error, not a latency.
+MAX_LATENCY_MS = 365 * 86_400_000.0
+#: Largest cost of one execution accepted (any currency); bounded for the same reason.
+MAX_COST = 1e9
+#: Deepest metadata nesting accepted, and the integer range the store keeps exactly.
+MAX_METADATA_DEPTH = 32
+INT64 = (-(2**63), 2**63 - 1)
 
 
 def utc_now() -> datetime:
@@ -36,6 +44,8 @@ def check_identifier(value: str, field: str) -> str:
         raise FieldTypeError(f"{field} must be a string, got {type(value).__name__}")
     if not value:
         raise ValueError(f"{field} must not be empty")
+    if "\x00" in value:
+        raise ValueError(f"{field} must not contain a NUL character")
     if len(value) > MAX_ID_LENGTH:
         raise ValueError(f"{field} is {len(value)} characters long; the limit is {MAX_ID_LENGTH}")
     return value
@@ -63,7 +73,7 @@ class ExecutionRecord(BaseModel):
 
     agent_id: str
     task_type: str
-    success: bool
+    success: bool = Field(strict=True)
     quality: float | None = None
     latency_ms: float = 0.0
     cost: float | None = None
@@ -90,19 +100,28 @@ class ExecutionRecord(BaseModel):
     @field_validator("latency_ms", mode="before")
     @classmethod
     def _latency(cls, value: Any) -> Any:
-        return check_finite(value, "latency_ms", low=0.0)
+        return check_finite(value, "latency_ms", low=0.0, high=MAX_LATENCY_MS)
 
     @field_validator("cost", mode="before")
     @classmethod
     def _cost(cls, value: Any) -> Any:
-        return None if value is None else check_finite(value, "cost", low=0.0)
+        return None if value is None else check_finite(value, "cost", low=0.0, high=MAX_COST)
 
     @field_validator("timestamp")
     @classmethod
     def _aware(cls, value: datetime) -> datetime:
         if value.tzinfo is None or value.utcoffset() is None:
             raise ValueError("timestamp must be timezone-aware (naive datetimes are ambiguous)")
-        return value.astimezone(UTC)
+        try:
+            return value.astimezone(UTC)
+        except OverflowError:
+            raise ValueError(f"timestamp {value.isoformat()} is out of range in UTC") from None
+
+    @field_validator("metadata")
+    @classmethod
+    def _metadata(cls, value: dict[str, Any]) -> dict[str, Any]:
+        check_metadata(value, "metadata", 1)
+        return value
 
     @model_validator(mode="after")
     def _default_quality(self) -> ExecutionRecord:
@@ -114,3 +133,31 @@ class ExecutionRecord(BaseModel):
     def effective_quality(self) -> float:
         """Quality as a float (never None after validation)."""
         return 1.0 if self.quality is None and self.success else float(self.quality or 0.0)
+
+
+def check_metadata(value: Any, where: str, depth: int) -> None:
+    """Reject what the store cannot keep exactly: nesting deeper than
+    ``MAX_METADATA_DEPTH``, integers past 64 bits, non-finite numbers, non-string keys
+    and NUL characters; the error names the path to the value."""
+    if depth > MAX_METADATA_DEPTH:
+        root = where.split(".")[0].split("[")[0]
+        raise ValueError(f"{root}: nested deeper than {MAX_METADATA_DEPTH} levels")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str) or "\x00" in key:
+                raise ValueError(f"{where}: keys must be strings without NUL, got {key!r}")
+            check_metadata(item, f"{where}.{key}", depth + 1)
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            check_metadata(item, f"{where}[{i}]", depth + 1)
+    elif isinstance(value, bool) or value is None:
+        return
+    elif isinstance(value, int):
+        if not INT64[0] <= value <= INT64[1]:
+            raise ValueError(f"{where}: integer {value} does not fit in 64 bits")
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"{where}: {value} is not a finite number")
+    elif isinstance(value, str):
+        if "\x00" in value:
+            raise ValueError(f"{where}: strings must not contain a NUL character")

@@ -12,18 +12,19 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import warnings
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
 
 import numpy as np
 
 from trustroute.profiles.book import ProfileBook
 from trustroute.profiles.profile import ProfileSettings, TaskTypeProfile, empty_profile
 from trustroute.profiles.records import ExecutionRecord, check_identifier, utc_now
-from trustroute.profiles.store import Store
+from trustroute.profiles.store import DuplicateRecord, Store
 from trustroute.router.agents import AgentLike, AgentSpec, as_specs
 from trustroute.router.decision import CandidateScore, RoutingDecision, new_decision_id
 from trustroute.router.errors import NoAgentAvailable, UnknownAgent
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
     from trustroute.router.handoff.transfer import TransferDispatcher
     from trustroute.router.trust.lifecycle import DecayReport
 
+UnknownAgents = Literal["warn", "error", "allow"]
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -78,6 +80,7 @@ class AgentRouter:
         trust: TrustOptions | None = None,
         abstention: AbstentionPolicy | None = None,
         transfer: TransferDispatcher | None = None,
+        unknown_agents: UnknownAgents = "warn",
     ) -> None:
         self.settings = settings or ProfileSettings()
         self._agents: dict[str, AgentSpec] = as_specs(agents)
@@ -85,9 +88,13 @@ class AgentRouter:
             make_strategy(strategy, **dict(strategy_params or {}))
             if isinstance(strategy, str) else strategy
         )
+        if unknown_agents not in ("warn", "error", "allow"):
+            raise ValueError(f"unknown_agents must be warn, error or allow: {unknown_agents!r}")
+        self.unknown_agents: UnknownAgents = unknown_agents  # record() of an unlisted agent
         self._rng = np.random.default_rng(seed)
         self._lock = threading.RLock()
-        self._in_flight = InFlightTracker()
+        #: In-flight slots per agent; ``slots.wait_for_release`` waits for a free one.
+        self.slots = InFlightTracker()
         self._owns_store = not isinstance(store, Store)
         self.store = store if isinstance(store, Store) else Store(
             store, window_size=self.settings.recency.window_size, **dict(store_options or {}))
@@ -176,26 +183,11 @@ class AgentRouter:
     # -- load ------------------------------------------------------------------------
     def acquire(self, agent_id: str) -> Lease:
         """Take an in-flight slot of ``agent_id`` (a context manager; raises at capacity)."""
-        return self._in_flight.acquire(agent_id, self.agent(agent_id).max_concurrent)
+        return self.slots.acquire(agent_id, self.agent(agent_id).max_concurrent)
 
     def in_flight(self, agent_id: str) -> int:
         """Tasks currently running on ``agent_id``."""
-        return self._in_flight.in_flight(agent_id)
-
-    @property
-    def releases(self) -> int:
-        """How many in-flight slots have been given back so far."""
-        return self._in_flight.releases
-
-    def wait_for_release(self, seen: int, timeout: float | None) -> bool:
-        """Block until a slot is released after ``releases`` read ``seen`` (True), or
-        ``timeout`` seconds pass (False). Read ``releases`` before trying ``select``, so
-        a release in between is never missed."""
-        return self._in_flight.wait_for_release(seen, timeout)
-
-    async def await_for_release(self, seen: int, timeout: float | None) -> bool:
-        """Async ``wait_for_release``: waits on the event loop, holding no thread."""
-        return await self._in_flight.await_for_release(seen, timeout)
+        return self.slots.in_flight(agent_id)
 
     # -- profiles --------------------------------------------------------------------
     def profile(self, agent_id: str, task_type: str, *, now: datetime | None = None
@@ -226,11 +218,7 @@ class AgentRouter:
         check_identifier(task_type, "task_type")
         now = utc_now()
         with self._lock:
-            arms, loads, full = self._arms(task_type, exclude, now)
-            if not arms:
-                detail = (f"{full} eligible agent(s) at capacity" if full
-                          else "no registered, enabled agent accepts it")
-                raise NoAgentAvailable(task_type, detail)
+            arms, loads = self._arms(task_type, exclude, now)
             ctx = StrategyContext(task_type=task_type, now=now, book=self.book,
                                   settings=self.settings, rng=self._rng,
                                   exploit_only=self.exploit_only)
@@ -263,15 +251,18 @@ class AgentRouter:
         return self.select(task_type, exclude=exclude, context=context, acquire=acquire)
 
     def _arms(self, task_type: str, exclude: Sequence[str], now: datetime
-              ) -> tuple[list[Arm], list[float], int]:
-        """Enabled agents accepting ``task_type`` and not excluded, with their loads, and
-        how many more were skipped at capacity."""
+              ) -> tuple[list[Arm], list[float]]:
+        """Enabled agents accepting ``task_type``, not excluded and not at capacity, with
+        their loads; NoAgentAvailable says why when there is none."""
         if isinstance(exclude, str):
-            raise TypeError("exclude must be a list of agent ids, not a string")
-        arms, loads, full = [], [], 0
-        in_flight = self._in_flight.counts
+            raise TypeError(f"exclude must be a list of agent ids, not the string {exclude!r}")
+        arms, loads, excluded, full = [], [], 0, 0
+        in_flight = self.slots.counts
         for spec in self._agents.values():
-            if not (spec.enabled and spec.accepts(task_type)) or spec.id in exclude:
+            if not (spec.enabled and spec.accepts(task_type)):
+                continue
+            if spec.id in exclude:
+                excluded += 1
                 continue
             running = in_flight.get(spec.id, 0)
             if running >= spec.max_concurrent:
@@ -282,7 +273,12 @@ class AgentRouter:
                        else empty_profile(spec.id, task_type))
             arms.append(Arm(spec, state, profile))
             loads.append(running / spec.max_concurrent)
-        return arms, loads, full
+        if not arms:
+            why = [f"{n} eligible agent(s) {what}" for n, what in
+                   ((excluded, "excluded by the caller"), (full, "at capacity")) if n]
+            raise NoAgentAvailable(task_type, "; ".join(why) or
+                                   "no registered, enabled agent accepts it")
+        return arms, loads
 
     # -- outcomes --------------------------------------------------------------------
     def record(self, decision: RoutingDecision | ExecutionRecord | None = None, *,
@@ -295,7 +291,10 @@ class AgentRouter:
 
         Pass the decision from ``select`` (its agent and task type are used and its
         lease released), or ``agent_id`` and ``task_type`` directly, or a ready
-        ``ExecutionRecord``. Writing the same ``record_id`` twice stores it once.
+        ``ExecutionRecord``. A ``record_id`` that is already stored raises
+        ``DuplicateRecord`` and changes nothing (a retry after a lost answer can treat
+        it as done). An agent this router does not list is recorded, with a warning or
+        an error as ``unknown_agents`` says.
         """
         if isinstance(decision, ExecutionRecord):
             rec = decision
@@ -305,10 +304,12 @@ class AgentRouter:
                                latency_ms=latency_ms, cost=cost, timestamp=timestamp,
                                record_id=record_id, metadata=metadata)
         try:
+            self._check_agent(rec.agent_id)
             self.trust_layer.prefetch([(rec.agent_id, rec.task_type)])  # first use: 1 read
             seq = self.store.executions.record(rec)
-            if seq is not None:
-                self._fold([(rec, seq)])
+            if seq is None:
+                raise DuplicateRecord(rec.record_id)
+            self._fold([(rec, seq)])
         finally:
             if isinstance(decision, RoutingDecision):
                 decision.release()
@@ -323,6 +324,8 @@ class AgentRouter:
         written = 0
         for start in range(0, len(records), batch_size):
             chunk = records[start:start + batch_size]
+            for agent_id in {r.agent_id for r in chunk}:
+                self._check_agent(agent_id)
             self.trust_layer.prefetch([(r.agent_id, r.task_type) for r in chunk])
             seqs = self.store.executions.record_many(chunk)
             committed = [(rec, seq) for rec, seq in zip(chunk, seqs, strict=True)
@@ -333,6 +336,14 @@ class AgentRouter:
         return written
 
     arecord_many = in_thread(record_many)
+
+    def _check_agent(self, agent_id: str) -> None:
+        """Warn about (or refuse) outcomes of an agent this router does not list."""
+        if self._agents and agent_id not in self._agents and self.unknown_agents != "allow":
+            if self.unknown_agents == "error":
+                raise UnknownAgent(agent_id)
+            warnings.warn(f"recording agent {agent_id!r}, which this router does not list "
+                          "(a typo?); unknown_agents='error' refuses it", stacklevel=3)
 
     def _fold(self, batch: Sequence[Committed]) -> None:
         """Fold committed records into every learner, in order, under the router lock."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -46,11 +48,26 @@ def test_explicit_config_errors(capsys: pytest.CaptureFixture[str], workdir: Pat
 
 def test_a_store_held_by_another_process_is_one_clear_line(
         capsys: pytest.CaptureFixture[str], kv_url: str) -> None:
-    with Store(kv_url):  # flock is per open file: a second open is refused like a process
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from trustroute.profiles.store import Store; "
+         f"s = Store({kv_url!r}); print('open', flush=True); sys.stdin.read()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "open"
+        result = run(capsys, "profiles", "--store", kv_url)
+    finally:
+        holder.communicate("", timeout=30)
+    assert result.code == 2
+    assert f"already open in another process (pid {holder.pid})" in result.error_line
+    assert "ws://HOST:PORT" in result.error_line
+
+
+def test_a_store_opened_twice_in_this_process_says_so(
+        capsys: pytest.CaptureFixture[str], kv_url: str) -> None:
+    with Store(kv_url):
         result = run(capsys, "profiles", "--store", kv_url)
     assert result.code == 2
-    assert "already open in another process" in result.error_line
-    assert "ws://HOST:PORT" in result.error_line
+    assert "already open in this process" in result.error_line
 
 
 @pytest.mark.parametrize(("argv", "expected"), [

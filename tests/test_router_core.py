@@ -186,27 +186,27 @@ def test_a_waiter_wakes_when_a_slot_is_released() -> None:
 
     with routed([{"id": "solo", "max_concurrent": 1}]) as r:
         held = r.select("code", acquire=True)
-        seen = r.releases
+        seen = r.slots.releases
         with pytest.raises(NoAgentAvailable, match="at capacity"):
             r.select("code", acquire=True)
-        assert r.wait_for_release(seen, timeout=0.05) is False  # nothing released yet
+        assert r.slots.wait_for_release(seen, timeout=0.05) is False  # nothing released yet
         timer = threading.Timer(0.05, held.release)
         timer.start()
         start = time.monotonic()
-        assert r.wait_for_release(seen, timeout=5.0) is True
+        assert r.slots.wait_for_release(seen, timeout=5.0) is True
         assert time.monotonic() - start < 2.0
         assert r.select("code", acquire=True).agent_id == "solo"
         # a release between reading ``releases`` and waiting is never missed
-        assert r.wait_for_release(seen, timeout=0.0) is True
+        assert r.slots.wait_for_release(seen, timeout=0.0) is True
 
 
 def test_async_waiters_hold_no_thread_and_wake_on_release() -> None:
     async def scenario() -> list[bool]:
         with routed([{"id": "solo", "max_concurrent": 1}]) as r:
             held = r.select("code", acquire=True)
-            seen = r.releases
-            waiters = [asyncio.create_task(r.await_for_release(seen, 5.0)) for _ in range(50)]
-            timeout = await r.await_for_release(seen, 0.01)
+            seen = r.slots.releases
+            waiters = [asyncio.create_task(r.slots.await_for_release(seen, 5.0)) for _ in range(50)]
+            timeout = await r.slots.await_for_release(seen, 0.01)
             held.release()
             return [timeout, *await asyncio.gather(*waiters)]
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from trustroute.profiles import ExecutionRecord, ProfileSettings, RecencySettings
-from trustroute.profiles.store import QueryFailed, Store
+from trustroute.profiles.store import DuplicateRecord, QueryFailed, Store
 from trustroute.profiles.store.window_format import parse_window, window_entry
 from trustroute.router import AgentRouter
 
@@ -80,8 +80,8 @@ def test_the_store_refuses_empty_and_overlong_ids(router: AgentRouter) -> None:
 
 def test_retry_with_the_same_record_id_is_stored_once(router: AgentRouter) -> None:
     first = router.record(agent_id="a", task_type="code", success=True, record_id="req-1")
-    again = router.record(agent_id="a", task_type="code", success=True, record_id="req-1")
-    assert again.record_id == first.record_id
+    with pytest.raises(DuplicateRecord, match="req-1"):  # reported, not a fresh record
+        router.record(agent_id="a", task_type="code", success=True, record_id="req-1")
     assert router.store.executions.count() == 1
     assert router.profile("a", "code").executions_total == 1
     assert router.store.executions.record(first) is None

@@ -1,9 +1,9 @@
-"""One user task routed by ``RoutedRunnable``: its task type, id, attempts and leases.
+"""One user task routed by ``RoutedRunnable``: its input, task type, id, attempts and leases.
 
 Every ``record()`` made for one task carries ``{"task_id", "attempt"}`` metadata (one
 uuid per invocation, 1-based attempt): the trust layer counts a contradiction when an
 agent failed and a later attempt on the same task succeeded. Selection waits for a
-released slot (the router's ``wait_for_release``) when every eligible agent is at
+released slot (``router.slots.wait_for_release``) when every eligible agent is at
 capacity, so a large ``abatch`` queues instead of failing; any other "no agent" answer
 is final.
 """
@@ -14,7 +14,9 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, NoReturn
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig, ensure_config
 
 from trustroute.integrations.langchain.errors import AllAgentsFailed, TaskTypeError
 from trustroute.router.agents import AgentSpec
@@ -43,20 +45,25 @@ def resolve_task_type(spec: TaskTypeSpec, input_: Any) -> str:
 
 @dataclass
 class RoutedTask:
-    """State of one invocation: attempts made, agents that failed, the live decision."""
+    """One invocation: chooses the agent of each attempt (waiting up to ``timeout``
+    seconds for capacity), remembers the agents that failed, and holds the live
+    decision's lease until ``release`` (on leaving a ``with`` block)."""
 
+    router: AgentRouter
+    input: Any
     task_type: str
     max_attempts: int
+    timeout: float | None
     task_id: str = field(default_factory=lambda: str(uuid.uuid4()))
     attempt: int = 0
     errors: dict[str, BaseException] = field(default_factory=dict)
     current: RoutingDecision | None = None
 
-    def begin(self, decision: RoutingDecision) -> RoutingDecision:
-        """Make ``decision`` the current attempt."""
-        self.attempt += 1
-        self.current = decision
-        return decision
+    def __enter__(self) -> RoutedTask:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
 
     def failed(self, decision: RoutingDecision, error: BaseException) -> None:
         """The current attempt's agent raised ``error``."""
@@ -73,85 +80,77 @@ class RoutedTask:
         """The metadata every record() of this task carries (the shared convention)."""
         return {"task_id": self.task_id, "attempt": self.attempt}
 
-    def run_metadata(self, decision: RoutingDecision) -> dict[str, Any]:
-        """LangChain run metadata describing ``decision``."""
-        return {"task_type": self.task_type, "task_id": self.task_id,
-                "agent_id": decision.agent_id, "decision_id": decision.decision_id,
-                "score": decision.score, "attempt": self.attempt}
+    def run_config(self, config: RunnableConfig | None,
+                   decision: RoutingDecision) -> RunnableConfig:
+        """``config`` plus run metadata describing ``decision`` (nested runs inherit it)."""
+        config = ensure_config(config)
+        config["metadata"] = {**config.get("metadata", {}), "task_type": self.task_type,
+                              "task_id": self.task_id, "agent_id": decision.agent_id,
+                              "decision_id": decision.decision_id, "score": decision.score,
+                              "attempt": self.attempt}
+        return config
 
-    def all_failed(self, detail: str = "") -> AllAgentsFailed:
-        """The error raised when no attempt succeeded."""
+    # -- choosing the agent of the next attempt ----------------------------------------
+    def next(self) -> RoutingDecision:
+        """The next attempt's decision (lease held); raises when there is none."""
+        deadline = self._deadline()
+        while True:
+            seen = self.router.slots.releases
+            try:
+                return self._begin(self.router.select(
+                    self.task_type, exclude=tuple(self.errors), acquire=True))
+            except (NoAgentAvailable, AgentAtCapacity) as exc:
+                wait = self._wait_or_raise(exc, deadline)
+            self.router.slots.wait_for_release(seen, wait)
+
+    async def anext(self) -> RoutingDecision:
+        """Async ``next``: waits for capacity on the event loop, never blocking it."""
+        deadline = self._deadline()
+        while True:
+            seen = self.router.slots.releases
+            try:
+                return self._begin(await self.router.aselect(
+                    self.task_type, exclude=tuple(self.errors), acquire=True))
+            except (NoAgentAvailable, AgentAtCapacity) as exc:
+                wait = self._wait_or_raise(exc, deadline)
+            await self.router.slots.await_for_release(seen, wait)
+
+    def _begin(self, decision: RoutingDecision) -> RoutingDecision:
+        self.attempt += 1
+        self.current = decision
+        return decision
+
+    def _deadline(self) -> float | None:
+        """When to stop waiting for capacity; raises once ``max_attempts`` are spent."""
+        if self.attempt >= self.max_attempts:
+            raise self._all_failed(
+                f"max_attempts={self.max_attempts} reached" if self._untried() else "")
+        return None if self.timeout is None else time.monotonic() + self.timeout
+
+    def _wait_or_raise(self, error: NoAgentAvailable | AgentAtCapacity,
+                       deadline: float | None) -> float | None:
+        """Seconds to wait for a released slot (None: no limit) while some untried agent
+        is merely full; otherwise raises ``error``, or ``AllAgentsFailed`` after failures."""
+        left = None if deadline is None else deadline - time.monotonic()
+        if (isinstance(error, AgentAtCapacity) or self._at_capacity()) and \
+                (left is None or left > 0):
+            return left
+        if not self.errors:
+            raise error
+        raise self._all_failed(f"the others stayed at capacity for {self.timeout} s"
+                               if self._at_capacity() else "")
+
+    def _untried(self) -> list[AgentSpec]:
+        return [spec for spec in self.router.agents.values()
+                if spec.enabled and spec.accepts(self.task_type) and spec.id not in self.errors]
+
+    def _at_capacity(self) -> bool:
+        """True when some eligible, not-yet-failed agent is merely full."""
+        return any(self.router.in_flight(spec.id) >= spec.max_concurrent
+                   for spec in self._untried())
+
+    def _all_failed(self, detail: str) -> AllAgentsFailed:
         error = AllAgentsFailed(self.task_type, self.errors, detail)
         if self.errors:
             error.__cause__ = list(self.errors.values())[-1]
         return error
-
-
-class Selector:
-    """Chooses the agent of each attempt, waiting for capacity up to ``timeout`` seconds."""
-
-    def __init__(self, router: AgentRouter, timeout: float | None) -> None:
-        self.router = router
-        self.timeout = timeout
-
-    def _untried(self, task: RoutedTask) -> list[AgentSpec]:
-        return [spec for spec in self.router.agents.values()
-                if spec.enabled and spec.accepts(task.task_type) and spec.id not in task.errors]
-
-    def _at_capacity(self, task: RoutedTask) -> bool:
-        """True when some eligible, not-yet-failed agent is merely full."""
-        return any(self.router.in_flight(spec.id) >= spec.max_concurrent
-                   for spec in self._untried(task))
-
-    def _check_attempts(self, task: RoutedTask) -> None:
-        if task.attempt >= task.max_attempts:
-            detail = f"max_attempts={task.max_attempts} reached" if self._untried(task) else ""
-            raise task.all_failed(detail)
-
-    def _give_up(self, task: RoutedTask, error: NoAgentAvailable | AgentAtCapacity,
-                 deadline: float | None) -> bool:
-        waiting = isinstance(error, AgentAtCapacity) or self._at_capacity(task)
-        return not waiting or (deadline is not None and time.monotonic() >= deadline)
-
-    def _deadline(self) -> float | None:
-        return None if self.timeout is None else time.monotonic() + self.timeout
-
-    def _no_more(self, task: RoutedTask, error: Exception) -> NoReturn:
-        if not task.errors:
-            raise error
-        detail = f"the others stayed at capacity for {self.timeout} s" \
-            if self._at_capacity(task) else ""
-        raise task.all_failed(detail) from list(task.errors.values())[-1]
-
-    def next(self, task: RoutedTask) -> RoutingDecision:
-        """The next attempt's decision (lease held); raises when there is none."""
-        self._check_attempts(task)
-        deadline = self._deadline()
-        while True:
-            seen = self.router.releases
-            try:
-                return task.begin(self.router.select(task.task_type, exclude=tuple(task.errors),
-                                                     acquire=True))
-            except (NoAgentAvailable, AgentAtCapacity) as exc:
-                if self._give_up(task, exc, deadline):
-                    self._no_more(task, exc)
-            self.router.wait_for_release(seen, _remaining(deadline))
-
-    async def anext(self, task: RoutedTask) -> RoutingDecision:
-        """Async ``next``: waits with ``asyncio.sleep``, never blocking the loop."""
-        self._check_attempts(task)
-        deadline = self._deadline()
-        while True:
-            seen = self.router.releases
-            try:
-                return task.begin(await self.router.aselect(
-                    task.task_type, exclude=tuple(task.errors), acquire=True))
-            except (NoAgentAvailable, AgentAtCapacity) as exc:
-                if self._give_up(task, exc, deadline):
-                    self._no_more(task, exc)
-            await self.router.await_for_release(seen, _remaining(deadline))
-
-
-def _remaining(deadline: float | None) -> float | None:
-    """Seconds left until ``deadline`` (a ``time.monotonic`` value), never negative."""
-    return None if deadline is None else max(0.0, deadline - time.monotonic())

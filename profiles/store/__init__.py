@@ -2,9 +2,11 @@
 
 from trustroute.profiles.store.connection import QueryFailed
 from trustroute.profiles.store.errors import (
+    DuplicateRecord,
     InvalidStoreURL,
     SchemaVersionError,
     StoreError,
+    StoreGone,
     StoreLockedError,
     StoreUnavailableError,
 )
@@ -14,11 +16,13 @@ from trustroute.profiles.store.store import Store, register_schema
 
 __all__ = [
     "DEFAULT_STORE_URL",
+    "DuplicateRecord",
     "InvalidStoreURL",
     "QueryFailed",
     "SchemaVersionError",
     "Store",
     "StoreError",
+    "StoreGone",
     "StoreLocation",
     "StoreLockedError",
     "StoreSettings",

@@ -23,7 +23,7 @@ from tenacity import (
     wait_exponential,
 )
 
-from trustroute.profiles.store.errors import StoreError, StoreUnavailableError
+from trustroute.profiles.store.errors import StoreError, StoreGone, StoreUnavailableError
 from trustroute.profiles.store.location import StoreLocation
 
 log = logging.getLogger(__name__)
@@ -64,6 +64,7 @@ class Connection:
         self._max_wait = retry_max_wait_s
         self._lock = threading.Lock()
         self._db: Any = None
+        self._files: tuple[int, int] | None = None  # (device, inode) of the embedded store
 
     def open(self) -> None:
         """Connect, sign in when credentials are given, select namespace and database."""
@@ -75,6 +76,8 @@ class Connection:
             db.signin({"username": self._username, "password": self._password or ""})
         db.use(self.namespace, self.database)
         self._db = db
+        if self.location.path is not None:
+            self._files = _identity(self.location.path)
 
     def _with_retries(self, action: Any, what: str) -> Any:
         try:
@@ -98,6 +101,11 @@ class Connection:
         """Run SurrealQL with bound ``params``; returns each statement's result."""
         if self._db is None:
             raise StoreError("the store is closed")
+        if self._files is not None and _identity(self.location.path) != self._files:
+            raise StoreGone(
+                f"the embedded store at {self.location.path} was deleted or replaced while "
+                "it was open; nothing more is written to it. Close this router and open it "
+                "again (a deleted store starts empty)")
 
         def call() -> Any:
             with self._lock:
@@ -129,3 +137,12 @@ class Connection:
                     self._db.close()
                 finally:
                     self._db = None
+
+
+def _identity(path: Any) -> tuple[int, int] | None:
+    """(device, inode) of an embedded store's folder, or None when it is gone."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return info.st_dev, info.st_ino

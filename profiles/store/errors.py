@@ -21,3 +21,17 @@ class SchemaVersionError(StoreError):
 
 class InvalidStoreURL(StoreError, ValueError):
     """The store URL has a scheme or shape trustroute does not support."""
+
+
+class DuplicateRecord(StoreError):
+    """``record()`` of a record id that is already stored: it was recorded once and this
+    write changed nothing (a retry after a lost answer can treat it as done)."""
+
+    def __init__(self, record_id: str) -> None:
+        super().__init__(f"record_id {record_id!r} is already stored; it counts once and "
+                         "this write changed nothing")
+        self.record_id = record_id
+
+
+class StoreGone(StoreError):
+    """The embedded store's files were deleted or replaced while it was open."""

@@ -32,6 +32,11 @@ class PathLock:
         except BlockingIOError:
             holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
             os.close(fd)
+            if holder == str(os.getpid()):
+                raise StoreLockedError(
+                    f"the embedded store at {self.path} is already open in this process; "
+                    "close the other Store or AgentRouter first, or pass that Store to "
+                    "this one (AgentRouter(store=store))") from None
             raise StoreLockedError(
                 f"the embedded store at {self.path} is already open in another process "
                 f"(pid {holder}); an embedded store serves one process. To share profiles "

@@ -9,6 +9,7 @@ import click
 from rich.markup import escape
 
 from trustroute.profiles.records import ExecutionRecord
+from trustroute.profiles.store import DuplicateRecord
 from trustroute.router.cli.base import (
     cli,
     console,
@@ -58,10 +59,12 @@ def record(agent: str, task_type: str, success: bool | None, quality: float | No
         if record_id is not None:
             fields["record_id"] = record_id
         rec = ExecutionRecord(**fields)
-        before = router.profile(agent, task_type).executions_total
-        router.record(rec)
+        try:
+            router.record(rec)
+            stored = True
+        except DuplicateRecord:  # a retry of a stored id: done already
+            stored = False
         profile = router.profile(agent, task_type)
-    stored = profile.executions_total > before
     if as_json:
         print_json({"stored": stored, "record": rec.model_dump(mode="json"),
                     "profile": profile.model_dump(mode="json")})

@@ -1,0 +1,96 @@
+"""Honest answers at the router's edges: bad input refused with an error naming it,
+duplicates and unknown agents reported, stores that vanish or are opened twice."""
+
+from __future__ import annotations
+
+import shutil
+import warnings
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from trustroute import AgentRouter, NoAgentAvailable, UnknownAgent
+from trustroute.profiles.store import DuplicateRecord, Store, StoreGone, StoreLockedError
+
+
+@pytest.fixture
+def router() -> AgentRouter:
+    with AgentRouter(["a", "b"], store="mem://", seed=0) as r:
+        yield r
+
+
+def nested(depth: int) -> dict[str, object]:
+    value: dict[str, object] = {}
+    for _ in range(depth):
+        value = {"k": value}
+    return value
+
+
+@pytest.mark.parametrize(("fields", "names"), [
+    ({"success": "yes"}, "success"),
+    ({"success": True, "timestamp": "0001-01-01T00:00:00+14:00"}, "out of range"),
+    ({"success": True, "latency_ms": 1.7e308}, "latency_ms must be <="),
+    ({"success": True, "cost": 1e300}, "cost must be <="),
+    ({"success": True, "metadata": nested(1000)}, "nested deeper than 32"),
+    ({"success": True, "metadata": {"n": 2**70}}, "does not fit in 64 bits"),
+    ({"success": True, "metadata": {"s": "a\x00b"}}, "NUL"),
+    ({"success": True, "record_id": "a\x00b"}, "NUL"),
+])
+def test_bad_outcomes_are_refused_naming_what_is_wrong(
+        router: AgentRouter, fields: dict[str, object], names: str) -> None:
+    with pytest.raises(ValidationError, match=names):
+        router.record(agent_id="a", task_type="code", **fields)  # type: ignore[arg-type]
+    assert router.store.executions.count() == 0
+
+
+def test_exclude_must_be_a_list_not_a_string(router: AgentRouter) -> None:
+    with pytest.raises(TypeError, match="not the string 'ab'"):
+        router.select("code", exclude="ab")
+
+
+def test_no_agent_available_says_the_caller_excluded_them(router: AgentRouter) -> None:
+    with pytest.raises(NoAgentAvailable, match="2 eligible agent.s. excluded by the caller"):
+        router.select("code", exclude=["a", "b"])
+
+
+def test_a_duplicate_record_id_is_reported_and_counts_once(router: AgentRouter) -> None:
+    router.record(agent_id="a", task_type="code", success=True, record_id="r-1")
+    with pytest.raises(DuplicateRecord, match="'r-1' is already stored"):
+        router.record(agent_id="a", task_type="code", success=False, record_id="r-1")
+    assert router.profile("a", "code").executions_total == 1
+    assert router.profile("a", "code").executions_successful == 1
+    assert router.store.executions.count() == 1
+
+
+def test_an_unlisted_agent_warns_or_is_refused() -> None:
+    with AgentRouter(["coder"], store="mem://") as r:
+        with pytest.warns(UserWarning, match="'codr', which this router does not list"):
+            r.record(agent_id="codr", task_type="code", success=True)
+        r.unknown_agents = "error"
+        with pytest.raises(UnknownAgent):
+            r.record(agent_id="writer", task_type="code", success=True)
+        assert r.store.executions.count() == 1
+        r.unknown_agents = "allow"
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            r.record(agent_id="writer", task_type="code", success=True)
+    with pytest.raises(ValueError, match="unknown_agents must be"):
+        AgentRouter(["a"], store="mem://", unknown_agents="sometimes")  # type: ignore[arg-type]
+
+
+def test_a_store_opened_twice_in_one_process_says_so(tmp_path: Path) -> None:
+    url = f"surrealkv://{tmp_path / 'db'}"
+    with Store(url), pytest.raises(StoreLockedError, match="already open in this process"):
+        Store(url)
+
+
+def test_a_deleted_store_fails_loudly_instead_of_losing_writes(tmp_path: Path) -> None:
+    folder = tmp_path / "state"
+    r = AgentRouter(["a"], store=f"surrealkv://{folder / 'db'}")
+    r.record(agent_id="a", task_type="code", success=True)
+    shutil.rmtree(folder)
+    with pytest.raises(StoreGone, match="deleted or replaced"):
+        r.record(agent_id="a", task_type="code", success=True)
+    with pytest.raises(StoreGone):  # buffered trust updates cannot be written either
+        r.close()
