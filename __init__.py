@@ -12,7 +12,7 @@ The LangChain runnables live in ``trustroute.integrations.langchain``.
 """
 
 from trustroute.profiles.records import ExecutionRecord
-from trustroute.profiles.store import Store, StoreError
+from trustroute.profiles.store import DuplicateRecord, Store, StoreError
 from trustroute.router import (
     AgentAtCapacity,
     AgentRouter,
@@ -43,6 +43,7 @@ __all__ = [
     "CallableHook",
     "CandidateScore",
     "ConfidenceResult",
+    "DuplicateRecord",
     "ExecutionRecord",
     "Lease",
     "LoggingHook",
