@@ -7,29 +7,25 @@ error into one line on stderr and a non-zero exit code, never a traceback.
 
 from __future__ import annotations
 
-import importlib
 import sys
 
+# Importing a command module registers its commands; one name each, keep sorted.
+from trustroute.router.cli import (  # noqa: F401
+    demo,
+    handoff,
+    importer,
+    init,
+    profiles,
+    record,
+    replay,
+    route,
+    trust,
+)
 from trustroute.router.cli.base import run_cli
-
-# Command modules register themselves on import; one line each, keep sorted.
-COMMAND_MODULES: list[str] = [
-    "demo",
-    "handoff",
-    "importer",
-    "init",
-    "profiles",
-    "record",
-    "replay",
-    "route",
-    "trust",
-]
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``trustroute`` script."""
-    for name in COMMAND_MODULES:
-        importlib.import_module(f"trustroute.router.cli.{name}")
     return run_cli(sys.argv[1:] if argv is None else argv)
 
 

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from trustroute.profiles.store import StoreError
-from trustroute.router.config import ConfigError, RouterConfig, load_config
+from trustroute.router.config import RouterConfig, load_config
 from trustroute.router.config.loader import describe_problem
 from trustroute.router.errors import RouterError
 from trustroute.router.router import AgentRouter
@@ -25,14 +25,14 @@ err_console = Console(stderr=True)
 
 DEFAULT_CONFIG = Path("router.yaml")
 
-# Errors a user can cause; they print as one line (plus detail lines), exit code 2.
-EXPECTED_ERRORS: tuple[type[BaseException], ...] = (
-    ConfigError, StoreError, RouterError, ValueError, ValidationError, OSError,
-)
-
 
 class CliError(Exception):
     """A user-facing error raised by a command."""
+
+
+# Errors a user can cause; they print as one line, exit code 2. ValueError covers
+# ConfigError and pydantic's ValidationError.
+EXPECTED_ERRORS = (CliError, StoreError, RouterError, ValueError, OSError)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -72,9 +72,7 @@ def run_cli(argv: list[str]) -> int:
     except click.exceptions.Exit as exc:
         return int(exc.exit_code or 0)
     except click.UsageError as exc:
-        hint = ""
-        if exc.ctx is not None:
-            hint = f" (see '{exc.ctx.command_path} --help')"
+        hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
         show_error(f"{exc.format_message()}{hint}")
         return exc.exit_code
     except click.ClickException as exc:
@@ -83,7 +81,7 @@ def run_cli(argv: list[str]) -> int:
     except click.exceptions.Abort:
         err_console.print("aborted")
         return 1
-    except (CliError, *EXPECTED_ERRORS) as exc:  # type: ignore[misc]
+    except EXPECTED_ERRORS as exc:
         show_error(error_line(exc))
         return 2
     except KeyboardInterrupt:
@@ -129,20 +127,15 @@ def router_options(func: F) -> F:
                              "present.")(func)
 
 
-def strategy_option(func: F) -> F:
-    """Add --strategy NAME (see ``strategy_overrides``)."""
-    return click.option("--strategy", default=None, metavar="NAME",
-                        help=f"Route with this strategy instead of the config's "
-                             f"({', '.join(available_strategies())}).")(func)
+# --strategy NAME (see ``strategy_overrides``)
+strategy_option = click.option(
+    "--strategy", default=None, metavar="NAME",
+    help=f"Route with this strategy instead of the config's "
+         f"({', '.join(available_strategies())}).")
+json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 
 
 def strategy_overrides(strategy: str | None) -> dict[str, Any]:
     """Router overrides for --strategy: the config's strategy_params belong to the
     config's strategy, so another strategy starts from its own defaults."""
     return {} if strategy is None else {"strategy": strategy, "strategy_params": {}}
-
-
-def json_option(func: F) -> F:
-    """Add --json to a command."""
-    return click.option("--json", "as_json", is_flag=True,
-                        help="Print machine-readable JSON.")(func)

@@ -7,13 +7,15 @@ formats scores, latencies and times the same way.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import datetime
+from typing import Any
 
 from rich import box
 from rich.markup import escape
 from rich.table import Table
 
 from trustroute.profiles.profile import TaskTypeProfile
+from trustroute.profiles.records import utc_now
 from trustroute.router.decision import RoutingDecision
 from trustroute.router.demo.summary import LeaderboardRow, Preference
 
@@ -32,7 +34,7 @@ def age(moment: datetime | None, now: datetime | None = None) -> str:
     """How long ago, compactly: ``45s``, ``12m``, ``3h``, ``5d`` (``—`` when never)."""
     if moment is None:
         return "—"
-    seconds = max(0.0, ((now or datetime.now(UTC)) - moment).total_seconds())
+    seconds = max(0.0, ((now or utc_now()) - moment).total_seconds())
     for unit, size in (("d", 86_400), ("h", 3_600), ("m", 60)):
         if seconds >= size:
             return f"{seconds // size:.0f}{unit} ago"
@@ -44,19 +46,25 @@ def seconds(ms: float) -> str:
     return f"{ms / 1000.0:.2f}s"
 
 
+def compact_table(headers: Iterable[str], **options: Any) -> Table:
+    """A table without padding, numbers right-aligned and never wrapped, ids on the left."""
+    table = Table(title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 0), pad_edge=False,
+                  **options)
+    for header in headers:
+        table.add_column(header, justify="left" if header in ("agent", "task type") else
+                         "right", no_wrap=True)
+    return table
+
+
 def decision_table(decision: RoutingDecision) -> Table:
     """Every candidate of a decision, best first, with its score components.
 
     Reasons are long sentences, so they are listed under the table by ``reason_lines``
     rather than squeezed into a column.
     """
-    table = Table(title=f"candidates for {escape(decision.task_type)}", title_justify="left",
-                  box=box.SIMPLE_HEAD, padding=(0, 0), pad_edge=False,
-                  show_edge=False)
-    for header in ("#", "agent", "final", "score", "expertise", "conf.", "adjusted", "runs",
-                   "load"):
-        table.add_column(header, justify="left" if header == "agent" else "right",
-                         no_wrap=True)
+    table = compact_table(("#", "agent", "final", "score", "expertise", "conf.", "adjusted",
+                           "runs", "load"),
+                          title=f"candidates for {escape(decision.task_type)}", show_edge=False)
     for rank, c in enumerate(decision.candidates, start=1):
         name = escape(c.agent_id)
         table.add_row(str(rank), f"[bold green]{name}[/]" if c.agent_id == decision.agent_id
@@ -75,16 +83,12 @@ def reason_lines(decision: RoutingDecision) -> list[str]:
 def profiles_table(profiles: Iterable[TaskTypeProfile], title: str) -> Table:
     """One row per (agent, task type)."""
     rows = list(profiles)
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD,
-                  padding=(0, 0), pad_edge=False)
-    for header, ids in (("agent", [p.agent_id for p in rows]),
-                        ("task type", [p.task_type for p in rows])):
-        widest = max((len(i) for i in ids), default=len(header))
-        table.add_column(header, min_width=min(24, widest), no_wrap=True)
-    for header in ("runs", "success", "quality", "expertise", "conf.", "adjusted", "latency",
-                   "updated"):
-        table.add_column(header, justify="right", no_wrap=True)
-    now = datetime.now(UTC)
+    table = compact_table(("agent", "task type", "runs", "success", "quality", "expertise",
+                           "conf.", "adjusted", "latency", "updated"), title=title)
+    agents, task_types = table.columns[:2]  # ids up to 24 characters are never squeezed
+    agents.min_width = min(24, max((len(p.agent_id) for p in rows), default=5))
+    task_types.min_width = min(24, max((len(p.task_type) for p in rows), default=9))
+    now = utc_now()
     for p in rows:
         table.add_row(escape(p.agent_id), escape(p.task_type), str(p.executions_total),
                       pct(p.success_rate), num(p.avg_quality, 2), num(p.expertise, 2),
@@ -116,12 +120,8 @@ def leaderboard_heading(task_type: str, rows: list[LeaderboardRow],
 
 def leaderboard_table(rows: list[LeaderboardRow]) -> Table:
     """The demo's leaderboard for one task type; the truly best agent is starred."""
-    table = Table(box=box.SIMPLE_HEAD, padding=(0, 0), pad_edge=False,
-                  show_edge=False)
-    for header in ("#", "agent", "routed", "quality", "hidden", "runs", "expertise", "conf.",
-                   "adjusted"):
-        table.add_column(header, justify="left" if header == "agent" else "right",
-                         no_wrap=True)
+    table = compact_table(("#", "agent", "routed", "quality", "hidden", "runs", "expertise",
+                           "conf.", "adjusted"), show_edge=False)
     for r in rows:
         name = escape(r.agent_id) + (" ★" if r.is_best else "")
         table.add_row(str(r.rank), f"[bold]{name}[/]" if r.rank == 1 else name,
