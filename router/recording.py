@@ -1,8 +1,8 @@
 """Turning ``record()``'s arguments into a validated ExecutionRecord.
 
-A caller may pass the decision from ``select`` (its agent and task type are used, and
-must not be contradicted), or the agent and task type directly; a missing cost falls
-back to the agent's configured ``cost_per_call``. Validation itself (ranges, ids,
+A caller may pass the decision from ``select`` (its agent, task type and id are used, and
+must not be contradicted), or the agent and task type (and a decision id) directly; a
+missing cost falls back to the agent's configured ``cost_per_call``. Validation itself (ranges, ids,
 timestamps) is ExecutionRecord's job.
 """
 
@@ -18,10 +18,12 @@ from trustroute.router.decision import RoutingDecision
 
 
 def build_record(decision: RoutingDecision | None, agents: Mapping[str, AgentSpec], *,
-                 agent_id: str | None, task_type: str | None, success: bool | None,
-                 quality: float | None, latency_ms: float, cost: float | None,
-                 timestamp: datetime | None, record_id: str | None,
-                 metadata: Mapping[str, Any] | None) -> ExecutionRecord:
+                 agent_id: str | None = None, task_type: str | None = None,
+                 success: bool | None = None, quality: float | None = None,
+                 latency_ms: float = 0.0, cost: float | None = None,
+                 timestamp: datetime | None = None, record_id: str | None = None,
+                 decision_id: str | None = None,
+                 metadata: Mapping[str, Any] | None = None) -> ExecutionRecord:
     """The ExecutionRecord ``record()`` stores; ValueError names what is missing or wrong."""
     if decision is not None:
         for name, given, known in (("agent_id", agent_id, decision.agent_id),
@@ -38,7 +40,7 @@ def build_record(decision: RoutingDecision | None, agents: Mapping[str, AgentSpe
     fields: dict[str, Any] = {
         "agent_id": agent_id, "task_type": task_type, "success": success,
         "quality": quality, "latency_ms": latency_ms, "cost": cost,
-        "decision_id": decision.decision_id if decision else None,
+        "decision_id": decision.decision_id if decision else decision_id,
         "metadata": dict(metadata or {}),
     }
     if timestamp is not None:

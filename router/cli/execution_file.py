@@ -13,18 +13,19 @@ imports nothing the second time while genuinely repeated rows still count.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import uuid
 from collections import Counter
-from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from trustroute.profiles.records import ExecutionRecord
+from trustroute.router.config.loader import describe_problem
 from trustroute.router.row_files import RowFileError, csv_rows, jsonl_rows
 
 REQUIRED = ("task_type", "success")
@@ -73,60 +74,38 @@ def _success(value: Any) -> bool:
 
 
 def _number(value: Any) -> float:
-    if isinstance(value, bool):
-        raise ValueError(f"expected a number, got {value!r}")
-    if isinstance(value, int | float):
-        return float(value)
-    try:
-        return float(str(value).strip())
-    except ValueError:
-        raise ValueError(f"expected a number, got {value!r}") from None
+    if not isinstance(value, bool):
+        with contextlib.suppress(ValueError):
+            return float(str(value).strip())  # exact for ints and floats too
+    raise ValueError(f"expected a number, got {value!r}")
 
 
-def _timestamp(value: Any) -> datetime:
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        try:
-            return datetime.fromtimestamp(float(value), UTC)  # POSIX seconds
-        except (ValueError, OverflowError, OSError):
-            raise ValueError(f"expected POSIX seconds or an ISO 8601 time, got {value!r}"
-                             ) from None
-    text = str(value).strip()
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        raise ValueError(f"expected an ISO 8601 time like 2025-01-31T12:00:00Z, got {value!r}"
-                         ) from None
-    if moment.tzinfo is None:
-        raise ValueError(f"{value!r} has no timezone; add Z or +00:00 (naive times are "
-                         "ambiguous)")
-    return moment
+def _metadata(value: Any) -> Any:
+    try:  # CSV cells hold it as JSON text; ExecutionRecord checks that it is an object
+        return json.loads(value) if isinstance(value, str) else value
+    except json.JSONDecodeError:
+        raise ValueError("expected a JSON object") from None
 
 
-def _metadata(value: Any) -> dict[str, Any]:
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError:
-            raise ValueError("expected a JSON object") from None
-    if not isinstance(value, dict):
-        raise ValueError(f"expected a JSON object, got {type(value).__name__}")
-    return value
+# Other columns are text. Timestamps go to ExecutionRecord as given: pydantic reads ISO
+# 8601 and POSIX seconds, and the record rejects a time without a timezone.
+_CONVERT: dict[str, Callable[[Any], Any]] = {
+    "success": _success, "quality": _number, "latency_ms": _number, "cost": _number,
+    "metadata": _metadata, "timestamp": lambda value: value}
 
 
-_CONVERT = {"success": _success, "quality": _number, "latency_ms": _number, "cost": _number,
-            "timestamp": _timestamp, "metadata": _metadata}
+def _check_columns(names: Iterable[str]) -> None:
+    for name in names:
+        if name not in _KNOWN:
+            raise ValueError(f"{name}: unknown column; allowed: {', '.join(COLUMNS)}")
 
 
 def row_to_record(row: Mapping[str, Any], seen: Counter[bytes]) -> ExecutionRecord:
-    """One raw row -> ExecutionRecord; ValueError('field: problem') when it is wrong.
-
-    One pass over the row's cells: this runs once per imported execution.
-    """
+    """One raw row -> ExecutionRecord; ValueError('field: problem') when it is wrong."""
+    _check_columns(row)
     fields: dict[str, Any] = {}
     agent: Any = None
     for name, value in row.items():
-        if name not in _KNOWN:
-            raise ValueError(f"{name}: unknown column; allowed: {', '.join(COLUMNS)}")
         if _blank(value):
             continue
         if name in AGENT_COLUMNS:
@@ -134,9 +113,8 @@ def row_to_record(row: Mapping[str, Any], seen: Counter[bytes]) -> ExecutionReco
                 raise ValueError("agent_id: agent_id and agent disagree")
             agent = value
             continue
-        convert = _CONVERT.get(name)
         try:
-            fields[name] = convert(value) if convert else str(value)
+            fields[name] = _CONVERT.get(name, str)(value)
         except ValueError as exc:
             raise ValueError(f"{name}: {exc}") from None
     if agent is None:
@@ -154,19 +132,14 @@ def row_to_record(row: Mapping[str, Any], seen: Counter[bytes]) -> ExecutionReco
     try:
         return ExecutionRecord(**fields)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        name = str(err["loc"][0]) if err["loc"] else "row"
-        msg = str(err["msg"]).removeprefix("Value error, ")
-        raise ValueError(f"{name}: {msg}") from None
+        raise ValueError(describe_problem(exc.errors()[0])) from None
 
 
 def _check_header(header: Sequence[str]) -> None:
     """A CSV header names only known columns and every required one (empty: no rows)."""
     if not header:
         return
-    unknown = [c for c in header if c not in _KNOWN]
-    if unknown:
-        raise ValueError(f"{unknown[0]}: unknown column; allowed: {', '.join(COLUMNS)}")
+    _check_columns(header)
     missing = [c for c in REQUIRED if c not in header]
     if not any(c in header for c in AGENT_COLUMNS):
         missing.insert(0, "agent_id")

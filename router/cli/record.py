@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import click
 from rich.markup import escape
 
-from trustroute.profiles.records import ExecutionRecord
 from trustroute.profiles.store import DuplicateRecord
 from trustroute.router.cli.base import (
     cli,
@@ -19,6 +17,7 @@ from trustroute.router.cli.base import (
     router_options,
 )
 from trustroute.router.cli.tables import num
+from trustroute.router.recording import build_record
 
 
 @cli.command()
@@ -50,15 +49,9 @@ def record(agent: str, task_type: str, success: bool | None, quality: float | No
     if success is None:
         raise click.UsageError("say how it went: --success or --failure")
     with open_router(config, store) as router:
-        if cost is None and agent in router.agents:
-            cost = router.agents[agent].cost_per_call
-        fields: dict[str, Any] = {"agent_id": agent, "task_type": task_type,
-                                  "success": success, "quality": quality,
-                                  "latency_ms": latency_ms, "cost": cost,
-                                  "decision_id": decision_id}
-        if record_id is not None:
-            fields["record_id"] = record_id
-        rec = ExecutionRecord(**fields)
+        rec = build_record(None, router.agents, agent_id=agent, task_type=task_type,
+                           success=success, quality=quality, latency_ms=latency_ms, cost=cost,
+                           record_id=record_id, decision_id=decision_id)
         try:
             router.record(rec)
             stored = True
