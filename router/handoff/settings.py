@@ -28,7 +28,7 @@ from trustroute.router.handoff.messages import normalise_locale
 
 Finite = Annotated[float, Field(allow_inf_nan=False)]
 NonNegative = Annotated[float, Field(ge=0.0, allow_inf_nan=False)]
-Probability = Annotated[float, Field(ge=0.0, le=1.0)]
+Probability = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
 Count = Annotated[int, Field(ge=0)]
 Locale = Annotated[str, AfterValidator(normalise_locale)]  # "zh-CN" -> "zh"; unknown: error
 

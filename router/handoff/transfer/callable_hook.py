@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import importlib
-import inspect
+import pkgutil
 from collections.abc import Callable
 from typing import Any
 
@@ -13,20 +12,15 @@ from trustroute.router.handoff.transfer.request import TransferRequest
 
 def import_target(target: str) -> Callable[..., Any]:
     """Resolve ``package.module:attribute`` (or ``package.module.attribute``) to a callable."""
-    module_name, sep, attr = target.partition(":")
-    if not sep:
-        module_name, _, attr = target.rpartition(".")
-    if not module_name or not attr:
-        raise ValueError(f"hook target {target!r} must look like 'package.module:function'")
     try:
-        obj: Any = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ValueError(f"hook target {target!r}: cannot import {module_name!r}: {exc}") from exc
-    for part in attr.split("."):
-        try:
-            obj = getattr(obj, part)
-        except AttributeError:
-            raise ValueError(f"hook target {target!r}: {module_name!r} has no {attr!r}") from None
+        obj = pkgutil.resolve_name(target)
+    except AttributeError as exc:
+        owner = getattr(getattr(exc, "obj", None), "__name__", "its module")
+        raise ValueError(f"hook target {target!r}: {owner!r} has no {exc.name!r}") from None
+    except (ImportError, ValueError) as exc:  # ValueError: not a dotted name at all
+        raise ValueError(
+            f"hook target {target!r}: cannot import it ({exc}); write 'package.module:function'"
+        ) from None
     if not callable(obj):
         raise ValueError(f"hook target {target!r} is not callable")
     return obj
@@ -52,6 +46,4 @@ class CallableHook:
 
     async def acall(self, request: TransferRequest) -> Any:
         """Await an async function; run a sync one in a worker thread."""
-        if inspect.iscoroutinefunction(self.func):
-            return await self.func(request)
         return await acall_hook(self.func, request)

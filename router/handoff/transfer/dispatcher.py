@@ -14,19 +14,20 @@ re-raised at once: pausing a graph for a person is the hook working, not failing
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tenacity import (
     AsyncRetrying,
+    BaseRetrying,
     Retrying,
     retry_if_exception,
     stop_after_attempt,
     wait_exponential,
 )
 
+from trustroute.profiles.store.handoffs import HandoffRepository
 from trustroute.router.handoff.settings import HandoffSection
 from trustroute.router.handoff.transfer.hook import acall_hook, call_hook, hook_name, passthrough_of
 from trustroute.router.handoff.transfer.request import TransferRequest
@@ -70,22 +71,6 @@ class TransferOutcome:
         return {d.hook: d.response for d in self.deliveries if d.delivered}
 
 
-@dataclass(slots=True)
-class _Attempt:
-    count: int = 0
-    response: Any = None
-    error: BaseException | None = field(default=None)
-
-
-def _retryable(passthrough: tuple[type[BaseException], ...]) -> Any:
-    """Retry ordinary errors; never control flow (passthrough, Ctrl-C, cancellation)."""
-
-    def check(exc: BaseException) -> bool:
-        return isinstance(exc, Exception) and not isinstance(exc, passthrough)
-
-    return check
-
-
 class TransferDispatcher:
     """Runs transfer hooks sync or async, retries them, and stores what still fails.
 
@@ -118,7 +103,6 @@ class TransferDispatcher:
             self.add_hook(hook)
         self.store = store
         self.undelivered: list[tuple[TransferRequest, str]] = []
-        self._lock = threading.Lock()
 
     @property
     def attempts(self) -> int:
@@ -142,58 +126,53 @@ class TransferDispatcher:
     def _ordered(self) -> list[Any]:
         return sorted(self.hooks, key=lambda h: bool(getattr(h, "runs_last", False)))
 
-    def _attempts_for(self, hook: Any) -> int:
+    def _retry_options(self, hook: Any) -> dict[str, Any]:
         own = getattr(hook, "dispatch_attempts", None)
-        return int(own) if isinstance(own, int) and own >= 1 else self.attempts
+        passthrough = passthrough_of(hook)
 
-    def _retry_args(self, hook: Any) -> dict[str, Any]:
+        def retryable(exc: BaseException) -> bool:
+            # ordinary errors; never control flow (passthrough, Ctrl-C, cancellation)
+            return isinstance(exc, Exception) and not isinstance(exc, passthrough)
+
         return {
-            "stop": stop_after_attempt(self._attempts_for(hook)),
+            "stop": stop_after_attempt(own if isinstance(own, int) and own >= 1 else self.attempts),
             "wait": wait_exponential(
                 multiplier=self.settings.dispatch_backoff_s,
                 max=self.settings.dispatch_max_backoff_s,
             ),
-            "retry": retry_if_exception(_retryable(passthrough_of(hook))),
+            "retry": retry_if_exception(retryable),
             "reraise": True,
         }
 
     # -- delivery ------------------------------------------------------------------------
     def _deliver(self, hook: Any, request: TransferRequest) -> HookDelivery:
-        state = _Attempt()
-        passthrough = passthrough_of(hook)
+        retrying = Retrying(**self._retry_options(hook))
         try:
-            for attempt in Retrying(**self._retry_args(hook)):
-                with attempt:
-                    state.count += 1
-                    state.response = call_hook(hook, request)
+            response = retrying(call_hook, hook, request)
         except Exception as exc:
-            if isinstance(exc, passthrough):
-                raise
-            state.error = exc
-        return self._delivery(hook, state)
+            return self._delivery(hook, retrying, error=exc)
+        return self._delivery(hook, retrying, response)
 
     async def _adeliver(self, hook: Any, request: TransferRequest) -> HookDelivery:
-        state = _Attempt()
-        passthrough = passthrough_of(hook)
+        retrying = AsyncRetrying(**self._retry_options(hook))
         try:
-            async for attempt in AsyncRetrying(**self._retry_args(hook)):
-                with attempt:
-                    state.count += 1
-                    state.response = await acall_hook(hook, request)
+            response = await retrying(acall_hook, hook, request)
         except Exception as exc:
-            if isinstance(exc, passthrough):
-                raise
-            state.error = exc
-        return self._delivery(hook, state)
+            return self._delivery(hook, retrying, error=exc)
+        return self._delivery(hook, retrying, response)
 
     @staticmethod
-    def _delivery(hook: Any, state: _Attempt) -> HookDelivery:
-        name = hook_name(hook)
-        if state.error is None:
-            return HookDelivery(name, True, state.count, response=state.response)
-        error = f"{type(state.error).__name__}: {state.error}"
-        log.warning("transfer hook %s failed after %d attempt(s): %s", name, state.count, error)
-        return HookDelivery(name, False, state.count, error=error)
+    def _delivery(
+        hook: Any, retrying: BaseRetrying, response: Any = None, error: Exception | None = None
+    ) -> HookDelivery:
+        name, attempts = hook_name(hook), retrying.statistics["attempt_number"]
+        if error is None:
+            return HookDelivery(name, True, attempts, response=response)
+        if isinstance(error, passthrough_of(hook)):
+            raise error  # control flow: the hook working (a paused graph), not failing
+        text = f"{type(error).__name__}: {error}"
+        log.warning("transfer hook %s failed after %d attempt(s): %s", name, attempts, text)
+        return HookDelivery(name, False, attempts, error=text)
 
     def dispatch(self, request: TransferRequest) -> TransferOutcome:
         """Deliver ``request`` to every hook (blocking); failures are stored pending."""
@@ -219,8 +198,6 @@ class TransferDispatcher:
     def _store_pending(self, request: TransferRequest, delivery: HookDelivery) -> bool:
         error = delivery.error or "undelivered"
         if self.store is not None:
-            from trustroute.profiles.store.handoffs import HandoffRepository
-
             try:
                 self.store.repository(HandoffRepository).save_pending(
                     request.payload(), hook=delivery.hook, error=error, attempts=delivery.attempts
@@ -228,8 +205,7 @@ class TransferDispatcher:
                 return True
             except Exception as exc:  # the store itself failed: fall through, keep it
                 error = f"{error}; storing it failed too: {exc}"
-        with self._lock:
-            self.undelivered.append((request, delivery.hook))
+        self.undelivered.append((request, delivery.hook))  # list.append is thread-safe
         log.error(
             "hand-off %s could not be delivered by %s and is kept in memory only: %s",
             request.request_id,
@@ -243,8 +219,6 @@ class TransferDispatcher:
         """Stored requests still waiting for delivery (oldest first)."""
         if self.store is None:
             return []
-        from trustroute.profiles.store.handoffs import HandoffRepository
-
         return self.store.repository(HandoffRepository).pending("pending", limit)
 
     def retry_pending(self, limit: int = 100) -> tuple[int, int]:
@@ -255,8 +229,6 @@ class TransferDispatcher:
         """
         if self.store is None:
             return 0, 0
-        from trustroute.profiles.store.handoffs import HandoffRepository
-
         repo = self.store.repository(HandoffRepository)
         by_name = {hook_name(h): h for h in self.hooks}
         delivered = still = 0

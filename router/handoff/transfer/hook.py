@@ -18,8 +18,8 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import inspect
-import threading
 from collections.abc import Awaitable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, runtime_checkable
 
 from trustroute.router.handoff.transfer.request import TransferRequest
@@ -62,21 +62,8 @@ def _run_coroutine_blocking(awaitable: Awaitable[Any]) -> Any:
         return asyncio.run(wrap())
     # a sync dispatch from inside an event loop: run the coroutine on a private loop in a
     # helper thread (with this context's variables) rather than deadlocking the caller's
-    box: dict[str, Any] = {}
-    ctx = contextvars.copy_context()
-
-    def target() -> None:
-        try:
-            box["value"] = ctx.run(asyncio.run, wrap())
-        except BaseException as exc:  # handed back to the caller below
-            box["error"] = exc
-
-    thread = threading.Thread(target=target, name="trustroute-hook", daemon=True)
-    thread.start()
-    thread.join()
-    if "error" in box:
-        raise box["error"]
-    return box.get("value")
+    with ThreadPoolExecutor(1, thread_name_prefix="trustroute-hook") as pool:
+        return pool.submit(contextvars.copy_context().run, asyncio.run, wrap()).result()
 
 
 def call_hook(hook: Any, request: TransferRequest) -> Any:

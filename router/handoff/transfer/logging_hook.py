@@ -50,11 +50,7 @@ class LoggingHook:
             options["logger"] = given.name if given else logger
         self.settings = LoggingSettings(**options)
         self.logger = given or logging.getLogger(self.settings.logger)
-
-    @property
-    def name(self) -> str:
-        """The hook's name in logs and pending rows."""
-        return self.settings.name
+        self.name = self.settings.name  # in logs and pending rows
 
     def __repr__(self) -> str:
         return f"LoggingHook({self.logger.name!r})"

@@ -8,15 +8,14 @@ the receiver.
 
 from __future__ import annotations
 
-import math
 import uuid
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
-from pydantic_core import to_jsonable_python
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from trustroute.profiles.records import check_identifier, utc_now
+from trustroute.router.handoff.settings import Probability
 
 if TYPE_CHECKING:
     from trustroute.router.decision import RoutingDecision
@@ -31,7 +30,7 @@ class TransferRequest(BaseModel):
     request_id: str = Field(default_factory=lambda: str(uuid.uuid4()))
     input: Any = None
     reason: str
-    confidence: float | None = None
+    confidence: Probability | None = None
     diagnostics: dict[str, Any] = Field(default_factory=dict)
     run_id: str | None = None
     decision_id: str | None = None
@@ -40,27 +39,15 @@ class TransferRequest(BaseModel):
     timestamp: datetime = Field(default_factory=utc_now)
     metadata: dict[str, Any] = Field(default_factory=dict)
 
-    @field_validator("request_id")
+    @field_validator("request_id", "task_type")
     @classmethod
-    def _request_id(cls, value: str) -> str:
-        return check_identifier(value, "request_id")
+    def _identifier(cls, value: str | None, info: ValidationInfo) -> str | None:
+        return None if value is None else check_identifier(value, str(info.field_name))
 
     @field_validator("run_id", "decision_id", mode="before")
     @classmethod
     def _ids(cls, value: Any) -> Any:
         return str(value) if isinstance(value, uuid.UUID) else value
-
-    @field_validator("task_type")
-    @classmethod
-    def _task_type(cls, value: str | None) -> str | None:
-        return None if value is None else check_identifier(value, "task_type")
-
-    @field_validator("confidence")
-    @classmethod
-    def _confidence(cls, value: float | None) -> float | None:
-        if value is not None and (not math.isfinite(value) or not 0.0 <= value <= 1.0):
-            raise ValueError(f"confidence must be in [0, 1], got {value}")
-        return value
 
     @field_validator("timestamp")
     @classmethod
@@ -70,9 +57,9 @@ class TransferRequest(BaseModel):
         return value.astimezone(UTC)
 
     def payload(self) -> dict[str, Any]:
-        """JSON-ready dict (datetimes as ISO text, unknown objects as their ``str``)."""
-        data = {name: getattr(self, name) for name in type(self).model_fields}
-        return dict(to_jsonable_python(data, fallback=str))
+        """JSON-ready dict (datetimes as ISO text, NaN as null, unknown objects as their
+        ``str``)."""
+        return self.model_dump(mode="json", fallback=str)
 
     @classmethod
     def from_result(

@@ -32,8 +32,7 @@ import logging
 import os
 import socket
 import threading
-from types import TracebackType
-from typing import Any
+from typing import Any, NoReturn
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
@@ -101,16 +100,17 @@ class WebhookSettings(BaseModel):
 
 
 class _SocketDeadline:
-    """Sync path: shut the attempt's socket down once ``seconds`` have passed.
+    """Sync path: shut the attempt's sockets down once ``seconds`` have passed.
 
     Shutting a socket down wakes a thread blocked reading or writing it, which then fails;
-    ``expired`` tells the caller that failure was the deadline.
+    ``expired`` tells the caller that failure was the deadline. No lock: the timer sets
+    ``expired`` before reading ``sockets`` and ``trace`` appends before reading
+    ``expired``, so a socket connected as time runs out is shut down by one or the other.
     """
 
     def __init__(self, seconds: float) -> None:
         self.expired = False
-        self._lock = threading.Lock()
-        self._socket: socket.socket | None = None
+        self.sockets: list[socket.socket] = []
         self._timer = threading.Timer(seconds, self._expire)
         self._timer.daemon = True
 
@@ -118,30 +118,22 @@ class _SocketDeadline:
         self._timer.start()
         return self
 
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self._timer.cancel()
-        with self._lock:
-            self._socket = None  # the attempt is over: its socket is no longer ours
+        self.sockets.clear()  # the attempt is over: its sockets are no longer ours
 
     def trace(self, event: str, info: dict[str, Any]) -> None:
         """httpcore's ``trace`` extension: note each socket the attempt opens."""
         if event in _SOCKET_EVENTS:
-            with self._lock:
-                self._socket = info["return_value"].get_extra_info("socket")
-                if self.expired:  # time ran out while connecting
-                    self._shutdown()
+            self.sockets.append(info["return_value"].get_extra_info("socket"))
+            if self.expired:
+                self._expire()
 
     def _expire(self) -> None:
-        with self._lock:
-            self.expired = True
-            self._shutdown()
-
-    def _shutdown(self) -> None:
-        if self._socket is not None:
+        self.expired = True
+        for sock in list(self.sockets):
             with contextlib.suppress(OSError):
-                self._socket.shutdown(socket.SHUT_RDWR)
+                sock.shutdown(socket.SHUT_RDWR)
 
 
 class WebhookHook:
@@ -151,11 +143,7 @@ class WebhookHook:
 
     def __init__(self, url: str, **options: Any) -> None:
         self.settings = WebhookSettings(url=url, **options)
-
-    @property
-    def name(self) -> str:
-        """The hook's name in logs and pending rows."""
-        return self.settings.name
+        self.name = self.settings.name  # in logs and pending rows
 
     def __repr__(self) -> str:
         signed = f", secret_env={self.settings.secret_env!r}" if self.settings.secret_env else ""
@@ -167,7 +155,9 @@ class WebhookHook:
             request.payload(), sort_keys=True, separators=(",", ":"), ensure_ascii=False
         ).encode("utf-8")
 
-    def _headers(self, request: TransferRequest, body: bytes) -> dict[str, str]:
+    def _message(self, request: TransferRequest) -> tuple[bytes, dict[str, str]]:
+        """The body and headers every attempt sends (signed when ``secret_env`` is set)."""
+        body = self.body(request)
         headers = {
             "User-Agent": "trustroute-webhook",
             **self.settings.headers,
@@ -182,7 +172,7 @@ class WebhookHook:
                     f"{self.settings.secret_env} (secret_env) is not set or empty"
                 )
             headers[SIGNATURE_HEADER] = sign(body, secret)
-        return headers
+        return body, headers
 
     # -- one attempt -----------------------------------------------------------------------
     def _client_options(self) -> dict[str, Any]:
@@ -247,7 +237,7 @@ class WebhookHook:
             ),
             "retry": retry_if_exception_type(_Transient),
             "before_sleep": self._log_retry,
-            "reraise": True,
+            "retry_error_callback": self._give_up,
         }
 
     def _log_retry(self, state: RetryCallState) -> None:
@@ -260,10 +250,11 @@ class WebhookHook:
             exc,
         )
 
-    def _failed(self, exc: _Transient) -> WebhookError:
-        return WebhookError(
+    def _give_up(self, state: RetryCallState) -> NoReturn:
+        exc = state.outcome.exception() if state.outcome else None
+        raise WebhookError(
             f"POST {redact_url(self.settings.url)} failed after "
-            f"{self.settings.attempts} attempt(s): {exc}"
+            f"{state.attempt_number} attempt(s): {exc}"
         )
 
     def _delivered(self, request: TransferRequest, status: int) -> int:
@@ -278,26 +269,17 @@ class WebhookHook:
 
     def __call__(self, request: TransferRequest) -> int:
         """Deliver ``request``; returns the HTTP status, raises WebhookError on failure."""
-        body = self.body(request)
-        headers = self._headers(request, body)
+        body, headers = self._message(request)
         with httpx.Client(**self._client_options()) as client:
-            try:
-                status: int = Retrying(**self._retry_options())(self._post, client, body, headers)
-            except _Transient as exc:
-                raise self._failed(exc) from None
+            status: int = Retrying(**self._retry_options())(self._post, client, body, headers)
         return self._delivered(request, status)
 
     async def acall(self, request: TransferRequest) -> int:
         """Deliver from async code without blocking the event loop (same rules)."""
-        body = self.body(request)
-        headers = self._headers(request, body)
+        body, headers = self._message(request)
         async with httpx.AsyncClient(**self._client_options()) as client:
-            try:
-                status: int = await AsyncRetrying(**self._retry_options())(
-                    self._apost, client, body, headers
-                )
-            except _Transient as exc:
-                raise self._failed(exc) from None
+            retrying = AsyncRetrying(**self._retry_options())
+            status: int = await retrying(self._apost, client, body, headers)
         return self._delivered(request, status)
 
     def describe(self) -> dict[str, Any]:
