@@ -1,4 +1,4 @@
-"""Outcome capture for a routed run: success and quality, token cost, latency.
+"""Outcome capture for a routed attempt: success and quality, token cost, latency.
 
 Token usage is collected two ways and de-duplicated by message id: a callback handler
 sees every chat-model call inside the agent (so a chain that ends in a string parser,
@@ -12,28 +12,25 @@ from __future__ import annotations
 import inspect
 import math
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import LLMResult
+from langchain_core.runnables import Runnable, RunnableConfig, patch_config
 
 from trustroute.integrations.langchain.callbacks import MAX_STEP_CHARS, TraceCollector
 from trustroute.integrations.langchain.task import RoutedTask
-from trustroute.profiles.records import ExecutionRecord
 from trustroute.router.agents import AgentSpec
 from trustroute.router.decision import RoutingDecision
-from trustroute.router.router import AgentRouter
-from trustroute.router.trace import (
-    Embedder,
-    NoveltyCache,
-    ReasoningTrace,
-    TraceWeights,
-    aevaluate_value,
-    evaluate_value,
-)
+from trustroute.router.trace import ReasoningTrace, aevaluate_value, evaluate_value
+
+if TYPE_CHECKING:
+    from trustroute.integrations.langchain.runnable import RoutedRunnable
 
 _SCAN_DEPTH = 4
 Evaluator = Callable[[Any, Any], Any]
@@ -112,32 +109,21 @@ def run_cost(spec: AgentSpec, tokens: tuple[int, int] | None) -> float | None:
     return token_cost + (spec.cost_per_call or 0.0)
 
 
-@dataclass(frozen=True, slots=True)
-class Judgement:
-    """What the evaluator (or the absence of an exception) says about an output."""
-
-    success: bool
-    quality: float | None  # None: the record's default (1.0 on success, 0.0 on failure)
-    confidence: float  # the trace outcome's confidence
-
-
-def _verdict(value: Any, threshold: float) -> Judgement:
+def _verdict(value: Any, threshold: float) -> tuple[bool, float | None]:
     if isinstance(value, bool):
-        return Judgement(value, None, 1.0)
+        return value, None
     if isinstance(value, int | float) and math.isfinite(value) and 0.0 <= value <= 1.0:
-        score = float(value)
-        return Judgement(score >= threshold, score, score)
+        return value >= threshold, float(value)
     raise ValueError(f"evaluator must return a bool or a number in [0, 1], got {value!r}")
 
 
 def judge(evaluator: Evaluator | None, input_: Any, output: Any,
-          threshold: float) -> Judgement:
-    """Success is "returned without raising" unless an evaluator says otherwise.
-
-    A float verdict is the quality; it counts as success at ``threshold`` or above.
-    """
+          threshold: float) -> tuple[bool, float | None]:
+    """(success, quality): success is "returned without raising" unless an evaluator says
+    otherwise. A float verdict is the quality, a success at ``threshold`` or above; None
+    leaves the record's default (1.0 on success, 0.0 on failure)."""
     if evaluator is None:
-        return Judgement(True, None, 1.0)
+        return True, None
     value = evaluator(input_, output)
     if inspect.isawaitable(value):
         if inspect.iscoroutine(value):
@@ -147,10 +133,10 @@ def judge(evaluator: Evaluator | None, input_: Any, output: Any,
 
 
 async def ajudge(evaluator: Evaluator | None, input_: Any, output: Any,
-                 threshold: float) -> Judgement:
+                 threshold: float) -> tuple[bool, float | None]:
     """Async ``judge``: the evaluator may be sync or async."""
     if evaluator is None:
-        return Judgement(True, None, 1.0)
+        return True, None
     value = evaluator(input_, output)
     if inspect.isawaitable(value):
         value = await value
@@ -171,114 +157,94 @@ def objective_text(input_: Any) -> str:
     return text[:MAX_STEP_CHARS]
 
 
-def is_priced(spec: AgentSpec) -> bool:
-    """True when the agent has token prices (only then is usage worth collecting)."""
-    return spec.price_per_1k_input_tokens is not None or \
-        spec.price_per_1k_output_tokens is not None
+@dataclass(slots=True)
+class Attempt:
+    """One agent's try at a task: its decision, the config of its child run, the
+    collectors on that run and the time spent inside the agent; records its outcome."""
 
-
-@dataclass(frozen=True, slots=True)
-class RunCapture:
-    """The handlers attached to one agent attempt: token usage (for priced agents) and
-    the trace (with ``quality="trace"``). No handler at all keeps a plain call cheap."""
-
-    usage: UsageCollector | None
-    trace: TraceCollector | None
+    routed: RoutedRunnable
+    task: RoutedTask
+    decision: RoutingDecision
+    spec: AgentSpec
+    config: RunnableConfig
+    usage: UsageCollector | None  # only for an agent with token prices
+    trace: TraceCollector | None  # only with quality="trace"
+    seconds: float = 0.0
 
     @classmethod
-    def start(cls, *, with_usage: bool, with_trace: bool) -> RunCapture:
-        """Fresh collectors for one attempt."""
-        return cls(UsageCollector() if with_usage else None,
-                   TraceCollector() if with_trace else None)
+    def start(cls, routed: RoutedRunnable, task: RoutedTask, decision: RoutingDecision,
+              config: RunnableConfig, callbacks: BaseCallbackManager) -> Attempt:
+        """The attempt of ``decision``: a child run named after the agent, under
+        ``callbacks``; no collector at all keeps a plain call cheap."""
+        spec = routed.router.agent(decision.agent_id)
+        priced = spec.price_per_1k_input_tokens is not None or \
+            spec.price_per_1k_output_tokens is not None
+        usage = UsageCollector() if priced else None
+        trace = TraceCollector() if routed.quality == "trace" else None
+        for handler in (usage, trace):
+            if handler is not None:
+                callbacks.add_handler(handler, inherit=True)
+        child = task.run_config(patch_config(config, callbacks=callbacks,
+                                             run_name=decision.agent_id), decision)
+        return cls(routed, task, decision, spec, child, usage, trace)
 
     @property
-    def handlers(self) -> list[BaseCallbackHandler]:
-        """The handlers to add to the attempt's callbacks."""
-        return [h for h in (self.usage, self.trace) if h is not None]
+    def agent(self) -> Runnable[Any, Any]:
+        """The runnable of the chosen agent."""
+        return self.routed.agents[self.decision.agent_id]
 
-    def tokens(self, input_: Any, output: Any) -> tuple[int, int] | None:
-        """Tokens used by the attempt, when usage was collected and reported."""
-        return None if self.usage is None else self.usage.tokens(input_, output)
+    @contextmanager
+    def timed(self) -> Iterator[None]:
+        """Count the time spent in the block as time inside the agent."""
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds += time.perf_counter() - start
 
-
-@dataclass(frozen=True, slots=True)
-class TraceScoring:
-    """How ``quality="trace"`` scores a run: embedder, novelty cache, weights."""
-
-    embedder: Embedder | None
-    cache: NoveltyCache
-    weights: TraceWeights | None
-
-
-@dataclass(frozen=True, slots=True)
-class OutcomeRecorder:
-    """Turns one finished attempt into one ``router.record()`` (sync or async)."""
-
-    router: AgentRouter
-    evaluator: Evaluator | None
-    threshold: float
-    scoring: TraceScoring | None
-
-    def _trace(self, task: RoutedTask, capture: RunCapture, input_: Any, output: Any,
-               verdict: Judgement) -> ReasoningTrace | None:
-        if capture.trace is None or self.scoring is None or not verdict.success:
-            return None  # a failed run records quality 0, whatever its trace looked like
-        return capture.trace.trace(success=True, confidence=verdict.confidence,
-                                   objective=objective_text(input_),
-                                   task_domain=task.task_type,
-                                   result_summary=objective_text(output))
-
-    def _fields(self, task: RoutedTask, decision: RoutingDecision, capture: RunCapture,
-                input_: Any, output: Any, latency_ms: float) -> dict[str, Any]:
-        tokens = capture.tokens(input_, output)
-        return {"latency_ms": latency_ms, "metadata": task.record_metadata(),
-                "cost": run_cost(self.router.agent(decision.agent_id), tokens)}
-
-    def success(self, task: RoutedTask, decision: RoutingDecision, capture: RunCapture,
-                input_: Any, output: Any, latency_ms: float) -> ExecutionRecord:
+    def succeeded(self, output: Any) -> None:
         """Record an attempt that returned ``output``."""
-        verdict = judge(self.evaluator, input_, output, self.threshold)
-        quality = verdict.quality
-        trace = self._trace(task, capture, input_, output, verdict)
-        if trace is not None and self.scoring is not None:
-            quality = evaluate_value(trace, embedder=self.scoring.embedder,
-                                     cache=self.scoring.cache, weights=self.scoring.weights)
-        return self.router.record(decision, success=verdict.success, quality=quality,
-                                  **self._fields(task, decision, capture, input_, output,
-                                                 latency_ms))
+        routed = self.routed
+        success, quality = judge(routed.evaluator, self.task.input, output,
+                                 routed.success_threshold)
+        if (trace := self._trace(output, success, quality)) is not None:
+            quality = evaluate_value(trace, embedder=routed.embedder,
+                                     cache=routed.novelty_cache, weights=routed.trace_weights)
+        routed.router.record(self.decision, success=success, quality=quality,
+                             **self._fields(output))
 
-    async def asuccess(self, task: RoutedTask, decision: RoutingDecision,
-                       capture: RunCapture, input_: Any, output: Any,
-                       latency_ms: float) -> ExecutionRecord:
-        """Async ``success``: the database write runs off the event loop."""
-        verdict = await ajudge(self.evaluator, input_, output, self.threshold)
-        quality = verdict.quality
-        trace = self._trace(task, capture, input_, output, verdict)
-        if trace is not None and self.scoring is not None:
-            quality = await aevaluate_value(trace, embedder=self.scoring.embedder,
-                                            cache=self.scoring.cache,
-                                            weights=self.scoring.weights)
-        return await self.router.arecord(decision, success=verdict.success, quality=quality,
-                                         **self._fields(task, decision, capture, input_,
-                                                        output, latency_ms))
+    async def asucceeded(self, output: Any) -> None:
+        """Async ``succeeded``: the database write runs off the event loop."""
+        routed = self.routed
+        success, quality = await ajudge(routed.evaluator, self.task.input, output,
+                                        routed.success_threshold)
+        if (trace := self._trace(output, success, quality)) is not None:
+            quality = await aevaluate_value(trace, embedder=routed.embedder,
+                                            cache=routed.novelty_cache,
+                                            weights=routed.trace_weights)
+        await routed.router.arecord(self.decision, success=success, quality=quality,
+                                    **self._fields(output))
 
-    def failure(self, task: RoutedTask, decision: RoutingDecision, capture: RunCapture,
-                input_: Any, latency_ms: float, error: BaseException) -> None:
+    def failed(self, error: BaseException) -> None:
         """Record an attempt whose agent raised ``error`` (tokens spent still cost)."""
-        try:
-            self.router.record(decision, success=False,
-                               **self._fields(task, decision, capture, input_, None,
-                                              latency_ms))
-        finally:
-            task.failed(decision, error)
+        self.routed.router.record(self.decision, success=False, **self._fields(None))
+        self.task.failed(self.decision, error)
 
-    async def afailure(self, task: RoutedTask, decision: RoutingDecision,
-                       capture: RunCapture, input_: Any, latency_ms: float,
-                       error: BaseException) -> None:
-        """Async ``failure``."""
-        try:
-            await self.router.arecord(decision, success=False,
-                                      **self._fields(task, decision, capture, input_, None,
-                                                     latency_ms))
-        finally:
-            task.failed(decision, error)
+    async def afailed(self, error: BaseException) -> None:
+        """Async ``failed``."""
+        await self.routed.router.arecord(self.decision, success=False, **self._fields(None))
+        self.task.failed(self.decision, error)
+
+    def _fields(self, output: Any) -> dict[str, Any]:
+        tokens = None if self.usage is None else self.usage.tokens(self.task.input, output)
+        return {"latency_ms": self.seconds * 1000.0, "metadata": self.task.record_metadata(),
+                "cost": run_cost(self.spec, tokens)}
+
+    def _trace(self, output: Any, success: bool, quality: float | None
+               ) -> ReasoningTrace | None:
+        if self.trace is None or not success:
+            return None  # a failed run records quality 0, whatever its trace looked like
+        return self.trace.trace(success=True, confidence=1.0 if quality is None else quality,
+                                objective=objective_text(self.task.input),
+                                task_domain=self.task.task_type,
+                                result_summary=objective_text(output))

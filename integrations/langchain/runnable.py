@@ -22,7 +22,6 @@ attempt), and so does every run nested inside it.
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping
 from contextlib import aclosing
 from functools import partial
@@ -32,49 +31,18 @@ from langchain_core.callbacks import (
     AsyncCallbackManagerForChainRun,
     CallbackManagerForChainRun,
 )
-from langchain_core.runnables import (
-    Runnable,
-    RunnableConfig,
-    RunnableSerializable,
-    ensure_config,
-    patch_config,
-)
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableSerializable
 from langchain_core.runnables.base import coerce_to_runnable
 from langchain_core.runnables.utils import ConfigurableFieldSpec, get_unique_config_specs
-from pydantic import ConfigDict, Field, PrivateAttr, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
 from trustroute.integrations.langchain.errors import AgentsMismatch
-from trustroute.integrations.langchain.recording import (
-    OutcomeRecorder,
-    RunCapture,
-    TraceScoring,
-    is_priced,
-)
-from trustroute.integrations.langchain.task import RoutedTask, Selector, resolve_task_type
-from trustroute.router.decision import RoutingDecision
+from trustroute.integrations.langchain.recording import Attempt
+from trustroute.integrations.langchain.task import RoutedTask, resolve_task_type
 from trustroute.router.router import AgentRouter
 from trustroute.router.trace import NoveltyCache, TraceWeights
 
-
-class _Stopwatch:
-    """Time spent inside the agent only (not in the consumer between stream chunks)."""
-
-    __slots__ = ("_start", "seconds")
-
-    def __init__(self) -> None:
-        self.seconds = 0.0
-        self._start = 0.0
-
-    def __enter__(self) -> _Stopwatch:
-        self._start = time.perf_counter()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.seconds += time.perf_counter() - self._start
-
-    @property
-    def ms(self) -> float:
-        return self.seconds * 1000.0
+_END = object()  # what ``next(chunks, _END)`` returns once a stream is exhausted
 
 
 def _combine(total: Any, chunk: Any) -> Any:
@@ -83,10 +51,6 @@ def _combine(total: Any, chunk: Any) -> Any:
         return total + chunk
     except TypeError:
         return chunk
-
-
-def _only(inputs: Iterator[Any]) -> Any:
-    return next(inputs)
 
 
 async def _aiter_one(value: Any) -> AsyncIterator[Any]:
@@ -119,19 +83,11 @@ class RoutedRunnable(RunnableSerializable[Any, Any]):
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
-    _selector: Selector = PrivateAttr()
-    _recorder: OutcomeRecorder = PrivateAttr()
-
     def __init__(self, **data: Any) -> None:
         super().__init__(**data)
         known, given = set(self.router.agents), set(self.agents)
         if known != given:
             raise AgentsMismatch(missing=known - given, unknown=given - known)
-        self._selector = Selector(self.router, self.capacity_timeout)
-        scoring = (TraceScoring(self.embedder, self.novelty_cache, self.trace_weights)
-                   if self.quality == "trace" else None)
-        self._recorder = OutcomeRecorder(self.router, self.evaluator,
-                                         self.success_threshold, scoring)
 
     @field_validator("agents", mode="before")
     @classmethod
@@ -162,153 +118,103 @@ class RoutedRunnable(RunnableSerializable[Any, Any]):
         return get_unique_config_specs(
             spec for agent in self.agents.values() for spec in agent.config_specs)
 
-    # -- helpers ---------------------------------------------------------------------
-    def _new_task(self, input_: Any) -> RoutedTask:
-        return RoutedTask(resolve_task_type(self.task_type, input_),
-                          max_attempts=self.max_attempts or len(self.agents))
-
-    @staticmethod
-    def _task_config(config: RunnableConfig | None, task: RoutedTask) -> RunnableConfig:
-        config = ensure_config(config)
-        if task.current is not None:
-            config["metadata"] = {**config.get("metadata", {}),
-                                  **task.run_metadata(task.current)}
-        return config
-
-    def _attempt_config(self, config: RunnableConfig,
-                        run_manager: CallbackManagerForChainRun
-                        | AsyncCallbackManagerForChainRun,
-                        task: RoutedTask, decision: RoutingDecision
-                        ) -> tuple[RunnableConfig, RunCapture]:
-        capture = RunCapture.start(with_usage=is_priced(self.router.agent(decision.agent_id)),
-                                   with_trace=self.quality == "trace")
-        callbacks = run_manager.get_child()
-        for handler in capture.handlers:
-            callbacks.add_handler(handler, inherit=True)
-        child = patch_config(config, callbacks=callbacks, run_name=decision.agent_id)
-        child["metadata"] = {**child.get("metadata", {}), **task.run_metadata(decision)}
-        return child, capture
+    def _task(self, input_: Any) -> RoutedTask:
+        return RoutedTask(self.router, input_, resolve_task_type(self.task_type, input_),
+                          max_attempts=self.max_attempts or len(self.agents),
+                          timeout=self.capacity_timeout)
 
     # -- invoke ----------------------------------------------------------------------
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         """Run the input on the chosen agent (falling back on errors); record the outcome."""
-        task = self._new_task(input)
-        self._selector.next(task)
-        try:
+        with self._task(input) as task:
+            config = task.run_config(config, task.next())
             return self._call_with_config(partial(self._invoke_task, task=task), input,
-                                          self._task_config(config, task), **kwargs)
-        finally:
-            task.release()
+                                          config, **kwargs)
 
     def _invoke_task(self, input_: Any, run_manager: CallbackManagerForChainRun,
                      config: RunnableConfig, *, task: RoutedTask, **kwargs: Any) -> Any:
         while True:
-            decision = task.current or self._selector.next(task)
-            child, capture = self._attempt_config(config, run_manager, task, decision)
-            clock = _Stopwatch()
+            attempt = Attempt.start(self, task, task.current or task.next(), config,
+                                    run_manager.get_child())
             try:
-                with clock:
-                    output = self.agents[decision.agent_id].invoke(input_, child, **kwargs)
+                with attempt.timed():
+                    output = attempt.agent.invoke(input_, attempt.config, **kwargs)
             except self.exceptions_to_handle as exc:
-                self._recorder.failure(task, decision, capture, input_, clock.ms, exc)
+                attempt.failed(exc)
                 continue
-            self._recorder.success(task, decision, capture, input_, output, clock.ms)
+            attempt.succeeded(output)
             return output
 
     async def ainvoke(self, input: Any, config: RunnableConfig | None = None,
                       **kwargs: Any) -> Any:
         """Async ``invoke``."""
-        task = self._new_task(input)
-        await self._selector.anext(task)
-        try:
+        with self._task(input) as task:
+            config = task.run_config(config, await task.anext())
             return await self._acall_with_config(partial(self._ainvoke_task, task=task),
-                                                 input, self._task_config(config, task),
-                                                 **kwargs)
-        finally:
-            task.release()
+                                                 input, config, **kwargs)
 
     async def _ainvoke_task(self, input_: Any, run_manager: AsyncCallbackManagerForChainRun,
                             config: RunnableConfig, *, task: RoutedTask,
                             **kwargs: Any) -> Any:
         while True:
-            decision = task.current or await self._selector.anext(task)
-            child, capture = self._attempt_config(config, run_manager, task, decision)
-            clock = _Stopwatch()
+            attempt = Attempt.start(self, task, task.current or await task.anext(), config,
+                                    run_manager.get_child())
             try:
-                with clock:
-                    output = await self.agents[decision.agent_id].ainvoke(input_, child,
-                                                                          **kwargs)
+                with attempt.timed():
+                    output = await attempt.agent.ainvoke(input_, attempt.config, **kwargs)
             except self.exceptions_to_handle as exc:
-                await self._recorder.afailure(task, decision, capture, input_, clock.ms, exc)
+                await attempt.afailed(exc)
                 continue
-            await self._recorder.asuccess(task, decision, capture, input_, output, clock.ms)
+            await attempt.asucceeded(output)
             return output
 
     # -- stream ----------------------------------------------------------------------
     def stream(self, input: Any, config: RunnableConfig | None = None,
                **kwargs: Any) -> Iterator[Any]:
         """Stream the chosen agent's chunks; falls back only before the first chunk."""
-        task = self._new_task(input)
-        self._selector.next(task)
-        try:
+        with self._task(input) as task:
+            config = task.run_config(config, task.next())
             yield from self._transform_stream_with_config(
-                iter([input]), partial(self._stream_task, task=task),
-                self._task_config(config, task), **kwargs)
-        finally:
-            task.release()
+                iter([input]), partial(self._stream_task, task=task), config, **kwargs)
 
     def _stream_task(self, inputs: Iterator[Any], run_manager: CallbackManagerForChainRun,
                      config: RunnableConfig, *, task: RoutedTask,
                      **kwargs: Any) -> Iterator[Any]:
-        input_ = _only(inputs)
+        input_ = next(inputs)
         while True:
-            decision = task.current or self._selector.next(task)
-            child, capture = self._attempt_config(config, run_manager, task, decision)
-            clock = _Stopwatch()
-            chunks = iter(self.agents[decision.agent_id].stream(input_, child, **kwargs))
+            attempt = Attempt.start(self, task, task.current or task.next(), config,
+                                    run_manager.get_child())
+            chunks = iter(attempt.agent.stream(input_, attempt.config, **kwargs))
+            output: Any = _END
             try:
-                try:
-                    with clock:
-                        output = next(chunks)
-                except StopIteration:
-                    self._recorder.success(task, decision, capture, input_, None, clock.ms)
-                    return
-                except self.exceptions_to_handle as exc:
-                    self._recorder.failure(task, decision, capture, input_, clock.ms, exc)
-                    continue
-                yield output
                 while True:
                     try:
-                        with clock:
-                            chunk = next(chunks)
-                    except StopIteration:
-                        break
+                        with attempt.timed():
+                            chunk = next(chunks, _END)
                     except self.exceptions_to_handle as exc:
-                        self._recorder.failure(task, decision, capture, input_, clock.ms, exc)
+                        attempt.failed(exc)
+                        if output is _END:
+                            break  # nothing reached the caller yet: the next agent takes it
                         raise
-                    output = _combine(output, chunk)
+                    if chunk is _END:
+                        attempt.succeeded(None if output is _END else output)
+                        return
+                    output = chunk if output is _END else _combine(output, chunk)
                     yield chunk
-                self._recorder.success(task, decision, capture, input_, output, clock.ms)
-                return
             finally:
-                close = getattr(chunks, "close", None)
-                if close is not None:
+                if callable(close := getattr(chunks, "close", None)):
                     close()
 
     async def astream(self, input: Any, config: RunnableConfig | None = None,
                       **kwargs: Any) -> AsyncIterator[Any]:
         """Async ``stream``; closing or cancelling it releases the agent's slot."""
-        task = self._new_task(input)
-        await self._selector.anext(task)
-        try:
+        with self._task(input) as task:
+            config = task.run_config(config, await task.anext())
             stream = cast(AsyncGenerator[Any, None], self._atransform_stream_with_config(
-                _aiter_one(input), partial(self._astream_task, task=task),
-                self._task_config(config, task), **kwargs))
+                _aiter_one(input), partial(self._astream_task, task=task), config, **kwargs))
             async with aclosing(stream):
                 async for chunk in stream:
                     yield chunk
-        finally:
-            task.release()
 
     async def _astream_task(self, inputs: AsyncIterator[Any],
                             run_manager: AsyncCallbackManagerForChainRun,
@@ -316,40 +222,25 @@ class RoutedRunnable(RunnableSerializable[Any, Any]):
                             **kwargs: Any) -> AsyncIterator[Any]:
         input_ = await anext(inputs)
         while True:
-            decision = task.current or await self._selector.anext(task)
-            child, capture = self._attempt_config(config, run_manager, task, decision)
-            clock = _Stopwatch()
-            chunks = aiter(self.agents[decision.agent_id].astream(input_, child, **kwargs))
+            attempt = Attempt.start(self, task, task.current or await task.anext(), config,
+                                    run_manager.get_child())
+            chunks = aiter(attempt.agent.astream(input_, attempt.config, **kwargs))
+            output: Any = _END
             try:
-                try:
-                    with clock:
-                        output = await anext(chunks)
-                except StopAsyncIteration:
-                    await self._recorder.asuccess(task, decision, capture, input_, None,
-                                                  clock.ms)
-                    return
-                except self.exceptions_to_handle as exc:
-                    await self._recorder.afailure(task, decision, capture, input_, clock.ms,
-                                                  exc)
-                    continue
-                yield output
                 while True:
                     try:
-                        with clock:
-                            chunk = await anext(chunks)
-                    except StopAsyncIteration:
-                        break
+                        with attempt.timed():
+                            chunk = await anext(chunks, _END)
                     except self.exceptions_to_handle as exc:
-                        await self._recorder.afailure(task, decision, capture, input_,
-                                                      clock.ms, exc)
+                        await attempt.afailed(exc)
+                        if output is _END:
+                            break  # nothing reached the caller yet: the next agent takes it
                         raise
-                    output = _combine(output, chunk)
+                    if chunk is _END:
+                        await attempt.asucceeded(None if output is _END else output)
+                        return
+                    output = chunk if output is _END else _combine(output, chunk)
                     yield chunk
-                await self._recorder.asuccess(task, decision, capture, input_, output,
-                                              clock.ms)
-                return
             finally:
-                aclose = getattr(chunks, "aclose", None)
-                if aclose is not None:
+                if callable(aclose := getattr(chunks, "aclose", None)):
                     await aclose()
-
