@@ -8,7 +8,7 @@ an outcome that arrives after its decision was written is merged into the row.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from trustroute.profiles.store.connection import Connection
@@ -44,8 +44,9 @@ DEFINE FIELD IF NOT EXISTS state ON calibration_state FLEXIBLE TYPE object;
 DEFINE FIELD IF NOT EXISTS updated_at ON calibration_state TYPE datetime;
 """
 
-# $rows: full decision rows (outcome fields may be set); $outcomes: outcomes for rows
-# written earlier (an unknown id is a no-op: UPDATE never creates).
+# $rows: full decision rows (outcome fields may be set); $outcomes: outcomes (success,
+# quality, record_id, recorded_at) for rows written earlier (an unknown id is a no-op:
+# UPDATE never creates).
 _WRITE = """
 BEGIN TRANSACTION;
 FOR $r IN $rows { UPSERT type::thing('decision', $r.id) CONTENT $r.row; };
@@ -56,9 +57,6 @@ FOR $o IN $outcomes {
 COMMIT TRANSACTION;
 """
 
-_OUTCOME_FIELDS = ("success", "quality", "record_id", "recorded_at")
-
-
 class DecisionRepository:
     """Writes and reads the decision log."""
 
@@ -67,18 +65,12 @@ class DecisionRepository:
     def __init__(self, conn: Connection) -> None:
         self._conn = conn
 
-    def write(self, rows: Sequence[dict[str, Any]],
-              outcomes: Sequence[dict[str, Any]] = ()) -> None:
-        """Store decisions (``decision_id`` plus fields) and late outcomes, one transaction."""
-        if not rows and not outcomes:
-            return
-        self._conn.run(_WRITE, {
-            "rows": [{"id": r["decision_id"],
-                      "row": {k: v for k, v in r.items() if k != "decision_id"}}
-                     for r in rows],
-            "outcomes": [{"id": o["decision_id"], **{k: o.get(k) for k in _OUTCOME_FIELDS}}
-                         for o in outcomes],
-        })
+    def write(self, rows: Mapping[str, dict[str, Any]],
+              outcomes: Mapping[str, dict[str, Any]]) -> None:
+        """Store decisions and late outcomes (each by decision id), one transaction."""
+        if rows or outcomes:
+            self._conn.run(_WRITE, {"rows": [{"id": k, "row": r} for k, r in rows.items()],
+                                    "outcomes": [{"id": k, **o} for k, o in outcomes.items()]})
 
     def save_calibration(self, strategy: str, state: dict[str, Any]) -> None:
         """Keep the calibration map's sums for ``strategy`` (last writer wins)."""

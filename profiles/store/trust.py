@@ -126,7 +126,7 @@ _DECAY = """
 BEGIN TRANSACTION;
 FOR $c IN $changes {
     UPDATE type::thing('trust', [$c.agent_id, $c.task_type]) SET
-        decay = vector::add(decay, [$c.frequency, $c.effectiveness, $c.human]),
+        decay = vector::add(decay, $offsets),
         decay_week = $week, tier = $c.tier
     WHERE decay_week != $week;
 };
@@ -181,36 +181,32 @@ class TrustRepository:
         self._conn = conn
 
     # -- counters --------------------------------------------------------------------
+    def _counts(self, source: str, params: dict[str, Any] | None = None, *,
+                times: bool = False) -> dict[tuple[str, str], TrustCounts]:
+        rows = self._conn.run(f"SELECT VALUE {_PACKED_TIMES if times else _PACKED} "
+                              f"FROM {source};", params)[0]
+        return {(r[0], r[1]): counts_from_packed(r) for r in rows}
+
     def load(self, *, times: bool = False) -> dict[tuple[str, str], TrustCounts]:
         """Every pair's counts. The router's view skips ``last_seen``/``deprecated_at``
         (only the lifecycle job needs them; ``times=True``), which makes opening a
         store of 10,000 pairs about a third cheaper."""
-        rows = self._conn.run(f"SELECT VALUE {_PACKED_TIMES if times else _PACKED} "
-                              "FROM trust;")[0]
-        return {(r[0], r[1]): counts_from_packed(r) for r in rows}
+        return self._counts("trust", times=times)
 
     def load_tiers(self, tiers: Sequence[str]) -> dict[tuple[str, str], TrustCounts]:
         """The pairs whose cached tier is one of ``tiers`` (indexed: cheap)."""
-        if not tiers:
-            return {}
-        rows = self._conn.run(f"SELECT VALUE {_PACKED} FROM trust WHERE tier IN $tiers;",
-                              {"tiers": list(tiers)})[0]
-        return {(r[0], r[1]): counts_from_packed(r) for r in rows}
+        return self._counts("trust WHERE tier IN $tiers", {"tiers": list(tiers)}) \
+            if tiers else {}
 
-    def get_many(self, pairs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], TrustCounts]:
+    def get_many(self, pairs: Sequence[tuple[str, str]], *, times: bool = False
+                 ) -> dict[tuple[str, str], TrustCounts]:
         """The stored counts of the given pairs (absent pairs are left out)."""
-        if not pairs:
-            return {}
         ids = [RecordID("trust", [a, t]) for a, t in pairs]
-        rows = self._conn.run(f"SELECT VALUE {_PACKED} FROM $ids;", {"ids": ids})[0]
-        return {(r[0], r[1]): counts_from_packed(r) for r in rows}
+        return self._counts("$ids", {"ids": ids}, times=times) if ids else {}
 
     def get(self, agent_id: str, task_type: str) -> TrustCounts | None:
         """One pair's counts, or None."""
-        rows = self._conn.run(f"SELECT VALUE {_PACKED_TIMES} FROM ONLY "
-                              "type::thing('trust', [$a, $t]);",
-                              {"a": agent_id, "t": task_type})
-        return counts_from_packed(rows[0]) if rows and rows[0] else None
+        return self.get_many([(agent_id, task_type)], times=True).get((agent_id, task_type))
 
     def apply(self, deltas: Sequence[TrustDelta], history: Sequence[dict[str, Any]] = (),
               feedback: Sequence[dict[str, Any]] = ()) -> None:
@@ -226,10 +222,13 @@ class TrustRepository:
         rows = self._conn.run("SELECT * FROM ONLY type::thing('trust_run', $w);", {"w": week})
         return rows[0] if rows and rows[0] else None
 
-    def decay(self, week: str, changes: Iterable[dict[str, Any]],
+    def decay(self, week: str, offsets: Sequence[float], changes: Iterable[dict[str, Any]],
               marks: Iterable[dict[str, Any]], history: Iterable[dict[str, Any]]) -> None:
-        """Add decay offsets (once per pair per week), set deprecation marks, log history."""
-        self._conn.run(_DECAY, {"week": week, "changes": list(changes), "marks": list(marks),
+        """Add the decay ``offsets`` (frequency, effectiveness, human) to the pairs in
+        ``changes`` (once per pair per week, with their new tier), set deprecation marks,
+        log history."""
+        self._conn.run(_DECAY, {"week": week, "offsets": list(offsets),
+                                "changes": list(changes), "marks": list(marks),
                                 "history": list(history)})
 
     def record_run(self, week: str, decayed: int, deprecated: int, deleted: int,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -22,13 +23,7 @@ from trustroute.router.cli.base import (
 )
 from trustroute.router.trust.calibration import CalibrationReport, calibration_report
 from trustroute.router.trust.lifecycle import run_decay
-from trustroute.router.trust.scores import TrustScores, trust_scores
-
-
-def _scores_line(agent_id: str, task_type: str, s: TrustScores) -> str:
-    return (f"{escape(agent_id)} on {escape(task_type)}: frequency {s.frequency:.3f}, "
-            f"effectiveness {s.effectiveness:.3f}, human {s.human:.3f} -> composite "
-            f"{s.composite:.3f} ([bold]{s.tier}[/])")
+from trustroute.router.trust.scores import trust_scores
 
 
 @cli.command(name="review")
@@ -46,11 +41,13 @@ def review(agent_id: str, task_type: str, approved: bool | None, comment: str | 
     if approved is None:
         raise click.UsageError("say --approve or --reject")
     with open_router(config, store) as router:
-        scores = router.review(agent_id, task_type, approved, comment)
+        s = router.review(agent_id, task_type, approved, comment)
     if as_json:
-        print_json({"agent_id": agent_id, "task_type": task_type, **scores.as_dict()})
+        print_json({"agent_id": agent_id, "task_type": task_type, **s.as_dict()})
         return
-    console.print(_scores_line(agent_id, task_type, scores), highlight=False)
+    console.print(f"{escape(agent_id)} on {escape(task_type)}: frequency {s.frequency:.3f}, "
+                  f"effectiveness {s.effectiveness:.3f}, human {s.human:.3f} -> composite "
+                  f"{s.composite:.3f} ([bold]{s.tier}[/])", highlight=False)
 
 
 @cli.command(name="decay")
@@ -86,20 +83,13 @@ def decay(now_text: str | None, config: Path | None, store: str | None, as_json:
                   "executions archived)", highlight=False)
 
 
-def reliability_table(report: CalibrationReport, title: str) -> Table:
-    """The reliability table of a calibration report."""
-    table = Table(title=title, box=box.SIMPLE_HEAVY)
-    for name in ("bucket", "predicted", "realised", "count", "gap"):
-        table.add_column(name, justify="left" if name == "bucket" else "right")
+def print_calibration(report: CalibrationReport, title: str) -> None:
+    """Reliability table and the summary figures, as ``trustroute calibration`` shows."""
+    table = _table(title, "bucket", "predicted", "realised", "count", "gap")
     for row in report.table:
         table.add_row(row.label, f"{row.predicted:.3f}", f"{row.realised:.3f}",
                       str(row.count), f"{row.gap:+.3f}")
-    return table
-
-
-def print_calibration(report: CalibrationReport, title: str) -> None:
-    """Reliability table and the summary figures, as ``trustroute calibration`` shows."""
-    console.print(reliability_table(report, title))
+    console.print(table)
     if report.abstained_with_outcome:
         failed = (f"abstained that failed {100 * report.abstained_failure_rate:.1f}% "
                   f"(vs {100 * report.answered_failure_rate:.1f}% of the others)")
@@ -156,23 +146,27 @@ def trust(task_type: str | None, agent: str | None, config: Path | None, store: 
                 and (agent is None or pair[0] == agent)]
     rows.sort(key=lambda r: (r[0][1], -r[2].composite, r[0][0]))
     if as_json:
-        print_json([{"agent_id": a, "task_type": t, **s.as_dict(),
-                     "observations": c.observations, "contradictions": c.contradictions,
-                     "approvals": c.approvals, "rejections": c.rejections,
-                     "reviewed": c.reviewed, "last_seen": c.last_seen,
-                     "deprecated_at": c.deprecated_at}
+        print_json([{"agent_id": a, "task_type": t, **s.as_dict(), **asdict(c)}
                     for (a, t), c, s in rows])
         return
     if not rows:
         console.print("no trust data yet: record outcomes or reviews first", highlight=False)
         return
-    table = Table(title="trust per (agent, task type)", box=box.SIMPLE_HEAVY)
-    for name in ("task type", "agent", "obs", "contra", "freq", "effect", "human",
-                 "composite", "tier"):
-        table.add_column(name, justify="left" if name in ("task type", "agent", "tier")
-                         else "right")
+    table = _table("trust per (agent, task type)", "task type", "agent", "obs", "contra",
+                   "freq", "effect", "human", "composite", "tier")
     for (a, t), c, s in rows:
         table.add_row(escape(t), escape(a), str(c.observations), str(c.contradictions),
                       f"{s.frequency:.2f}", f"{s.effectiveness:.2f}", f"{s.human:.2f}",
                       f"{s.composite:.3f}", str(s.tier))
     console.print(table)
+
+
+def _table(title: str, *columns: str) -> Table:
+    """A table with its numeric columns right-aligned."""
+    table = Table(title=title, box=box.SIMPLE_HEAVY)
+    for name in columns:
+        table.add_column(name, justify="left" if name in _TEXT_COLUMNS else "right")
+    return table
+
+
+_TEXT_COLUMNS = ("bucket", "task type", "agent", "tier")

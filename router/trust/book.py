@@ -5,12 +5,12 @@ counts change (on record, feedback, reload), so a decision only looks up a cache
 The book may hold only part of the stored pairs: the router loads the pairs whose tier
 restricts routing when it opens, and any other pair before it first changes
 (``missing`` / ``install``); a pair it does not hold counts as a new profile.
-Pure: no I/O, no clock.
+Pure: no I/O, no clock. The owner serialises writes (``TrustLayer`` changes the book and
+its write buffers under one lock); reads never block.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterable
 
 from trustroute.profiles.trust_counts import TrustCounts, TrustDelta
@@ -20,7 +20,7 @@ Pair = tuple[str, str]
 
 
 class TrustBook:
-    """Thread-safe map of (agent, task type) -> TrustCounts plus cached TrustScores."""
+    """Map of (agent, task type) -> TrustCounts plus cached TrustScores."""
 
     def __init__(self, weights: tuple[float, float, float] = DEFAULT_WEIGHTS) -> None:
         self.weights = weights
@@ -29,7 +29,6 @@ class TrustBook:
         self._scores: dict[Pair, TrustScores] = {}
         self._loaded: set[Pair] = set()
         self._deprecated = 0
-        self._lock = threading.RLock()
 
     # -- reading -------------------------------------------------------------------
     def scores(self, agent_id: str, task_type: str) -> TrustScores:
@@ -61,36 +60,30 @@ class TrustBook:
 
     def pairs(self) -> list[Pair]:
         """Every known pair, sorted."""
-        with self._lock:
-            return sorted(self._counts)
+        return sorted(self._counts)
 
     # -- writing -------------------------------------------------------------------
     def update(self, delta: TrustDelta) -> tuple[TrustScores, TrustScores]:
         """Apply ``delta`` to its pair's counts; returns the (before, after) scores."""
-        key = delta.pair
-        with self._lock:
-            counts = self._counts.setdefault(key, TrustCounts())
-            before = self.scores(*key)
-            delta.apply_to(counts)
-            after = self._set_scores(key, counts)
-            return before, after
+        counts = self._counts.setdefault(delta.pair, TrustCounts())
+        before = self.scores(*delta.pair)
+        delta.apply_to(counts)
+        return before, self._set_scores(delta.pair, counts)
 
     def replace(self, counts: dict[Pair, TrustCounts]) -> None:
         """Swap in freshly loaded counts (the book takes ownership of the objects); only
         these pairs count as loaded."""
-        with self._lock:
-            self._counts, self._scores, self._deprecated = {}, {}, 0
-            self._loaded = set()
-            for key, c in counts.items():
-                self.install(key, c)
+        self._counts, self._scores, self._deprecated = {}, {}, 0
+        self._loaded = set()
+        for key, c in counts.items():
+            self.install(key, c)
 
     def install(self, pair: Pair, counts: TrustCounts) -> TrustScores:
         """Put a pair's loaded counts in place (replacing what was held) and mark it
         loaded; returns its scores."""
-        with self._lock:
-            self._counts[pair] = counts
-            self._loaded.add(pair)
-            return self._set_scores(pair, counts)
+        self._counts[pair] = counts
+        self._loaded.add(pair)
+        return self._set_scores(pair, counts)
 
     def _set_scores(self, key: Pair, counts: TrustCounts) -> TrustScores:
         scores = trust_scores(counts, self.weights)

@@ -18,9 +18,15 @@ from typing import Any
 from trustroute.profiles.records import ExecutionRecord
 from trustroute.profiles.store.decisions import DecisionRepository
 from trustroute.router.decision import CandidateScore, RoutingDecision
-from trustroute.router.trust.calibration import CalibrationMap, CalibrationSettings
+from trustroute.router.trust.calibration import CalibrationMap
+from trustroute.router.trust.options import TrustOptions
 
 log = logging.getLogger(__name__)
+
+MEMORY = 50_000  # recent decisions remembered for calibration and feedback
+MAX_PENDING = 10_000  # unwritten decisions kept when nobody records or flushes
+NO_OUTCOME: dict[str, Any] = {"success": None, "quality": None, "record_id": None,
+                              "recorded_at": None}
 
 
 @dataclass(slots=True)
@@ -54,27 +60,18 @@ class DecisionLog:
     """In-memory buffer of decisions and outcomes, and the calibration map they train."""
 
     def __init__(self, repo: DecisionRepository, strategy: str,
-                 settings: CalibrationSettings | None = None, *, enabled: bool = True,
-                 memory: int = 50_000, max_pending: int = 10_000,
-                 log_candidates: int | None = 8) -> None:
+                 options: TrustOptions | None = None) -> None:
         self._repo = repo
         self.strategy = strategy
-        self.settings = settings or CalibrationSettings()
-        self.calibration = CalibrationMap(self.settings)
-        self.enabled = enabled
-        # how many of the ranking's best candidates a logged decision keeps: storing
-        # every candidate of a 50-agent ranking costs the embedded store ~2 ms a decision
-        self.log_candidates = log_candidates
-        self._memory = memory
-        self._max_pending = max_pending
+        self.options = options or TrustOptions()
+        self.calibration = CalibrationMap(self.options.calibration)
         self._lock = threading.Lock()
         self._pending: deque[tuple[RoutingDecision, float, str | None]] = deque(
-            maxlen=max_pending)
+            maxlen=MAX_PENDING)
         self.dropped = 0  # decisions evicted from a full buffer (never written)
-        self._outcomes: dict[str, dict[str, Any]] = {}
+        self._outcomes: dict[str, dict[str, Any]] = {}  # decision id -> outcome fields
         self._known: OrderedDict[str, _Known] = OrderedDict()
         self._dirty = False
-        self._warned = False
 
     # -- hot path ------------------------------------------------------------------
     def remember(self, decision: RoutingDecision, raw: float, detail: str | None) -> None:
@@ -82,17 +79,16 @@ class DecisionLog:
         with self._lock:
             self._known[decision.decision_id] = _Known(raw, decision.agent_id,
                                                        decision.task_type)
-            if len(self._known) > self._memory:
+            if len(self._known) > MEMORY:
                 self._known.popitem(last=False)
-            if not self.enabled:
+            if not self.options.log_decisions:
                 return
-            if len(self._pending) == self._max_pending:  # nobody records or flushes: bounded
-                self.dropped += 1
-                if not self._warned:
-                    self._warned = True
+            if len(self._pending) == MAX_PENDING:  # nobody records or flushes: bounded
+                if not self.dropped:
                     log.info("decision log buffer full (%d decisions): the oldest unwritten "
                              "decisions are dropped; record() or flush() persists them",
-                             self._max_pending)
+                             MAX_PENDING)
+                self.dropped += 1
             self._pending.append((decision, raw, detail))
 
     def outcome(self, record: ExecutionRecord) -> None:
@@ -106,11 +102,10 @@ class DecisionLog:
                 info.joined = True
                 self.calibration.update(info.raw, record.success)
                 self._dirty = True
-            if self.enabled:
+            if self.options.log_decisions:
                 self._outcomes[decision_id] = {
-                    "decision_id": decision_id, "success": record.success,
-                    "quality": record.effective_quality, "record_id": record.record_id,
-                    "recorded_at": record.timestamp}
+                    "success": record.success, "quality": record.effective_quality,
+                    "record_id": record.record_id, "recorded_at": record.timestamp}
 
     # -- lookups -------------------------------------------------------------------
     def lookup(self, decision_id: str) -> tuple[str, str] | None:
@@ -138,49 +133,45 @@ class DecisionLog:
         """Write buffered decisions, outcomes and the calibration sums (the caller
         serialises flushes). On failure the items are put back for the next try."""
         with self._lock:
-            pending, self._pending = self._pending, deque(maxlen=self._max_pending)
+            pending, self._pending = self._pending, deque(maxlen=MAX_PENDING)
             outcomes, self._outcomes = self._outcomes, {}
             dirty, self._dirty = self._dirty, False
             state = self.calibration.state() if dirty else None
-        rows = []
-        for decision, raw, detail in pending:
-            row = self._row(decision, raw, detail)
-            found = outcomes.pop(decision.decision_id, None)
-            if found is not None:
-                row.update({k: v for k, v in found.items() if k != "decision_id"})
-            rows.append(row)
-        try:
-            self._repo.write(rows, list(outcomes.values()))
+        rows = {d.decision_id: self._row(d, raw, detail,
+                                         outcomes.get(d.decision_id, NO_OUTCOME))
+                for d, raw, detail in pending}
+        try:  # outcomes of rows written earlier are merged into them
+            self._repo.write(rows, {k: v for k, v in outcomes.items() if k not in rows})
             if state is not None:
                 self._repo.save_calibration(self.strategy, state)
         except Exception:
             with self._lock:
                 pending.extend(self._pending)
                 self._pending = pending
-                for decision_id, found in outcomes.items():
-                    self._outcomes.setdefault(decision_id, found)
+                self._outcomes = {**outcomes, **self._outcomes}
                 self._dirty = self._dirty or dirty
             raise
 
-    def _row(self, d: RoutingDecision, raw: float, detail: str | None) -> dict[str, Any]:
+    def _row(self, d: RoutingDecision, raw: float, detail: str | None,
+             outcome: dict[str, Any]) -> dict[str, Any]:
         return {
-            "decision_id": d.decision_id, "task_type": d.task_type, "agent_id": d.agent_id,
+            "task_type": d.task_type, "agent_id": d.agent_id,
             "strategy": d.strategy, "predicted": raw, "confidence": d.confidence,
             "tier": d.tier, "abstained": d.abstained, "abstain_reason": d.abstain_reason,
             "abstain_detail": detail, "created_at": d.created_at,
             "candidates": [candidate_row(c, chosen=c.agent_id == d.agent_id)
-                           for c in d.candidates[:self.log_candidates]],
-            "candidate_count": len(d.candidates),
-            "success": None, "quality": None, "record_id": None, "recorded_at": None,
+                           for c in d.candidates[:self.options.log_candidates]],
+            "candidate_count": len(d.candidates), **outcome,
         }
 
     def load(self) -> None:
         """Restore the calibration map: saved sums, else the latest logged outcomes."""
-        fresh = CalibrationMap(self.settings)
+        settings = self.options.calibration
+        fresh = CalibrationMap(settings)
         state = self._repo.load_calibration(self.strategy)
         if state is None or not fresh.load_state(state):
-            horizon = self.settings.horizon
-            limit = int(5 * horizon) if horizon else 10_000
-            fresh.update_many(self._repo.calibration_pairs(self.strategy, limit))
+            limit = int(5 * settings.horizon) if settings.horizon else 10_000
+            for predicted, success in self._repo.calibration_pairs(self.strategy, limit):
+                fresh.update(predicted, success)
         with self._lock:
             self.calibration = fresh

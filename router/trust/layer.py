@@ -8,7 +8,10 @@ out, counts and history from every committed outcome.
 - ``judge``: calibrated confidence, decision tier and the abstention gates, as a
   ``TrustVerdict`` (pure: nothing is buffered);
 - ``settle``: the decision built from that verdict is buffered for the decision log and
-  an abstention is acted on (``trustroute.router.trust.abstain_action``).
+  an abstention is acted on (``on_abstain``: ``route_anyway`` returns it flagged,
+  ``raise`` releases its slot and raises ``Abstained``, ``human`` hands it to people
+  through the router's transfer hooks on a worker thread, because hooks may do network
+  I/O and ``select()`` must stay fast).
 
 As a ``Learner`` (``trustroute.router.learner``) it ``fold``s committed records into the
 trust counts, contradictions and the calibration map, and ``rebuild``s from the store.
@@ -25,6 +28,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -36,8 +40,7 @@ from trustroute.profiles.store.trust import TrustRepository
 from trustroute.profiles.trust_counts import TrustCounts, TrustDelta
 from trustroute.router.decision import CandidateScore, RoutingDecision
 from trustroute.router.errors import UnknownDecision
-from trustroute.router.trust.abstain_action import AbstainAction
-from trustroute.router.trust.abstention import AbstentionPolicy, GateView
+from trustroute.router.trust.abstention import Abstained, AbstentionPolicy, GateView
 from trustroute.router.trust.book import TrustBook
 from trustroute.router.trust.decision_log import DecisionLog
 from trustroute.router.trust.options import TrustOptions
@@ -73,6 +76,16 @@ class TrustVerdict:
     raw: float  # the strategy's success estimate before calibration
 
 
+@dataclass(slots=True)
+class _Pending:
+    """A pair's buffered change: the merged delta, and the reasons for its history row
+    (counted from the first change that moved the scores) with the last one's time."""
+
+    delta: TrustDelta
+    reasons: Counter[str]
+    at: datetime
+
+
 class TrustLayer:
     """Per-router trust state, policy and buffered persistence."""
 
@@ -87,14 +100,12 @@ class TrustLayer:
         self.rescues = RescueTracker(self.options.rescue_memory)
         self.repo = store.repository(TrustRepository)
         self.decisions = DecisionLog(store.repository(DecisionRepository), strategy,
-                                     self.options.calibration,
-                                     enabled=self.options.log_decisions,
-                                     log_candidates=self.options.log_candidates)
-        self.abstain_action = AbstainAction(self.abstention.on_abstain, transfer)
+                                     self.options)
+        self.transfer = transfer  # where ``on_abstain: human`` hands decisions over
+        self._handoffs: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()  # the book and the buffers change together
         self._flush_lock = threading.Lock()  # one flush or prefetch at a time
-        self._deltas: dict[Pair, TrustDelta] = {}
-        self._changed: dict[Pair, tuple[TrustScores, Counter[str], datetime]] = {}
+        self._pending: dict[Pair, _Pending] = {}
         self._feedback: list[dict[str, Any]] = []
         self._last_flush = time.monotonic()
 
@@ -121,8 +132,22 @@ class TrustLayer:
         """Buffer the decision for the log; carry out ``on_abstain`` when it abstained
         (``raise`` raises Abstained)."""
         self.decisions.remember(decision, verdict.raw, verdict.detail)
-        if verdict.abstained:
-            self.abstain_action(decision, verdict.detail or "")
+        if not verdict.abstained:
+            return
+        detail = verdict.detail or ""
+        if self.abstention.on_abstain == "raise":
+            decision.release()
+            raise Abstained(decision, detail)
+        if self.abstention.on_abstain != "human":
+            return
+        if self.transfer is None:
+            log.warning("on_abstain is 'human' but the router has no transfer dispatcher; "
+                        "decision %s routed anyway", decision.decision_id)
+            return
+        if self._handoffs is None:
+            self._handoffs = ThreadPoolExecutor(1, thread_name_prefix="trustroute-handoff")
+        self._handoffs.submit(_hand_off, self.transfer, decision, detail).add_done_callback(
+            _log_failure)
 
     # -- learning -----------------------------------------------------------------
     def fold(self, batch: Sequence[tuple[ExecutionRecord, int]]) -> None:
@@ -160,21 +185,17 @@ class TrustLayer:
         back above the deprecation line (the store then clears the lifecycle's mark).
         The caller holds ``self._lock``, so a concurrent ``prefetch`` sees both or
         neither. Returns the pair's scores after."""
-        pair = delta.pair
         before, after = self.book.update(delta)
-        pending = self._deltas.get(pair)
+        pending = self._pending.get(delta.pair)
         if pending is None:
-            pending = self._deltas[pair] = delta
+            pending = self._pending[delta.pair] = _Pending(delta, Counter(), at)
         else:
-            pending.merge(delta)
+            pending.delta.merge(delta)
         if before.composite < self.options.decay.deprecate_below <= after.composite:
-            pending.restored = True
-        changed = self._changed.get(pair)
-        if changed is not None:
-            changed[1][reason] += 1
-            self._changed[pair] = (after, changed[1], at)
-        elif after != before:
-            self._changed[pair] = (after, Counter((reason,)), at)
+            pending.delta.restored = True
+        if pending.reasons or after != before:
+            pending.reasons[reason] += 1
+            pending.at = at
         return after
 
     def prefetch(self, pairs: Sequence[Pair]) -> None:
@@ -190,13 +211,9 @@ class TrustLayer:
             with self._lock:
                 for pair in missing:
                     counts = loaded.get(pair) or TrustCounts()
-                    pending = self._deltas.get(pair)
-                    if pending is not None:
-                        pending.apply_to(counts)
-                    scores = self.book.install(pair, counts)
-                    if pair in self._changed:
-                        _, reasons, at = self._changed[pair]
-                        self._changed[pair] = (scores, reasons, at)
+                    if pair in self._pending:
+                        self._pending[pair].delta.apply_to(counts)
+                    self.book.install(pair, counts)
 
     # -- people and signals ---------------------------------------------------------
     def feedback(self, decision_id: str, approved: bool, comment: str | None = None
@@ -242,7 +259,7 @@ class TrustLayer:
     # -- persistence ----------------------------------------------------------------
     def maybe_flush(self) -> None:
         """Flush when enough is buffered or enough time passed (never raises)."""
-        backlog = len(self._deltas) + self.decisions.backlog
+        backlog = len(self._pending) + self.decisions.backlog
         if not backlog:
             return
         if backlog < self.options.flush_every and \
@@ -257,36 +274,39 @@ class TrustLayer:
         """Write every buffered decision, outcome, trust increment and history row."""
         with self._flush_lock:
             with self._lock:
-                deltas, self._deltas = self._deltas, {}
-                changed, self._changed = self._changed, {}
+                pending, self._pending = self._pending, {}
                 feedback, self._feedback = self._feedback, []
                 self._last_flush = time.monotonic()
-                for pair, delta in deltas.items():
+                history = []
+                for pair, p in pending.items():
                     if not self.book.missing([pair]):
-                        delta.tier = str(self.book.tier(*pair))
-            history = [history_row(*pair, scores, _describe(reasons), at)
-                       for pair, (scores, reasons, at) in changed.items()]
+                        p.delta.tier = str(self.book.tier(*pair))
+                    if p.reasons:  # the book holds the scores after the last change
+                        history.append(history_row(*pair, self.book.scores(*pair),
+                                                   _describe(p.reasons), p.at))
             try:
                 self.decisions.flush()
-                self.repo.apply(list(deltas.values()), history, feedback)
+                self.repo.apply([p.delta for p in pending.values()], history, feedback)
             except Exception:
                 with self._lock:
-                    for pair, delta in deltas.items():
-                        later = self._deltas.get(pair)
+                    for pair, p in pending.items():
+                        later = self._pending.get(pair)
                         if later is not None:
-                            delta.merge(later)
-                        self._deltas[pair] = delta
-                    for pair, entry in changed.items():
-                        self._changed.setdefault(pair, entry)
+                            p.delta.merge(later.delta)
+                            p.reasons.update(later.reasons)
+                            p.at = later.at if later.reasons else p.at
+                        self._pending[pair] = p
                     self._feedback[:0] = feedback
                 raise
 
     def close(self) -> None:
-        """Flush and stop the hand-off worker."""
+        """Flush, wait for hand-offs in flight and stop their worker (idempotent)."""
         try:
             self.flush()
         finally:
-            self.abstain_action.close()
+            if self._handoffs is not None:
+                self._handoffs.shutdown(wait=True)
+                self._handoffs = None
 
     # -- reading --------------------------------------------------------------------
     def trust(self, agent_id: str, task_type: str) -> TrustScores:
@@ -304,3 +324,18 @@ def history_row(agent_id: str, task_type: str, scores: TrustScores, reason: str,
 
 def _describe(reasons: Counter[str]) -> str:
     return ", ".join(f"{name} x{n}" if n > 1 else name for name, n in sorted(reasons.items()))
+
+
+def _hand_off(transfer: TransferDispatcher, decision: RoutingDecision, detail: str) -> Any:
+    """Deliver an abstained decision to people through the transfer hooks."""
+    from trustroute.router.handoff.transfer import TransferRequest
+
+    request = TransferRequest.from_decision(
+        decision, reason=f"{decision.abstain_reason}: {detail}" if detail else None)
+    return transfer.dispatch(request)
+
+
+def _log_failure(future: Future[Any]) -> None:
+    exc = future.exception()
+    if exc is not None:
+        log.error("hand-off after abstention failed: %s", exc)

@@ -49,7 +49,7 @@ class DecayReport:
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
-        return {**asdict(self), "retired": [list(p) for p in self.retired]}
+        return asdict(self)
 
 
 def run_decay(target: AgentRouter | Store, *, now: datetime | None = None,
@@ -62,65 +62,56 @@ def run_decay(target: AgentRouter | Store, *, now: datetime | None = None,
     router = target if isinstance(target, AgentRouter) else None
     if router is not None:
         router.flush()
-        options = router.trust_layer.options
-        settings = settings or options.decay
-        weights = weights or options.weights
-    store = router.store if router is not None else target
-    assert isinstance(store, Store)
-    report = decay_store(store, now=now or utc_now(), settings=settings or DecaySettings(),
-                         weights=weights or DEFAULT_WEIGHTS)
+        settings = settings or router.trust_layer.options.decay
+        weights = weights or router.trust_layer.options.weights
+    store = target.store if isinstance(target, AgentRouter) else target
+    report = _decay(store.repository(TrustRepository), now or utc_now(),
+                    settings or DecaySettings(), weights or DEFAULT_WEIGHTS)
     if router is not None and not report.already_applied:
         router.refresh()
     return report
 
 
-def decay_store(store: Store, *, now: datetime, settings: DecaySettings,
-                weights: tuple[float, float, float]) -> DecayReport:
+def _decay(repo: TrustRepository, now: datetime, settings: DecaySettings,
+           weights: tuple[float, float, float]) -> DecayReport:
     """The job itself, on one store."""
     if now.tzinfo is None:
         raise ValueError("now must be timezone-aware")
-    repo = store.repository(TrustRepository)
-    week = iso_week(now)
-    report = DecayReport(week)
-    if repo.week_applied(week) is not None:
+    report = DecayReport(iso_week(now))
+    if repo.week_applied(report.week) is not None:
         report.already_applied = True
         return report
     changes, marks, history, doomed = [], [], [], []
     for (agent_id, task_type), counts in sorted(repo.load(times=True).items()):
-        before = trust_scores(counts, weights)
-        current = counts
+        pair = {"agent_id": agent_id, "task_type": task_type}
+        before = after = trust_scores(counts, weights)
         if is_unseen(counts, now, settings):
-            current = decay_once(counts, settings)
+            after = trust_scores(decay_once(counts, settings), weights)
+            changes.append({**pair, "tier": str(after.tier)})
             report.decayed += 1
-        after = trust_scores(current, weights)
-        if current is not counts:
-            changes.append({"agent_id": agent_id, "task_type": task_type,
-                            "frequency": settings.frequency,
-                            "effectiveness": settings.effectiveness, "human": settings.human,
-                            "tier": str(after.tier)})
-        if after != before:
-            history.append(history_row(agent_id, task_type, after, "decay: unseen", now))
+        reasons = ["decay: unseen"] if after != before else []
         below = after.composite < settings.deprecate_below
         if below and counts.deprecated_at is None:
             # Already below before this week's decay: its own evidence put it there, so it
             # has been deprecated since that evidence; otherwise it fell just now.
             was_below = before.composite < settings.deprecate_below
             counts.deprecated_at = (counts.last_seen or now) if was_below else now
-            marks.append({"agent_id": agent_id, "task_type": task_type,
-                          "at": counts.deprecated_at})
-            history.append(history_row(agent_id, task_type, after, "deprecated", now))
+            marks.append({**pair, "at": counts.deprecated_at})
+            reasons.append("deprecated")
             report.deprecated += 1
         if below and due_for_deletion(counts, now, settings):
             doomed.append((agent_id, task_type, after))
         elif not below and counts.deprecated_at is not None:  # recovered: lift the mark
-            marks.append({"agent_id": agent_id, "task_type": task_type, "at": None})
-            history.append(history_row(agent_id, task_type, after, "restored", now))
-    repo.decay(week, changes, marks, history)
+            marks.append({**pair, "at": None})
+            reasons.append("restored")
+        history += [history_row(agent_id, task_type, after, reason, now) for reason in reasons]
+    repo.decay(report.week, [settings.frequency, settings.effectiveness, settings.human],
+               changes, marks, history)
     for agent_id, task_type, scores in doomed:
         report.archived_executions += repo.retire(
             agent_id, task_type,
             history_row(agent_id, task_type, scores, "deleted: deprecated too long", now), now)
         report.deleted += 1
         report.retired.append((agent_id, task_type))
-    repo.record_run(week, report.decayed, report.deprecated, report.deleted, now)
+    repo.record_run(report.week, report.decayed, report.deprecated, report.deleted, now)
     return report

@@ -13,7 +13,7 @@ from pydantic import Field, field_validator, model_validator
 from trustroute.router.trust.calibration import CalibrationSettings
 from trustroute.router.trust.decay import DecaySettings
 from trustroute.router.trust.policy import TierPolicy
-from trustroute.router.trust.scores import DEFAULT_WEIGHTS
+from trustroute.router.trust.scores import DEFAULT_WEIGHTS, check_weights
 from trustroute.router.trust.settings import Settings
 
 
@@ -53,9 +53,7 @@ class TrustOptions(Settings):
     @field_validator("weights")
     @classmethod
     def _weights(cls, value: tuple[float, float, float]) -> tuple[float, float, float]:
-        if any(w < 0 for w in value):
-            raise ValueError("weights must be >= 0")
-        if not math.isclose(sum(value), 1.0, abs_tol=1e-6):
+        if not math.isclose(sum(check_weights(value)), 1.0, abs_tol=1e-6):
             raise ValueError(f"weights must sum to 1 (frequency, effectiveness, human), "
                              f"got {sum(value):g}")
         return value

@@ -41,20 +41,16 @@ class TierPolicy(Settings):
         if not exclude and not trusted_only:
             return ranked  # the common case: nothing to look up
         tiers = [book.tier(c.agent_id, task_type) for c in ranked]
-        why: list[str | None] = [None] * len(ranked)
-        for i, c in enumerate(ranked):
-            if exclude and tiers[i] is Tier.DEPRECATED and \
-                    book.observations(c.agent_id, task_type) >= self.new_profile_observations:
-                why[i] = "not selected: trust tier deprecated"
-        if trusted_only and any(w is None and tiers[i] in TRUSTED for i, w in enumerate(why)):
-            for i, w in enumerate(why):
-                if w is None and tiers[i] not in TRUSTED:
-                    why[i] = ("not selected: exploit-only mode uses core/strong agents "
-                              f"(tier {tiers[i]})")
+        why = ["not selected: trust tier deprecated" if exclude and t is Tier.DEPRECATED
+               and book.observations(c.agent_id, task_type) >= self.new_profile_observations
+               else None for c, t in zip(ranked, tiers, strict=True)]
+        if trusted_only and any(
+                w is None and t in TRUSTED for w, t in zip(why, tiers, strict=True)):
+            why = [w if w is not None or t in TRUSTED else
+                   f"not selected: exploit-only mode uses core/strong agents (tier {t})"
+                   for w, t in zip(why, tiers, strict=True)]
         if all(w is not None for w in why):
             raise NoAgentAvailable(task_type, f"all {len(ranked)} eligible agent(s) are in "
                                               "the deprecated trust tier")
         kept = [c for c, w in zip(ranked, why, strict=True) if w is None]
-        moved = [replace(c, note=w)
-                 for c, w in zip(ranked, why, strict=True) if w is not None]
-        return kept + moved
+        return kept + [replace(c, note=w) for c, w in zip(ranked, why, strict=True) if w]

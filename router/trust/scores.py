@@ -21,10 +21,9 @@ store and the trust layer keep the counts, this module turns them into scores.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import NamedTuple
+from typing import NamedTuple, TypedDict
 
 from trustroute.profiles.trust_counts import TrustCounts, TrustDelta
 from trustroute.router.stats import wilson_lower_bound
@@ -38,7 +37,6 @@ NEUTRAL_SCORE = 0.5  # effectiveness and human score with no evidence
 REVIEWED_SCORE = 0.95  # human score after an explicit approving review
 HUMAN_STEP = 0.15  # each approval closes 15% of the gap to 1; each rejection takes 15%
 POSITIVE_QUALITY = 0.5  # a success counts as positive at this quality or above
-_EXACT_STEPS = 64  # human-score steps computed one by one before the closed form
 
 # (upper bound of observations, base score); above the last bound: 0.95.
 FREQUENCY_BANDS: tuple[tuple[int, float], ...] = ((2, 0.30), (5, 0.50), (10, 0.70), (20, 0.85))
@@ -112,22 +110,14 @@ def human_score(approvals: int, rejections: int, reviewed: bool = False) -> floa
 
     Applying all approvals first (as the reference does) makes the score a function of
     the counts alone: 2 approvals and 1 rejection give 0.5429375 in any arrival order.
+    The steps compose into powers, so the cost does not grow with the counts.
     """
     a = _count(approvals, "approvals")
     r = _count(rejections, "rejections")
     if reviewed:
         return REVIEWED_SCORE
-    keep = 1.0 - HUMAN_STEP
-    s = NEUTRAL_SCORE
-    for _ in range(min(a, _EXACT_STEPS)):  # step by step, as the reference computes it
-        s += HUMAN_STEP * (1.0 - s)
-    if a > _EXACT_STEPS:  # closed form for the rest: same value, bounded cost
-        s = 1.0 - (1.0 - s) * keep ** (a - _EXACT_STEPS)
-    for _ in range(min(r, _EXACT_STEPS)):
-        s -= HUMAN_STEP * s
-    if r > _EXACT_STEPS:
-        s *= keep ** (r - _EXACT_STEPS)
-    return s
+    keep = 1.0 - HUMAN_STEP  # n approvals leave keep**n of the gap to 1; rejections of s
+    return (1.0 - (1.0 - NEUTRAL_SCORE) * keep ** a) * keep ** r
 
 
 def composite_confidence(frequency: float, effectiveness: float, human: float,
@@ -144,13 +134,10 @@ def composite_confidence(frequency: float, effectiveness: float, human: float,
 
 def check_weights(weights: tuple[float, float, float]) -> tuple[float, float, float]:
     """Three finite, non-negative weights (frequency, effectiveness, human)."""
-    w = tuple(float(x) for x in weights)
-    if len(w) != 3:
-        raise ValueError(f"weights must be three numbers (frequency, effectiveness, human), "
-                         f"got {len(w)}")
-    if any(not math.isfinite(x) or x < 0 for x in w):
-        raise ValueError(f"weights must be finite and >= 0, got {weights}")
-    return (w[0], w[1], w[2])
+    if len(weights) != 3 or any(not math.isfinite(x) or x < 0 for x in weights):
+        raise ValueError(f"weights must be three finite numbers >= 0 (frequency, "
+                         f"effectiveness, human), got {weights}")
+    return weights
 
 
 def tier_for(composite: float) -> Tier:
@@ -182,8 +169,7 @@ class TrustScores(NamedTuple):
 
     def as_dict(self) -> dict[str, float | str]:
         """JSON-ready form."""
-        return {"frequency": self.frequency, "effectiveness": self.effectiveness,
-                "human": self.human, "composite": self.composite, "tier": str(self.tier)}
+        return {**self._asdict(), "tier": str(self.tier)}
 
 
 def trust_scores(counts: TrustCounts,
@@ -200,35 +186,40 @@ def trust_scores(counts: TrustCounts,
 
 
 # -- evidence ------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class SignalEffect:
+class Increments(TypedDict, total=False):
+    """Increments to the counters of ``TrustCounts`` that signals move, by name."""
+
+    observations: int
+    contradictions: int
+    positive: int
+    negative: int
+    approvals: int
+    rejections: int
+
+
+class SignalEffect(NamedTuple):
     """What one named signal adds to the counts, and why."""
 
-    observations: int = 0
-    contradictions: int = 0
-    positive: int = 0
-    negative: int = 0
-    approvals: int = 0
-    rejections: int = 0
-    meaning: str = ""
+    counts: Increments
+    meaning: str
 
 
 # The named signals of the reference design, mapped onto the counts behind the formulas.
 SIGNALS: dict[str, SignalEffect] = {
     "pattern_observed_again": SignalEffect(
-        observations=1, meaning="seen on this task type again: frequency evidence only"),
+        {"observations": 1}, "seen on this task type again: frequency evidence only"),
     "applied_successfully": SignalEffect(
-        observations=1, positive=1, meaning="an execution that worked (like a positive run)"),
+        {"observations": 1, "positive": 1}, "an execution that worked (like a positive run)"),
     "causal_link_confirmed": SignalEffect(
-        positive=1, meaning="a good outcome confirmed to be the agent's doing"),
-    "user_accepted": SignalEffect(approvals=1, meaning="a user accepted the result"),
-    "reflect_approved": SignalEffect(approvals=1, meaning="a reflection step approved it"),
+        {"positive": 1}, "a good outcome confirmed to be the agent's doing"),
+    "user_accepted": SignalEffect({"approvals": 1}, "a user accepted the result"),
+    "reflect_approved": SignalEffect({"approvals": 1}, "a reflection step approved it"),
     "pattern_contradicted": SignalEffect(
-        contradictions=1, meaning="another agent had to rescue the task"),
+        {"contradictions": 1}, "another agent had to rescue the task"),
     "applied_failed": SignalEffect(
-        observations=1, negative=1, meaning="an execution that failed (like a failed run)"),
-    "user_corrected": SignalEffect(rejections=1, meaning="a user had to correct the result"),
-    "reflect_rejected": SignalEffect(rejections=1, meaning="a reflection step rejected it"),
+        {"observations": 1, "negative": 1}, "an execution that failed (like a failed run)"),
+    "user_corrected": SignalEffect({"rejections": 1}, "a user had to correct the result"),
+    "reflect_rejected": SignalEffect({"rejections": 1}, "a reflection step rejected it"),
 }
 
 
@@ -239,15 +230,12 @@ def signal_delta(agent_id: str, task_type: str, name: str, at: datetime) -> Trus
     someone disagrees.
     """
     try:
-        effect = SIGNALS[name]
+        counts = SIGNALS[name].counts
     except KeyError:
         raise ValueError(f"unknown trust signal {name!r}; known: "
                          f"{', '.join(sorted(SIGNALS))}") from None
-    return TrustDelta(agent_id, task_type, observations=effect.observations,
-                      contradictions=effect.contradictions, positive=effect.positive,
-                      negative=effect.negative, approvals=effect.approvals,
-                      rejections=effect.rejections,
-                      reviewed=False if effect.rejections else None, fresh=True, at=at)
+    return TrustDelta(agent_id, task_type, **counts,
+                      reviewed=False if "rejections" in counts else None, fresh=True, at=at)
 
 
 def execution_delta(agent_id: str, task_type: str, kind: str, at: datetime) -> TrustDelta:
