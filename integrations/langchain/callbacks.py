@@ -31,6 +31,7 @@ from langchain_core.messages import ToolMessage
 from langchain_core.outputs import LLMResult
 
 from trustroute.router.trace import DEFAULT_DOMAIN, ReasoningTrace, TraceOutcome, TraceStep
+from trustroute.router.trace.model import StepType, TraceMetadata
 
 MAX_STEP_CHARS = 2000  # a step's content is evidence, not an archive
 
@@ -52,8 +53,7 @@ class TraceCollector(BaseCallbackHandler):
         super().__init__()
         self._lock = threading.Lock()
         self._steps: list[TraceStep] = []
-        self._requested_ids: set[str] = set()
-        self._requested_names: Counter[str] = Counter()
+        self._requested: Counter[str] = Counter()  # tool calls a model asked for: id or name
         self._tool_names: dict[UUID, str] = {}
         self._errors: list[BaseException] = []  # kept alive so identity checks are sound
 
@@ -63,19 +63,31 @@ class TraceCollector(BaseCallbackHandler):
         with self._lock:
             return list(self._steps)
 
-    def _add(self, type_: str, content: Any = "", tool: str | None = None,
+    def _add(self, type_: StepType, content: Any = "", tool: str | None = None,
              input_: Any = None) -> None:
-        step = TraceStep(type=type_, content=_text(content), tool=tool or None,  # type: ignore[arg-type]
-                         input=input_)
+        step = TraceStep(type=type_, content=_text(content), tool=tool or None, input=input_)
         with self._lock:
             self._steps.append(step)
 
-    def _error(self, error: BaseException, tool: str | None = None) -> None:
+    def _started(self, run_id: UUID, serialized: dict[str, Any] | None,
+                 kwargs: dict[str, Any], default: str) -> str:
+        """Remember the name of a tool or retriever run until it ends."""
+        name = (serialized or {}).get("name") or kwargs.get("name") or default
+        with self._lock:
+            self._tool_names[run_id] = name
+        return name
+
+    def _ended(self, run_id: UUID | None) -> str | None:
+        with self._lock:
+            return self._tool_names.pop(run_id, None) if run_id is not None else None
+
+    def _error(self, error: BaseException, run_id: UUID | None = None) -> None:
+        name = self._ended(run_id)
         with self._lock:
             if any(error is seen for seen in self._errors):
                 return
             self._errors.append(error)
-        self._add("error", f"{type(error).__name__}: {error}", tool)
+        self._add("error", f"{type(error).__name__}: {error}", name)
 
     # -- models ----------------------------------------------------------------------
     def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
@@ -88,10 +100,7 @@ class TraceCollector(BaseCallbackHandler):
                 for call in getattr(message, "tool_calls", None) or ():
                     name = call.get("name") or "tool"
                     with self._lock:
-                        if call.get("id"):
-                            self._requested_ids.add(call["id"])
-                        else:
-                            self._requested_names[name] += 1
+                        self._requested[call.get("id") or name] += 1
                     self._add("tool_call", f"{name}({call.get('args')})", name,
                               call.get("args"))
 
@@ -103,56 +112,42 @@ class TraceCollector(BaseCallbackHandler):
     def on_tool_start(self, serialized: dict[str, Any], input_str: str, *, run_id: UUID,
                       inputs: dict[str, Any] | None = None, **kwargs: Any) -> None:
         """A tool started: a new tool_call step unless a model requested this call."""
-        name = (serialized or {}).get("name") or kwargs.get("name") or "tool"
-        call_id = kwargs.get("tool_call_id")
+        name = self._started(run_id, serialized, kwargs, "tool")
         with self._lock:
-            self._tool_names[run_id] = name
-            if call_id and call_id in self._requested_ids:
-                self._requested_ids.discard(call_id)
-                return
-            if self._requested_names[name] > 0:
-                self._requested_names[name] -= 1
-                return
+            for key in (kwargs.get("tool_call_id"), name):
+                if key and self._requested[key] > 0:
+                    self._requested[key] -= 1
+                    return
         self._add("tool_call", f"{name}({input_str})", name,
                   inputs if inputs is not None else input_str)
 
     def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
         """A tool's output is an observation (an error when marked so)."""
-        with self._lock:
-            name = self._tool_names.pop(run_id, None) or kwargs.get("name")
-        if isinstance(output, ToolMessage) and output.status == "error":
-            self._add("error", output, name)
-        else:
-            self._add("observation", output, name)
+        name = self._ended(run_id) or kwargs.get("name")
+        error = isinstance(output, ToolMessage) and output.status == "error"
+        self._add("error" if error else "observation", output, name)
 
     def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         """A tool raised."""
-        with self._lock:
-            name = self._tool_names.pop(run_id, None)
-        self._error(error, name)
+        self._error(error, run_id)
 
     # -- retrievers ------------------------------------------------------------------
     def on_retriever_start(self, serialized: dict[str, Any], query: str, *, run_id: UUID,
                            **kwargs: Any) -> None:
         """A retrieval is a tool call of the retriever."""
-        name = (serialized or {}).get("name") or kwargs.get("name") or "retriever"
-        with self._lock:
-            self._tool_names[run_id] = name
+        name = self._started(run_id, serialized, kwargs, "retriever")
         self._add("tool_call", f"{name}({query})", name, query)
 
     def on_retriever_end(self, documents: Sequence[Document], *, run_id: UUID,
                          **kwargs: Any) -> None:
         """Retrieved documents are an observation."""
-        with self._lock:
-            name = self._tool_names.pop(run_id, None)
-        self._add("observation", "\n".join(d.page_content for d in documents), name)
+        self._add("observation", "\n".join(d.page_content for d in documents),
+                  self._ended(run_id))
 
     def on_retriever_error(self, error: BaseException, *, run_id: UUID,
                            **kwargs: Any) -> None:
         """A retriever raised."""
-        with self._lock:
-            name = self._tool_names.pop(run_id, None)
-        self._error(error, name)
+        self._error(error, run_id)
 
     # -- chains ----------------------------------------------------------------------
     def on_chain_error(self, error: BaseException, **kwargs: Any) -> None:
@@ -167,5 +162,5 @@ class TraceCollector(BaseCallbackHandler):
             objective=objective, steps=tuple(self.steps),
             outcome=TraceOutcome(success=success, confidence=confidence,
                                  result_summary=result_summary[:MAX_STEP_CHARS]),
-            metadata={"task_domain": task_domain},  # type: ignore[arg-type]
+            metadata=TraceMetadata(task_domain=task_domain),
         )
