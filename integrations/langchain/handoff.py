@@ -23,22 +23,24 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+from uuid import UUID
 
 from langchain_core.callbacks import AsyncCallbackManagerForChainRun, CallbackManagerForChainRun
 from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage
-from langchain_core.runnables import Runnable, RunnableConfig, ensure_config, patch_config
+from langchain_core.runnables import Runnable, RunnableConfig, patch_config
 from langchain_core.runnables.base import coerce_to_runnable
 from langchain_core.vectorstores import InMemoryVectorStore
 from pydantic import BaseModel, ConfigDict, Field
 
+from trustroute.profiles.store.handoffs import HandoffRepository
 from trustroute.router.handoff.confidence import ConfidenceResult, RetrievalConfidence
 from trustroute.router.handoff.inputs import SCORE_KEYS
 from trustroute.router.handoff.messages import message
 from trustroute.router.handoff.transfer import TransferDispatcher, TransferOutcome, TransferRequest
+from trustroute.router.handoff.transfer.hook import hook_name
 
 if TYPE_CHECKING:
     from trustroute.profiles.store import Store
@@ -163,6 +165,29 @@ class HandoffRunnable(Runnable[Any, Any]):
         return self.task_type(input_) if callable(self.task_type) else self.task_type
 
     # -- retrieval -------------------------------------------------------------------
+    def _search(self, asynchronous: bool) -> Callable[..., Any] | None:
+        """The vector store method giving (document, score) pairs, None for a retriever.
+
+        Relevance scores, or raw scores mapped by ``relevance_score_fn``. An
+        ``InMemoryVectorStore`` defines no relevance function, but its raw scores are
+        cosine similarities, which are used as they are.
+        """
+        if not callable(getattr(self.source, "similarity_search_with_relevance_scores", None)):
+            return None
+        raw = self.relevance_score_fn is not None or isinstance(self.source, InMemoryVectorStore)
+        name = "similarity_search_with_score" if raw else "similarity_search_with_relevance_scores"
+        return getattr(self.source, "a" + name if asynchronous else name)
+
+    def _from_pairs(
+        self, pairs: Sequence[tuple[Document, float]]
+    ) -> tuple[list[Document], list[float]]:
+        fn = self.relevance_score_fn or float
+        return [d for d, _ in pairs], [float(fn(s)) for _, s in pairs]
+
+    def _scored(self, docs: Sequence[Document]) -> tuple[list[Document], list[float]]:
+        """A retriever's documents, each with the relevance score in its metadata."""
+        return list(docs), [self._score(d, i) for i, d in enumerate(docs)]
+
     def _score(self, doc: Document, index: int) -> float:
         keys = (self.score_key,) if self.score_key else SCORE_KEYS
         for key in keys:
@@ -173,70 +198,52 @@ class HandoffRunnable(Runnable[Any, Any]):
             f"{', '.join(k for k in keys if k)}); retrieve from a vector store or set score_key"
         )
 
-    def _is_vectorstore(self) -> bool:
-        return callable(getattr(self.source, "similarity_search_with_relevance_scores", None))
-
-    def _from_pairs(
-        self, pairs: Sequence[tuple[Document, float]]
-    ) -> tuple[list[Document], list[float]]:
-        fn = self.relevance_score_fn
-        docs = [d for d, _ in pairs]
-        scores = [float(fn(s) if fn else s) for _, s in pairs]
-        return docs, scores
-
-    def _retrieve(self, query: str, config: RunnableConfig) -> tuple[list[Document], list[float]]:
-        if self._is_vectorstore():
-            if self.relevance_score_fn is not None:
-                return self._from_pairs(
-                    self.source.similarity_search_with_score(query, k=self.k, **self.search_kwargs)
-                )
-            try:
-                return self._from_pairs(
-                    self.source.similarity_search_with_relevance_scores(
-                        query, k=self.k, **self.search_kwargs
-                    )
-                )
-            except NotImplementedError:
-                return self._from_pairs(self._cosine_fallback(query))
-        docs = list(self.source.invoke(query, config))
-        return docs, [self._score(d, i) for i, d in enumerate(docs)]
-
-    async def _aretrieve(
-        self, query: str, config: RunnableConfig
-    ) -> tuple[list[Document], list[float]]:
-        if self._is_vectorstore():
-            if self.relevance_score_fn is not None:
-                return self._from_pairs(
-                    await self.source.asimilarity_search_with_score(
-                        query, k=self.k, **self.search_kwargs
-                    )
-                )
-            try:
-                return self._from_pairs(
-                    await self.source.asimilarity_search_with_relevance_scores(
-                        query, k=self.k, **self.search_kwargs
-                    )
-                )
-            except NotImplementedError:
-                return self._from_pairs(await asyncio.to_thread(self._cosine_fallback, query))
-        docs = list(await self.source.ainvoke(query, config))
-        return docs, [self._score(d, i) for i, d in enumerate(docs)]
-
-    def _cosine_fallback(self, query: str) -> list[tuple[Document, float]]:
-        # InMemoryVectorStore scores by cosine similarity but defines no relevance function
-        if isinstance(self.source, InMemoryVectorStore):
-            return list(
-                self.source.similarity_search_with_score(query, k=self.k, **self.search_kwargs)
-            )
-        raise ValueError(
+    def _no_relevance(self) -> ValueError:
+        return ValueError(
             f"{type(self.source).__name__} has no relevance-score function; pass "
             "relevance_score_fn= to map its similarity_search_with_score scores to [0, 1]"
         )
 
+    def _retrieve(self, query: str, config: RunnableConfig) -> tuple[list[Document], list[float]]:
+        if (search := self._search(asynchronous=False)) is None:
+            return self._scored(self.source.invoke(query, config))
+        try:
+            return self._from_pairs(search(query, k=self.k, **self.search_kwargs))
+        except NotImplementedError:
+            raise self._no_relevance() from None
+
+    async def _aretrieve(
+        self, query: str, config: RunnableConfig
+    ) -> tuple[list[Document], list[float]]:
+        if (search := self._search(asynchronous=True)) is None:
+            return self._scored(await self.source.ainvoke(query, config))
+        try:
+            return self._from_pairs(await search(query, k=self.k, **self.search_kwargs))
+        except NotImplementedError:
+            raise self._no_relevance() from None
+
     # -- the decision ----------------------------------------------------------------
-    def _judge(self, docs: list[Document], scores: list[float]) -> ConfidenceResult:
+    def _decide(
+        self,
+        input_: Any,
+        query: str,
+        task_type: str,
+        docs: list[Document],
+        scores: list[float],
+        run_id: UUID,
+    ) -> tuple[ConfidenceResult, TransferRequest | None]:
+        """The verdict on the retrieval, and the hand-off request when it says transfer."""
         tokens = sum(self.token_counter(d.page_content) for d in docs)
-        return self.confidence.evaluate(scores, evidence_tokens=tokens if docs else None)
+        result = self.confidence.evaluate(scores, evidence_tokens=tokens if docs else None)
+        if not result.should_transfer:
+            return result, None
+        return result, TransferRequest.from_result(
+            result,
+            input=input_,
+            run_id=run_id,
+            task_type=task_type,
+            metadata={"query": query, "runnable": self.name},
+        )
 
     def _chain_input(
         self, input_: Any, query: str, docs: list[Document], result: ConfidenceResult
@@ -250,22 +257,6 @@ class HandoffRunnable(Runnable[Any, Any]):
             "confidence": result.confidence,
         }
 
-    def _request(
-        self,
-        input_: Any,
-        result: ConfidenceResult,
-        run_id: uuid.UUID | None,
-        task_type: str,
-        query: str,
-    ) -> TransferRequest:
-        return TransferRequest.from_result(
-            result,
-            input=input_,
-            run_id=run_id,
-            task_type=task_type,
-            metadata={"query": query, "runnable": self.name},
-        )
-
     def _handoff_result(
         self,
         request: TransferRequest,
@@ -274,13 +265,14 @@ class HandoffRunnable(Runnable[Any, Any]):
         outcome: TransferOutcome | None,
     ) -> HandoffResult:
         human = None
-        if outcome is not None:
-            by_name = {
-                getattr(h, "name", None): h
-                for h in (self.dispatcher.hooks if self.dispatcher else [])
+        if outcome is not None and self.dispatcher is not None:
+            answering = {
+                hook_name(h)
+                for h in self.dispatcher.hooks
+                if getattr(h, "returns_human_response", False)
             }
             for name, response in outcome.responses.items():
-                if getattr(by_name.get(name), "returns_human_response", False):
+                if name in answering:
                     human = response
         return HandoffResult(
             message=self.message or message("handoff_message", self.confidence.locale),
@@ -296,13 +288,11 @@ class HandoffRunnable(Runnable[Any, Any]):
         self,
         task_type: str,
         result: ConfidenceResult,
-        run_id: uuid.UUID | None,
-        request_id: str | None,
+        run_id: UUID,
+        request: TransferRequest | None,
     ) -> None:
         if self.store is None:
             return
-        from trustroute.profiles.store.handoffs import HandoffRepository
-
         try:
             self.store.repository(HandoffRepository).record_decision(
                 task_type=task_type,
@@ -311,8 +301,8 @@ class HandoffRunnable(Runnable[Any, Any]):
                 insufficient=result.is_retrieval_insufficient,
                 reason=result.transfer_reason,
                 source=self.name or "HandoffRunnable",
-                run_id=None if run_id is None else str(run_id),
-                request_id=request_id,
+                run_id=str(run_id),
+                request_id=None if request is None else request.request_id,
             )
         except Exception:  # the answer or hand-off itself must not fail on the log
             log.exception("could not record the hand-off decision for task type %s", task_type)
@@ -320,9 +310,7 @@ class HandoffRunnable(Runnable[Any, Any]):
     # -- invoke ----------------------------------------------------------------------
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         """Retrieve, evaluate, then answer with the chain or hand over (HandoffResult)."""
-        return self._call_with_config(
-            self._invoke, input, ensure_config(config), run_type="chain", **kwargs
-        )
+        return self._call_with_config(self._invoke, input, config, **kwargs)
 
     def _invoke(
         self,
@@ -331,26 +319,22 @@ class HandoffRunnable(Runnable[Any, Any]):
         config: RunnableConfig,
         **kwargs: Any,
     ) -> Any:
-        query = _query_of(input_, self.input_key)
-        task_type = self._task_type(input_)
+        query, task_type = _query_of(input_, self.input_key), self._task_type(input_)
         child = patch_config(config, callbacks=run_manager.get_child())
         docs, scores = self._retrieve(query, child)
-        result = self._judge(docs, scores)
-        if not result.should_transfer:
+        result, request = self._decide(input_, query, task_type, docs, scores, run_manager.run_id)
+        if request is None:
             self._record(task_type, result, run_manager.run_id, None)
             return self.answer_chain.invoke(
                 self._chain_input(input_, query, docs, result), child, **kwargs
             )
-        request = self._request(input_, result, run_manager.run_id, task_type, query)
         outcome = self.dispatcher.dispatch(request) if self.dispatcher else None
-        self._record(task_type, result, run_manager.run_id, request.request_id)
+        self._record(task_type, result, run_manager.run_id, request)
         return self._handoff_result(request, result, docs, outcome)
 
     async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         """Async ``invoke``: async retrieval, hooks and chain; store writes off the loop."""
-        return await self._acall_with_config(
-            self._ainvoke, input, ensure_config(config), run_type="chain", **kwargs
-        )
+        return await self._acall_with_config(self._ainvoke, input, config, **kwargs)
 
     async def _ainvoke(
         self,
@@ -359,19 +343,15 @@ class HandoffRunnable(Runnable[Any, Any]):
         config: RunnableConfig,
         **kwargs: Any,
     ) -> Any:
-        query = _query_of(input_, self.input_key)
-        task_type = self._task_type(input_)
+        query, task_type = _query_of(input_, self.input_key), self._task_type(input_)
         child = patch_config(config, callbacks=run_manager.get_child())
         docs, scores = await self._aretrieve(query, child)
-        result = self._judge(docs, scores)
-        if not result.should_transfer:
+        result, request = self._decide(input_, query, task_type, docs, scores, run_manager.run_id)
+        if request is None:
             await asyncio.to_thread(self._record, task_type, result, run_manager.run_id, None)
             return await self.answer_chain.ainvoke(
                 self._chain_input(input_, query, docs, result), child, **kwargs
             )
-        request = self._request(input_, result, run_manager.run_id, task_type, query)
         outcome = await self.dispatcher.adispatch(request) if self.dispatcher else None
-        await asyncio.to_thread(
-            self._record, task_type, result, run_manager.run_id, request.request_id
-        )
+        await asyncio.to_thread(self._record, task_type, result, run_manager.run_id, request)
         return self._handoff_result(request, result, docs, outcome)
