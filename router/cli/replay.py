@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -72,13 +73,8 @@ def replay_command(file: Path, strategies: str, runs: int, seed: int, agents: in
     per-task-type oracle, cumulative regret and the agents chosen.
     """
     names = [s.strip() for s in strategies.split(",") if s.strip()]
-    if not names:
-        raise CliError("--strategy names no strategy")
-    if plot is not None:
-        try:
-            import matplotlib  # noqa: F401
-        except ImportError:
-            raise CliError("--plot needs matplotlib: pip install 'trustroute[plot]'") from None
+    if plot is not None and importlib.util.find_spec("matplotlib") is None:
+        raise CliError("--plot needs matplotlib: pip install 'trustroute[plot]'")
     log = load_outcomes(file)
     strategy_params = parse_params(params, names)
     total = total_steps(log, len(names), runs)
@@ -114,15 +110,12 @@ def show_report(report: ReplayReport, file: Path) -> None:
     console.print(f"{escape(str(file))}: {log['agents']} agents, {log['tasks']} tasks, "
                   f"{log['task_types']} task types; {s['runs']} runs x {s['agents']} agents "
                   f"(seed {s['seed']}){', drift' if s['drift'] else ''}", highlight=False)
-    oracle_kind = "regression-aware per-task-type oracle" if s["drift"] else \
-        "per-task-type oracle"
-    console.print(f"{oracle_kind}: mean quality {oracle:.3f}", highlight=False)
+    console.print(f"{'regression-aware ' if s['drift'] else ''}per-task-type oracle: mean "
+                  f"quality {oracle:.3f}", highlight=False)
     table = Table(show_edge=False)
     table.add_column("strategy", no_wrap=True)
-    table.add_column("mean quality", justify="right")
-    table.add_column("% of oracle", justify="right")
-    table.add_column("final regret", justify="right")
-    table.add_column("oracle's pick", justify="right")
+    for header in ("mean quality", "% of oracle", "final regret", "oracle's pick"):
+        table.add_column(header, justify="right")
     table.add_column("most chosen agents")
     for summary in summaries:
         pct, quality, regret = summary.pct_oracle, summary.mean_quality, summary.final_regret

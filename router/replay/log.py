@@ -10,6 +10,7 @@ agent has no row for a task) so a replay costs array lookups, not searches.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,18 +53,13 @@ class OutcomeLog:
         """Mean quality of each agent over the tasks it has a row for."""
         return np.nanmean(self.quality, axis=0)
 
-    def type_means(self, quality: np.ndarray | None = None) -> np.ndarray:
+    def type_means(self) -> np.ndarray:
         """(types, agents) mean quality per task type, NaN where an agent has no row."""
-        q = self.quality if quality is None else quality
         index = self.type_index()
-        out = np.full((len(self.types), q.shape[1]), np.nan)
-        for k in range(len(self.types)):
-            rows = q[index == k]
-            with np.errstate(invalid="ignore"):
-                counts = np.sum(~np.isnan(rows), axis=0)
-                sums = np.nansum(rows, axis=0)
-                out[k] = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
-        return out
+        with warnings.catch_warnings():  # an agent without a row of a type: NaN, silently
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return np.array([np.nanmean(self.quality[index == k], axis=0)
+                             for k in range(len(self.types))])
 
     def summary(self) -> dict[str, Any]:
         """Sizes, for reports."""
@@ -98,8 +94,7 @@ def outcomes_from_rows(rows: Iterator[tuple[int, Mapping[str, Any]]] | list[Mapp
     agents: dict[str, int] = {}
     tasks: dict[str, int] = {}
     task_types: list[str] = []
-    cells: dict[tuple[int, int], tuple[float, float, float]] = {}
-    has = {"cost": False, "latency_ms": False}
+    cells: dict[tuple[int, int], tuple[float, ...]] = {}
     for item in rows:
         line, row = item if isinstance(item, tuple) else (0, item)
         where = f"{source}:{line}" if line else source
@@ -107,15 +102,9 @@ def outcomes_from_rows(rows: Iterator[tuple[int, Mapping[str, Any]]] | list[Mapp
         if missing:
             raise OutcomeLogError(f"{where}: missing {', '.join(missing)}")
         agent, task, task_type = (str(row["agent"]), str(row["task"]), str(row["task_type"]))
-        quality = _number(row["quality"], "quality", where, 0.0, 1.0)
-        extra = []
-        for name in OPTIONAL_COLUMNS:
-            value = row.get(name)
-            if value in (None, ""):
-                extra.append(math.nan)
-            else:
-                has[name] = True
-                extra.append(_number(value, name, where, 0.0, None))
+        values = (_number(row["quality"], "quality", where, 0.0, 1.0),
+                  *(math.nan if row.get(name) in (None, "") else
+                    _number(row[name], name, where, 0.0, None) for name in OPTIONAL_COLUMNS))
         a = agents.setdefault(agent, len(agents))
         t = tasks.get(task)
         if t is None:
@@ -126,18 +115,16 @@ def outcomes_from_rows(rows: Iterator[tuple[int, Mapping[str, Any]]] | list[Mapp
                                   f"but earlier rows say {task_types[t]!r}")
         if (t, a) in cells:
             raise OutcomeLogError(f"{where}: a second row for agent {agent!r} on task {task!r}")
-        cells[(t, a)] = (quality, extra[0], extra[1])
+        cells[(t, a)] = values
     if not cells:
         raise OutcomeLogError(f"{source}: no outcome rows")
-    shape = (len(tasks), len(agents))
-    matrices = [np.full(shape, np.nan) for _ in range(3)]
+    quality, cost, latency = (np.full((len(tasks), len(agents)), np.nan) for _ in range(3))
     for (t, a), values in cells.items():
-        for m, v in zip(matrices, values, strict=True):
-            m[t, a] = v
-    return OutcomeLog(
+        quality[t, a], cost[t, a], latency[t, a] = values
+    return OutcomeLog(  # cost and latency only when some row has them
         agents=tuple(agents), tasks=tuple(tasks), task_types=tuple(task_types),
-        quality=matrices[0], cost=matrices[1] if has["cost"] else None,
-        latency_ms=matrices[2] if has["latency_ms"] else None)
+        quality=quality, cost=None if np.isnan(cost).all() else cost,
+        latency_ms=None if np.isnan(latency).all() else latency)
 
 
 def _number(value: Any, name: str, where: str, low: float, high: float | None) -> float:

@@ -8,6 +8,7 @@ threshold, 0.5 by default), exactly as an application would use the router.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +18,7 @@ import numpy as np
 from trustroute.router.decision import RoutingDecision
 from trustroute.router.replay.plan import RunPlan
 from trustroute.router.router import AgentRouter
+from trustroute.router.trust.options import TrustOptions
 
 RouterFactory = Callable[[RunPlan], AgentRouter]
 
@@ -56,10 +58,7 @@ def strategy_router(strategy: str, params: Mapping[str, Any] | None = None,
     off: it only persists decisions for later audits (it does not change which agent is
     chosen) and writing every candidate of every decision would dominate a replay.
     """
-    if "trust" not in options:
-        from trustroute.router.trust.options import TrustOptions
-
-        options["trust"] = TrustOptions(log_decisions=False)
+    options.setdefault("trust", TrustOptions(log_decisions=False))
 
     def build(plan: RunPlan) -> AgentRouter:
         return AgentRouter(agents=list(plan.agents), store="mem://", seed=plan.seed,
@@ -71,8 +70,6 @@ def replay_run(plan: RunPlan, factory: RouterFactory, *, label: str = "",
                success_threshold: float = 0.5, observer: StepObserver | None = None,
                on_step: Callable[[], None] | None = None) -> RunResult:
     """Replay ``plan`` through the router ``factory`` builds; returns what was chosen."""
-    import time
-
     started = time.perf_counter()
     position = {a: j for j, a in enumerate(plan.agents)}
     missing = np.isnan(plan.quality)
@@ -84,15 +81,14 @@ def replay_run(plan: RunPlan, factory: RouterFactory, *, label: str = "",
             row_missing = missing[step]
             if row_missing.all():
                 continue
-            exclude = [plan.agents[j] for j in np.flatnonzero(row_missing)] \
-                if row_missing.any() else ()
+            exclude = [plan.agents[j] for j in np.flatnonzero(row_missing)]
             decision = router.select(task_type, exclude=exclude)
             j = position[decision.agent_id]
             quality = float(plan.quality[step, j])
             success = quality >= success_threshold
             router.record(decision, success=success, quality=quality,
-                          latency_ms=_cell(plan.latency_ms, step, j, 0.0),
-                          cost=_optional(plan.cost, step, j))
+                          latency_ms=_cell(plan.latency_ms, step, j) or 0.0,
+                          cost=_cell(plan.cost, step, j))
             chosen[step] = j
             revealed[step] = quality
             if observer is not None and oracle is not None:
@@ -100,19 +96,11 @@ def replay_run(plan: RunPlan, factory: RouterFactory, *, label: str = "",
                                     float(plan.expected[step, j]), float(oracle[step])))
             if on_step is not None:
                 on_step()
-    return RunResult(label or getattr(router.strategy, "name", "?"), plan, chosen, revealed,
+    return RunResult(label or router.strategy.name, plan, chosen, revealed,
                      time.perf_counter() - started)
 
 
-def _cell(matrix: np.ndarray | None, step: int, j: int, default: float) -> float:
-    if matrix is None:
-        return default
-    value = float(matrix[step, j])
-    return default if math.isnan(value) else value
-
-
-def _optional(matrix: np.ndarray | None, step: int, j: int) -> float | None:
-    if matrix is None:
-        return None
-    value = float(matrix[step, j])
+def _cell(matrix: np.ndarray | None, step: int, j: int) -> float | None:
+    """The log's value for the chosen agent at this step; None where the log has none."""
+    value = math.nan if matrix is None else float(matrix[step, j])
     return None if math.isnan(value) else value

@@ -65,23 +65,18 @@ def make_plans(log: OutcomeLog, *, runs: int, seed: int = 0, agents: int | None 
         rng = np.random.default_rng([seed, run])
         columns = np.sort(rng.choice(available, size=k, replace=False))
         order = rng.permutation(len(log.tasks))
-        quality = log.quality[np.ix_(order, columns)].copy()
-        expected = per_type[np.ix_(type_index[order], columns)].copy()
-        cost = None if log.cost is None else log.cost[np.ix_(order, columns)]
-        latency = None if log.latency_ms is None else log.latency_ms[np.ix_(order, columns)]
+        # fancy indexing copies, so a regression below never touches the log itself
+        cells = np.ix_(order, columns)
+        quality, expected = log.quality[cells], per_type[np.ix_(type_index[order], columns)]
+        cost, latency = (None if m is None else m[cells] for m in (log.cost, log.latency_ms))
         drift_step = regressed = like = None
         if drift:
             means = overall[columns]
             best, worst = int(np.nanargmax(means)), int(np.nanargmin(means))
             drift_step = len(order) // 2
-            quality[drift_step:, best] = quality[drift_step:, worst]
-            expected[drift_step:, best] = expected[drift_step:, worst]
-            if cost is not None:
-                cost = cost.copy()
-                cost[drift_step:, best] = cost[drift_step:, worst]
-            if latency is not None:
-                latency = latency.copy()
-                latency[drift_step:, best] = latency[drift_step:, worst]
+            for m in (quality, expected, cost, latency):
+                if m is not None:
+                    m[drift_step:, best] = m[drift_step:, worst]
             regressed, like = log.agents[columns[best]], log.agents[columns[worst]]
         plans.append(RunPlan(
             index=run, seed=int(rng.integers(2**31)),

@@ -1,25 +1,21 @@
-"""Regret curves of a replay as a PNG (matplotlib is an optional extra: ``[plot]``)."""
+"""Regret curves of a replay as a PNG.
+
+matplotlib is an optional extra (``trustroute[plot]``), so this module is imported only
+to plot; ``trustroute replay --plot`` checks that it is installed before replaying.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
+from matplotlib.figure import Figure
 
 from trustroute.router.replay.runner import ReplayReport
 
 
-class PlotUnavailable(RuntimeError):
-    """matplotlib is not installed."""
-
-
-def plot_regret(report: ReplayReport, path: str | Path, title: str | None = None) -> Path:
+def plot_regret(report: ReplayReport, path: str | Path) -> Path:
     """Draw every strategy's mean cumulative regret (band: +-1 sd across runs)."""
-    try:
-        from matplotlib.figure import Figure
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise PlotUnavailable("plotting needs matplotlib: pip install 'trustroute[plot]'"
-                              ) from exc
     path = Path(path)
     fig = Figure(figsize=(8.0, 5.0), layout="constrained")
     ax = fig.subplots()
@@ -36,8 +32,8 @@ def plot_regret(report: ReplayReport, path: str | Path, title: str | None = None
         ax.axvline(step, color="grey", linestyle="--", linewidth=1)
         ax.text(step, ax.get_ylim()[1] * 0.95, " regression", color="grey", va="top")
     settings = report.settings
-    ax.set_title(title or (f"{settings['runs']} runs, {settings['agents']} agents"
-                           + (", drift" if settings["drift"] else "")))
+    ax.set_title(f"{settings['runs']} runs, {settings['agents']} agents"
+                 + (", drift" if settings["drift"] else ""))
     ax.set_xlabel("tasks routed")
     ax.set_ylabel("cumulative regret vs per-task-type oracle")
     ax.grid(alpha=0.3)
