@@ -17,7 +17,6 @@ import json
 import os
 import re
 import tomllib
-import types
 import typing
 from collections.abc import Hashable
 from pathlib import Path
@@ -68,25 +67,19 @@ def substitute_env(value: Any, path: str | Path, where: tuple[Any, ...] = ()) ->
 class _StrictYamlLoader(yaml.SafeLoader):
     """SafeLoader that rejects a key given twice in one mapping (YAML keeps the last)."""
 
-
-def _construct_mapping(loader: _StrictYamlLoader, node: yaml.MappingNode,
-                       deep: bool = False) -> dict[Any, Any]:
-    loader.flatten_mapping(node)
-    seen: dict[Any, Any] = {}
-    for key_node, value_node in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        if not isinstance(key, Hashable):
-            raise yaml.constructor.ConstructorError(
-                None, None, "a mapping key must be a plain value", key_node.start_mark)
-        if key in seen:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"key {key!r} is given twice", key_node.start_mark)
-        seen[key] = loader.construct_object(value_node, deep=deep)
-    return seen
-
-
-_StrictYamlLoader.add_constructor(
-    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        self.flatten_mapping(node)
+        seen: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if not isinstance(key, Hashable):
+                raise yaml.constructor.ConstructorError(
+                    None, None, "a mapping key must be a plain value", key_node.start_mark)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} is given twice", key_node.start_mark)
+            seen[key] = self.construct_object(value_node, deep=deep)
+        return seen
 
 
 def _json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -153,35 +146,21 @@ def read_mapping(path: str | Path) -> dict[str, Any]:
 
 
 # -- validation errors ----------------------------------------------------------------
+def _model_at(model: type[BaseModel] | None, parts: tuple[Any, ...]) -> type[BaseModel] | None:
+    """The model whose keys live at ``parts`` (list indices are stepped over)."""
+    for part in parts:
+        if model is None or isinstance(part, int):
+            continue
+        field = model.model_fields.get(str(part))
+        model = next(iter(_models_in(field.annotation)), None) if field else None
+    return model
+
+
 def _models_in(annotation: Any) -> list[type[BaseModel]]:
     """The pydantic models an annotation can hold (through lists, unions, dicts)."""
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return [annotation]
-    origin = typing.get_origin(annotation)
-    if origin is None:
-        return []
-    if origin in (typing.Union, types.UnionType, list, tuple, dict, typing.Annotated):
-        found: list[type[BaseModel]] = []
-        for arg in typing.get_args(annotation):
-            found.extend(_models_in(arg))
-        return found
-    return []
-
-
-def _model_at(model: type[BaseModel], parts: tuple[Any, ...]) -> type[BaseModel] | None:
-    """The model whose keys live at ``parts`` (list indices are stepped over)."""
-    current: type[BaseModel] | None = model
-    for part in parts:
-        if current is None:
-            return None
-        if isinstance(part, int):
-            continue
-        field = current.model_fields.get(str(part))
-        if field is None:
-            return None
-        models = _models_in(field.annotation)
-        current = models[0] if models else None
-    return current
+    return [m for arg in typing.get_args(annotation) for m in _models_in(arg)]
 
 
 def _is_secret(parts: tuple[Any, ...]) -> bool:
@@ -200,7 +179,7 @@ def describe_problem(err: Any, model: type[BaseModel] | None = None) -> str:
     loc = tuple(err["loc"])
     if err["type"] == "extra_forbidden":
         key = str(loc[-1]) if loc else "?"
-        parent = _model_at(model, loc[:-1]) if model else None
+        parent = _model_at(model, loc[:-1])
         if parent is None:
             return f"{key_path(loc)}: unknown key {key!r}"
         allowed = sorted(parent.model_fields)
@@ -210,10 +189,7 @@ def describe_problem(err: Any, model: type[BaseModel] | None = None) -> str:
                 f"{', '.join(allowed)}")
     if err["type"] == "missing":
         return f"{key_path(loc)}: required key is missing"
-    msg = str(err["msg"])
-    for prefix in ("Value error, ", "Assertion failed, "):
-        if msg.startswith(prefix):
-            msg = msg[len(prefix):]
+    msg = str(err["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
     if msg.startswith("Input should be "):
         msg = msg[len("Input should be "):]
         if msg.startswith(("greater", "less")):

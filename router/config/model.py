@@ -28,7 +28,7 @@ from trustroute.router.config.loader import ConfigError, describe_validation_err
 from trustroute.router.errors import RouterError
 from trustroute.router.handoff.settings import HandoffSection
 from trustroute.router.handoff.transfer.config import HookSpec, build_dispatcher
-from trustroute.router.strategies import available_strategies, make_strategy
+from trustroute.router.strategies import DEFAULT_STRATEGY, available_strategies, make_strategy
 from trustroute.router.trust.abstention import AbstentionPolicy
 from trustroute.router.trust.options import TrustOptions
 
@@ -45,7 +45,7 @@ class Section(BaseModel):
 class StrategySection(Section):
     """Which strategy ranks candidates, and its parameters."""
 
-    name: str = Field(default_factory=lambda: _default_strategy())
+    name: str = DEFAULT_STRATEGY
     params: dict[str, Any] = Field(default_factory=dict)
     exploit_only: bool = False
 
@@ -56,13 +56,6 @@ class StrategySection(Section):
         if value not in known:
             raise ValueError(f"unknown strategy {value!r}; available: {', '.join(known)}")
         return value
-
-
-def _default_strategy() -> str:
-    """The library's default strategy, read late so a changed default carries over."""
-    from trustroute.router.strategies import DEFAULT_STRATEGY
-
-    return DEFAULT_STRATEGY
 
 
 class RouterConfig(Section):
