@@ -13,6 +13,7 @@ expected (mean hidden skill of the chosen agents), the latter comparable to base
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -78,13 +79,8 @@ class DemoSummary:
         return self.routed_expected_quality / self.oracle_quality
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        data = {k: v for k, v in asdict(self).items() if k not in ("leaderboard", "preferred")}
-        data["preferred"] = {t: asdict(p) for t, p in self.preferred.items()}
-        data["share_of_oracle"] = self.share_of_oracle
-        data["leaderboard"] = {t: [asdict(r) for r in rows]
-                               for t, rows in self.leaderboard.items()}
-        return data
+        """JSON-ready form (asdict converts the nested rows and preferences too)."""
+        return {**asdict(self), "share_of_oracle": self.share_of_oracle}
 
 
 def _rows(run: DemoRun, task_type: str, results: list[TaskResult]) -> list[LeaderboardRow]:
@@ -115,12 +111,10 @@ def _preference(run: DemoRun, task_type: str, results: list[TaskResult]) -> Pref
     if not results:
         return None
     tail = results[-max(1, len(results) // SEGMENTS):]
-    counts: dict[str, int] = {}
-    for r in tail:
-        counts[r.agent_id] = counts.get(r.agent_id, 0) + 1
-    agent_id = max(counts, key=lambda a: (counts[a], a == run.workload.best_agent(task_type)))
-    return Preference(agent_id, counts[agent_id] / len(tail), len(tail),
-                      agent_id == run.workload.best_agent(task_type))
+    counts = Counter(r.agent_id for r in tail)
+    best = run.workload.best_agent(task_type)
+    agent_id = max(counts, key=lambda a: (counts[a], a == best))
+    return Preference(agent_id, counts[agent_id] / len(tail), len(tail), agent_id == best)
 
 
 def summarize(run: DemoRun) -> DemoSummary:
