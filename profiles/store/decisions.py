@@ -8,7 +8,7 @@ an outcome that arrives after its decision was written is merged into the row.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from trustroute.profiles.store.connection import Connection
@@ -104,20 +104,11 @@ class DecisionRepository:
             {"s": strategy, "n": limit})[0]
         return [(float(r["predicted"]), bool(r["success"])) for r in reversed(rows)]
 
-    def iter_decisions(self, *, strategy: str | None = None, batch: int = 1000
-                       ) -> Iterator[dict[str, Any]]:
-        """Logged decisions (without candidates), oldest first, paged."""
+    def confidence_outcomes(self, strategy: str | None = None
+                            ) -> list[tuple[float | None, bool | None, bool]]:
+        """(confidence, success or None, abstained) of every logged decision (of
+        ``strategy``, when given): what a calibration report is computed from."""
         where = " WHERE strategy = $s" if strategy else ""
-        start = 0
-        while True:
-            page = self._conn.run(
-                "SELECT record::id(id) AS decision_id, task_type, agent_id, strategy, "
-                "predicted, confidence, tier, abstained, abstain_reason, abstain_detail, "
-                f"created_at, success, quality, recorded_at FROM decision{where} "
-                "ORDER BY created_at "
-                "LIMIT $lim START $start;",
-                {"s": strategy, "lim": batch, "start": start})[0]
-            yield from page
-            if len(page) < batch:
-                return
-            start += batch
+        rows = self._conn.run("SELECT VALUE [confidence, success, abstained] "
+                              f"FROM decision{where};", {"s": strategy})[0]
+        return [(c, s, bool(a)) for c, s, a in rows]

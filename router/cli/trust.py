@@ -115,9 +115,7 @@ def calibration(strategy: str | None, buckets: int, config: Path | None, store: 
     abstention rate and how often abstained decisions failed."""
     with open_router(config, store) as router:
         router.flush()
-        repo = router.store.repository(DecisionRepository)
-        rows = [(d.get("confidence"), d.get("success"), bool(d.get("abstained")))
-                for d in repo.iter_decisions(strategy=strategy)]
+        rows = router.store.repository(DecisionRepository).confidence_outcomes(strategy)
         url = router.store.url
     report = calibration_report(rows, buckets)
     if as_json:

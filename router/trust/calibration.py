@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from pydantic import Field, field_validator
@@ -101,25 +101,12 @@ class CalibrationMap:
         for i in range(len(self._n)) if forgets else (b,):
             self._refresh(i)
 
-    def update_many(self, pairs: Iterable[tuple[float, bool]]) -> None:
-        """Fold pairs in, oldest first."""
-        for predicted, success in pairs:
-            self.update(predicted, success)
-
     def _refresh(self, b: int) -> None:
-        n = self._n[b]
-        s = self.settings
-        if n <= 0.0:
-            self._anchor[b] = (b + 0.5) / s.buckets
-            self._shift[b] = 0.0
-            return
-        mean_pred = self._pred[b] / n
-        self._anchor[b] = mean_pred
-        if n < s.min_count:
-            self._shift[b] = 0.0
-            return
-        weight = n / (n + s.prior_strength)
-        self._shift[b] = weight * (self._out[b] / n - mean_pred)
+        n, s = self._n[b], self.settings
+        self._anchor[b] = mean = self._pred[b] / n if n > 0.0 else (b + 0.5) / s.buckets
+        self._shift[b] = 0.0
+        if n > 0.0 and n >= s.min_count:  # fewer outcomes correct nothing
+            self._shift[b] = n / (n + s.prior_strength) * (self._out[b] / n - mean)
 
     # -- applying ----------------------------------------------------------------
     def __call__(self, predicted: float) -> float:
@@ -194,27 +181,19 @@ class ReliabilityRow:
         return self.realised - self.predicted
 
 
-def _pairs(predicted: Sequence[float], outcomes: Sequence[bool]) -> list[tuple[float, float]]:
-    if len(predicted) != len(outcomes):
-        raise ValueError(f"predicted ({len(predicted)}) and outcomes ({len(outcomes)}) "
-                         f"differ in length")
-    return [(_check_probability(p), 1.0 if o else 0.0)
-            for p, o in zip(predicted, outcomes, strict=True)]
-
-
 def reliability_table(predicted: Sequence[float], outcomes: Sequence[bool],
                       buckets: int = 10) -> list[ReliabilityRow]:
     """Non-empty equal-width buckets with mean predicted, realised rate and count."""
-    if buckets < 1:
-        raise ValueError("buckets must be >= 1")
-    sums: list[list[float]] = [[0.0, 0.0, 0.0] for _ in range(buckets)]
-    for p, o in _pairs(predicted, outcomes):
-        row = sums[bucket_of(p, buckets)]
-        row[0] += 1
-        row[1] += p
-        row[2] += o
-    return [ReliabilityRow(i / buckets, (i + 1) / buckets, s[1] / s[0], s[2] / s[0], int(s[0]))
-            for i, s in enumerate(sums) if s[0]]
+    if len(predicted) != len(outcomes):
+        raise ValueError(f"predicted ({len(predicted)}) and outcomes ({len(outcomes)}) "
+                         f"differ in length")
+    # a map that neither shrinks nor forgets: its corrections are realised - predicted
+    exact = CalibrationMap(CalibrationSettings(buckets=buckets, prior_strength=0,
+                                               min_count=0, horizon=0))
+    for p, o in zip(predicted, outcomes, strict=True):
+        exact.update(p, o)
+    return [ReliabilityRow(i / buckets, (i + 1) / buckets, mean, mean + gap, round(n))
+            for i, (n, mean, gap) in enumerate(exact.buckets()) if n]
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,60 +207,33 @@ class CalibrationReport:
     ece: float
     abstained: int  # decisions flagged abstained (with or without outcome)
     abstained_with_outcome: int
-    abstained_failed: int  # of those, how many failed
-    answered_failed: int  # failures among non-abstained decisions with outcome
-
-    @property
-    def abstention_rate(self) -> float:
-        """Share of decisions that abstained."""
-        return self.abstained / self.decisions if self.decisions else 0.0
-
-    @property
-    def abstained_failure_rate(self) -> float:
-        """How often abstained decisions (routed anyway) failed."""
-        n = self.abstained_with_outcome
-        return self.abstained_failed / n if n else 0.0
-
-    @property
-    def answered_failure_rate(self) -> float:
-        """How often the decisions that did not abstain failed (for comparison)."""
-        n = self.with_outcome - self.abstained_with_outcome
-        return self.answered_failed / n if n else 0.0
+    abstention_rate: float  # share of decisions that abstained
+    abstained_failure_rate: float  # how often abstained decisions (routed anyway) failed
+    answered_failure_rate: float  # how often the others failed (for comparison)
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
-        return {
-            "decisions": self.decisions, "with_outcome": self.with_outcome,
-            "brier": self.brier, "ece": self.ece,
-            "abstention_rate": self.abstention_rate, "abstained": self.abstained,
-            "abstained_failure_rate": self.abstained_failure_rate,
-            "answered_failure_rate": self.answered_failure_rate,
-            "reliability": [{"bucket": r.label, "predicted": r.predicted,
-                             "realised": r.realised, "count": r.count} for r in self.table],
-        }
+        return {**{k: v for k, v in asdict(self).items() if k != "table"},
+                "reliability": [{"bucket": r.label, "predicted": r.predicted,
+                                 "realised": r.realised, "count": r.count} for r in self.table]}
 
 
 def calibration_report(rows: Iterable[tuple[float | None, bool | None, bool]],
                        buckets: int = 10) -> CalibrationReport:
     """Report over (confidence, success or None, abstained) triples."""
-    decisions = abstained = abstained_known = abstained_failed = answered_failed = 0
-    preds: list[float] = []
-    outs: list[bool] = []
-    for confidence, success, did_abstain in rows:
-        decisions += 1
-        abstained += int(did_abstain)
-        if success is None or confidence is None:
-            continue
-        preds.append(confidence)
-        outs.append(bool(success))
-        if did_abstain:
-            abstained_known += 1
-            abstained_failed += int(not success)
-        else:
-            answered_failed += int(not success)
+    decided = list(rows)
+    known = [(c, bool(s), bool(a)) for c, s, a in decided if c is not None and s is not None]
+    preds, outs = [c for c, _, _ in known], [s for _, s, _ in known]
     return CalibrationReport(
-        decisions=decisions, with_outcome=len(preds),
+        decisions=len(decided), with_outcome=len(known),
         table=reliability_table(preds, outs, buckets), brier=brier_score(preds, outs),
-        ece=expected_calibration_error(preds, outs, buckets), abstained=abstained,
-        abstained_with_outcome=abstained_known, abstained_failed=abstained_failed,
-        answered_failed=answered_failed)
+        ece=expected_calibration_error(preds, outs, buckets),
+        abstained=sum(bool(a) for _, _, a in decided),
+        abstained_with_outcome=sum(a for _, _, a in known),
+        abstention_rate=_rate([bool(a) for _, _, a in decided]),
+        abstained_failure_rate=_rate([not s for _, s, a in known if a]),
+        answered_failure_rate=_rate([not s for _, s, a in known if not a]))
+
+
+def _rate(flags: list[bool]) -> float:
+    return sum(flags) / len(flags) if flags else 0.0

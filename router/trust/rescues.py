@@ -50,9 +50,7 @@ class RescueTracker:
     """Remembers recent failures per user task to charge them when another agent rescues."""
 
     def __init__(self, capacity: int = 10_000) -> None:
-        if capacity < 1:
-            raise ValueError("rescue tracker capacity must be >= 1")
-        self.capacity = capacity
+        self.capacity = capacity  # task ids kept (``TrustOptions.rescue_memory``)
         self._tasks: OrderedDict[str, _Task] = OrderedDict()
         self._arrivals = 0
 
