@@ -13,7 +13,7 @@ import inspect
 import math
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -33,7 +33,6 @@ if TYPE_CHECKING:
     from trustroute.integrations.langchain.runnable import RoutedRunnable
 
 _SCAN_DEPTH = 4
-Evaluator = Callable[[Any, Any], Any]
 
 
 def ai_messages(value: Any, depth: int = _SCAN_DEPTH) -> Iterator[AIMessage]:
@@ -110,37 +109,14 @@ def run_cost(spec: AgentSpec, tokens: tuple[int, int] | None) -> float | None:
 
 
 def _verdict(value: Any, threshold: float) -> tuple[bool, float | None]:
+    """(success, quality) from an evaluator's verdict: a bool is the success; a number in
+    [0, 1] is the quality, a success at ``threshold`` or above. Quality None leaves the
+    record's default (1.0 on success, 0.0 on failure)."""
     if isinstance(value, bool):
         return value, None
     if isinstance(value, int | float) and math.isfinite(value) and 0.0 <= value <= 1.0:
         return value >= threshold, float(value)
     raise ValueError(f"evaluator must return a bool or a number in [0, 1], got {value!r}")
-
-
-def judge(evaluator: Evaluator | None, input_: Any, output: Any,
-          threshold: float) -> tuple[bool, float | None]:
-    """(success, quality): success is "returned without raising" unless an evaluator says
-    otherwise. A float verdict is the quality, a success at ``threshold`` or above; None
-    leaves the record's default (1.0 on success, 0.0 on failure)."""
-    if evaluator is None:
-        return True, None
-    value = evaluator(input_, output)
-    if inspect.isawaitable(value):
-        if inspect.iscoroutine(value):
-            value.close()
-        raise TypeError("the evaluator is async; call the RoutedRunnable with ainvoke/astream")
-    return _verdict(value, threshold)
-
-
-async def ajudge(evaluator: Evaluator | None, input_: Any, output: Any,
-                 threshold: float) -> tuple[bool, float | None]:
-    """Async ``judge``: the evaluator may be sync or async."""
-    if evaluator is None:
-        return True, None
-    value = evaluator(input_, output)
-    if inspect.isawaitable(value):
-        value = await value
-    return _verdict(value, threshold)
 
 
 def objective_text(input_: Any) -> str:
@@ -205,8 +181,12 @@ class Attempt:
     def succeeded(self, output: Any) -> None:
         """Record an attempt that returned ``output``."""
         routed = self.routed
-        success, quality = judge(routed.evaluator, self.task.input, output,
-                                 routed.success_threshold)
+        verdict = self._evaluate(output)
+        if inspect.isawaitable(verdict):
+            if inspect.iscoroutine(verdict):
+                verdict.close()
+            raise TypeError("the evaluator is async; call the RoutedRunnable with ainvoke/astream")
+        success, quality = _verdict(verdict, routed.success_threshold)
         if (trace := self._trace(output, success, quality)) is not None:
             quality = evaluate_value(trace, embedder=routed.embedder,
                                      cache=routed.novelty_cache, weights=routed.trace_weights)
@@ -216,8 +196,10 @@ class Attempt:
     async def asucceeded(self, output: Any) -> None:
         """Async ``succeeded``: the database write runs off the event loop."""
         routed = self.routed
-        success, quality = await ajudge(routed.evaluator, self.task.input, output,
-                                        routed.success_threshold)
+        verdict = self._evaluate(output)
+        if inspect.isawaitable(verdict):
+            verdict = await verdict
+        success, quality = _verdict(verdict, routed.success_threshold)
         if (trace := self._trace(output, success, quality)) is not None:
             quality = await aevaluate_value(trace, embedder=routed.embedder,
                                             cache=routed.novelty_cache,
@@ -235,9 +217,16 @@ class Attempt:
         await self.routed.router.arecord(self.decision, success=False, **self._fields(None))
         self.task.failed(self.decision, error)
 
+    def _evaluate(self, output: Any) -> Any:
+        """The evaluator's verdict (maybe awaitable); without one, success is "returned
+        without raising"."""
+        evaluator = self.routed.evaluator
+        return True if evaluator is None else evaluator(self.task.input, output)
+
     def _fields(self, output: Any) -> dict[str, Any]:
         tokens = None if self.usage is None else self.usage.tokens(self.task.input, output)
-        return {"latency_ms": self.seconds * 1000.0, "metadata": self.task.record_metadata(),
+        metadata = {"task_id": self.task.task_id, "attempt": self.task.attempt}  # see task.py
+        return {"latency_ms": self.seconds * 1000.0, "metadata": metadata,
                 "cost": run_cost(self.spec, tokens)}
 
     def _trace(self, output: Any, success: bool, quality: float | None

@@ -184,7 +184,7 @@ class RoutedRunnable(RunnableSerializable[Any, Any]):
         while True:
             attempt = Attempt.start(self, task, task.current or task.next(), config,
                                     run_manager.get_child())
-            chunks = iter(attempt.agent.stream(input_, attempt.config, **kwargs))
+            chunks = attempt.agent.stream(input_, attempt.config, **kwargs)
             output: Any = _END
             try:
                 while True:
@@ -224,7 +224,7 @@ class RoutedRunnable(RunnableSerializable[Any, Any]):
         while True:
             attempt = Attempt.start(self, task, task.current or await task.anext(), config,
                                     run_manager.get_child())
-            chunks = aiter(attempt.agent.astream(input_, attempt.config, **kwargs))
+            chunks = attempt.agent.astream(input_, attempt.config, **kwargs)
             output: Any = _END
             try:
                 while True:

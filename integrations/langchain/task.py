@@ -76,10 +76,6 @@ class RoutedTask:
             self.current.release()
             self.current = None
 
-    def record_metadata(self) -> dict[str, Any]:
-        """The metadata every record() of this task carries (the shared convention)."""
-        return {"task_id": self.task_id, "attempt": self.attempt}
-
     def run_config(self, config: RunnableConfig | None,
                    decision: RoutingDecision) -> RunnableConfig:
         """``config`` plus run metadata describing ``decision`` (nested runs inherit it)."""
