@@ -10,6 +10,7 @@ import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
+from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import ToolException, tool
 from langchain_helpers import executions, failing, prefer
 
@@ -95,6 +96,21 @@ def test_collector_records_tool_errors_and_the_recovery() -> None:
     assert "service unavailable" in collector.steps[2].content
     trace = collector.trace(success=True, task_domain="code")
     assert trace.steps[2].tool == "flaky"
+
+
+def test_an_error_passing_through_enclosing_runs_is_one_step_naming_the_tool() -> None:
+    @tool
+    def broken(a: int) -> int:
+        """Always raises."""
+        raise ValueError("bad tool")
+
+    collector = TraceCollector()
+    chain = RunnableLambda(lambda x: x) | RunnableLambda(lambda x: broken.invoke({"a": x}))
+    with pytest.raises(ValueError, match="bad tool"):
+        chain.invoke(1, {"callbacks": [collector]})
+    assert [(s.type, s.tool) for s in collector.steps] == [("tool_call", "broken"),
+                                                          ("error", "broken")]
+    assert collector.steps[1].content == "ValueError: bad tool"
 
 
 def test_quality_trace_records_the_trace_score() -> None:

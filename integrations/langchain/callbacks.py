@@ -77,17 +77,9 @@ class TraceCollector(BaseCallbackHandler):
             self._tool_names[run_id] = name
         return name
 
-    def _ended(self, run_id: UUID | None) -> str | None:
+    def _ended(self, run_id: UUID) -> str | None:
         with self._lock:
-            return self._tool_names.pop(run_id, None) if run_id is not None else None
-
-    def _error(self, error: BaseException, run_id: UUID | None = None) -> None:
-        name = self._ended(run_id)
-        with self._lock:
-            if any(error is seen for seen in self._errors):
-                return
-            self._errors.append(error)
-        self._add("error", f"{type(error).__name__}: {error}", name)
+            return self._tool_names.pop(run_id, None)
 
     # -- models ----------------------------------------------------------------------
     def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
@@ -103,10 +95,6 @@ class TraceCollector(BaseCallbackHandler):
                         self._requested[call.get("id") or name] += 1
                     self._add("tool_call", f"{name}({call.get('args')})", name,
                               call.get("args"))
-
-    def on_llm_error(self, error: BaseException, **kwargs: Any) -> None:
-        """A failed model call."""
-        self._error(error)
 
     # -- tools -----------------------------------------------------------------------
     def on_tool_start(self, serialized: dict[str, Any], input_str: str, *, run_id: UUID,
@@ -127,10 +115,6 @@ class TraceCollector(BaseCallbackHandler):
         error = isinstance(output, ToolMessage) and output.status == "error"
         self._add("error" if error else "observation", output, name)
 
-    def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        """A tool raised."""
-        self._error(error, run_id)
-
     # -- retrievers ------------------------------------------------------------------
     def on_retriever_start(self, serialized: dict[str, Any], query: str, *, run_id: UUID,
                            **kwargs: Any) -> None:
@@ -144,15 +128,18 @@ class TraceCollector(BaseCallbackHandler):
         self._add("observation", "\n".join(d.page_content for d in documents),
                   self._ended(run_id))
 
-    def on_retriever_error(self, error: BaseException, *, run_id: UUID,
-                           **kwargs: Any) -> None:
-        """A retriever raised."""
-        self._error(error, run_id)
+    # -- errors ----------------------------------------------------------------------
+    def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        """A model, tool, retriever or chain error, one step per exception however many
+        enclosing runs report it; a tool's or retriever's error step names it."""
+        name = self._ended(run_id)
+        with self._lock:
+            if any(error is seen for seen in self._errors):
+                return
+            self._errors.append(error)
+        self._add("error", f"{type(error).__name__}: {error}", name)
 
-    # -- chains ----------------------------------------------------------------------
-    def on_chain_error(self, error: BaseException, **kwargs: Any) -> None:
-        """A chain error not already reported by the run that raised it."""
-        self._error(error)
+    on_llm_error = on_tool_error = on_retriever_error = on_chain_error
 
     # -- result ----------------------------------------------------------------------
     def trace(self, *, success: bool, confidence: float = 1.0, objective: str = "",
