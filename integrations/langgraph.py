@@ -23,17 +23,6 @@ from typing import Any
 from trustroute.router.handoff.transfer.request import TransferRequest
 
 
-def _langgraph() -> tuple[Callable[..., Any], type[BaseException]]:
-    try:
-        from langgraph.errors import GraphBubbleUp
-        from langgraph.types import interrupt
-    except ImportError as exc:  # pragma: no cover - langgraph is in the dev extra
-        raise ImportError(
-            "LangGraphInterruptHook needs langgraph: pip install 'trustroute[langgraph]'"
-        ) from exc
-    return interrupt, GraphBubbleUp
-
-
 class LangGraphInterruptHook:
     """Pause the current LangGraph run with ``interrupt(payload)``; return the resume value."""
 
@@ -47,8 +36,15 @@ class LangGraphInterruptHook:
         name: str = "langgraph",
         payload: Callable[[TransferRequest], Any] | None = None,
     ) -> None:
-        self._interrupt, bubble = _langgraph()
-        self.passthrough: tuple[type[BaseException], ...] = (bubble,)
+        try:
+            from langgraph.errors import GraphBubbleUp
+            from langgraph.types import interrupt
+        except ImportError as exc:  # pragma: no cover - langgraph is in the dev extra
+            raise ImportError(
+                "LangGraphInterruptHook needs langgraph: pip install 'trustroute[langgraph]'"
+            ) from exc
+        self._interrupt = interrupt
+        self.passthrough: tuple[type[BaseException], ...] = (GraphBubbleUp,)
         self.name = name
         self._payload = payload or (lambda request: {"handoff": request.payload()})
 
