@@ -55,7 +55,6 @@ class RunLog(BaseCallbackHandler):
     def __init__(self) -> None:
         super().__init__()
         self.starts: list[dict[str, Any]] = []
-        self.errors: list[BaseException] = []
 
     def on_chain_start(self, serialized: dict[str, Any] | None, inputs: Any, *, run_id: UUID,
                        parent_run_id: UUID | None = None, tags: list[str] | None = None,
@@ -63,9 +62,6 @@ class RunLog(BaseCallbackHandler):
         self.starts.append({"name": kwargs.get("name"), "run_id": run_id,
                             "parent_run_id": parent_run_id, "tags": tags or [],
                             "metadata": dict(metadata or {})})
-
-    def on_chain_error(self, error: BaseException, **kwargs: Any) -> None:
-        self.errors.append(error)
 
     def named(self, name: str) -> list[dict[str, Any]]:
         return [s for s in self.starts if s["name"] == name]

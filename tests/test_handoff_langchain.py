@@ -5,14 +5,13 @@ from __future__ import annotations
 import asyncio
 import uuid
 from typing import Any
-from uuid import UUID
 
 import pytest
 from cli_helpers import run
 from handoff_helpers import ScoredRetriever, faq_store
-from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.prompts import PromptTemplate
 from langchain_core.runnables import RunnableLambda
+from langchain_helpers import RunLog
 
 from trustroute.integrations.langchain.handoff import (
     HandoffResult,
@@ -35,24 +34,6 @@ UNCOVERED = "can I buy bitcoin with crypto"
 def echo_chain() -> Any:
     prompt = PromptTemplate.from_template("Q: {question}\nContext: {context}")
     return prompt | RunnableLambda(lambda p: "ANSWER<" + p.to_string() + ">")
-
-
-class RunLog(BaseCallbackHandler):
-    """Chain starts as (name, run_id, parent_run_id)."""
-
-    def __init__(self) -> None:
-        self.starts: list[tuple[str, UUID, UUID | None]] = []
-
-    def on_chain_start(
-        self,
-        serialized: dict[str, Any] | None,
-        inputs: Any,
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        **kwargs: Any,
-    ) -> None:
-        self.starts.append((kwargs.get("name") or "", run_id, parent_run_id))
 
 
 def test_covered_question_is_answered_by_the_chain() -> None:
@@ -165,10 +146,9 @@ def test_config_flows_to_the_answer_chain_as_a_child_run() -> None:
     log = RunLog()
     rag = HandoffRunnable(faq_store(), echo_chain(), confidence=CONFIDENCE, name="faq-bot")
     rag.invoke(COVERED, {"callbacks": [log]})
-    names = {name: (rid, parent) for name, rid, parent in log.starts}
-    root_id, root_parent = names["faq-bot"]
-    assert root_parent is None
-    assert any(parent == root_id for _, _, parent in log.starts)
+    (root,) = log.named("faq-bot")
+    assert root["parent_run_id"] is None
+    assert any(run["parent_run_id"] == root["run_id"] for run in log.starts)
 
 
 def test_async_paths() -> None:
