@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from trustroute.profiles.records import check_identifier
 
@@ -27,6 +27,11 @@ class AgentSpec(BaseModel):
     price_per_1k_output_tokens: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     enabled: bool = True
     description: str = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_id(cls, value: Any) -> Any:
+        return {"id": value} if isinstance(value, str) else value
 
     @field_validator("id")
     @classmethod
@@ -54,14 +59,9 @@ def as_specs(agents: Iterable[AgentLike]) -> dict[str, AgentSpec]:
     """Normalise ids, dicts and specs into an ordered registry; duplicates are an error."""
     registry: dict[str, AgentSpec] = {}
     for item in agents:
-        if isinstance(item, AgentSpec):
-            spec = item
-        elif isinstance(item, str):
-            spec = AgentSpec(id=item)
-        elif isinstance(item, Mapping):
-            spec = AgentSpec(**item)
-        else:
+        if not isinstance(item, AgentSpec | str | Mapping):
             raise TypeError(f"an agent must be an id, a dict or an AgentSpec, got {item!r}")
+        spec = item if isinstance(item, AgentSpec) else AgentSpec.model_validate(item)
         if spec.id in registry:
             raise ValueError(f"agent {spec.id!r} is registered twice")
         registry[spec.id] = spec

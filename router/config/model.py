@@ -7,6 +7,7 @@ attached to ``RouterConfig`` here.
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +17,7 @@ from pydantic import (
     Field,
     PrivateAttr,
     ValidationError,
+    ValidationInfo,
     field_validator,
 )
 
@@ -79,31 +81,19 @@ class RouterConfig(Section):
         """The config file this was loaded from, if any."""
         return self._source
 
-    @field_validator("store", mode="before")
+    @field_validator("store", "strategy", mode="before")
     @classmethod
-    def _store_shorthand(cls, value: Any) -> Any:
-        return {"url": value} if isinstance(value, str) else value
-
-    @field_validator("strategy", mode="before")
-    @classmethod
-    def _strategy_shorthand(cls, value: Any) -> Any:
-        return {"name": value} if isinstance(value, str) else value
-
-    @field_validator("agents", mode="before")
-    @classmethod
-    def _agent_shorthand(cls, value: Any) -> Any:
-        if isinstance(value, list):
-            return [{"id": a} if isinstance(a, str) else a for a in value]
-        return value
+    def _shorthand(cls, value: Any, info: ValidationInfo) -> Any:
+        """``store: URL`` and ``strategy: NAME`` (an agent may be a bare id too: AgentSpec)."""
+        key = "url" if info.field_name == "store" else "name"
+        return {key: value} if isinstance(value, str) else value
 
     @field_validator("agents")
     @classmethod
     def _unique_agents(cls, value: list[AgentSpec]) -> list[AgentSpec]:
-        seen: set[str] = set()
-        for spec in value:
-            if spec.id in seen:
-                raise ValueError(f"agent {spec.id!r} is listed twice")
-            seen.add(spec.id)
+        twice = [agent for agent, n in Counter(spec.id for spec in value).items() if n > 1]
+        if twice:
+            raise ValueError(f"agent {twice[0]!r} is listed twice")
         return value
 
     def build_router(self, **overrides: Any) -> AgentRouter:
