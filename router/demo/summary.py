@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from trustroute.profiles.profile import empty_profile
 from trustroute.router.demo.runner import DemoRun, TaskResult
 
 SEGMENTS = 4  # the learning curve: expected quality per quarter of the run
@@ -94,16 +95,13 @@ def _rows(run: DemoRun, task_type: str, results: list[TaskResult]) -> list[Leade
     stats.sort(key=lambda s: (-s[1], -(s[2] if s[2] is not None else -1.0), s[0]))
     rows = []
     for rank, (agent_id, routed, observed) in enumerate(stats, start=1):
-        profile = run.profiles.get((agent_id, task_type))
+        profile = run.profiles.get((agent_id, task_type)) or empty_profile(agent_id, task_type)
         rows.append(LeaderboardRow(
             task_type=task_type, rank=rank, agent_id=agent_id, routed=routed,
             share=routed / total if total else 0.0, observed_quality=observed,
             hidden_skill=workload.skill(agent_id, task_type), is_best=agent_id == best,
-            runs=profile.executions_total if profile else 0,
-            expertise=profile.expertise if profile else 0.0,
-            confidence=profile.confidence if profile else 0.0,
-            adjusted_score=profile.adjusted_score if profile else 0.0,
-        ))
+            runs=profile.executions_total, expertise=profile.expertise,
+            confidence=profile.confidence, adjusted_score=profile.adjusted_score))
     return rows
 
 
