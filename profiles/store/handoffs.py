@@ -16,6 +16,7 @@ an object field drops keys whose value is null, and null is meaningful here (for
 from __future__ import annotations
 
 import json
+import math
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -93,8 +94,8 @@ DEFINE FIELD IF NOT EXISTS created_at ON handoff_calibration TYPE datetime;
 
     def pending(self, status: str | None = "pending", limit: int = 100) -> list[dict[str, Any]]:
         """Stored transfers with ``status`` (None: every status), oldest first."""
-        if status is not None and status not in PENDING_STATUSES:
-            raise ValueError(f"status must be one of {', '.join(PENDING_STATUSES)}, got {status!r}")
+        if status is not None:
+            _check_status(status)
         where = " WHERE status = $status" if status else ""
         rows = self._conn.run(
             "SELECT request_id, hook, request, reason, task_type, error, attempts, status, "
@@ -106,8 +107,7 @@ DEFINE FIELD IF NOT EXISTS created_at ON handoff_calibration TYPE datetime;
 
     def set_status(self, request_id: str, status: str, *, hook: str | None = None) -> int:
         """Mark a stored transfer (every hook's row, or one hook's); returns rows changed."""
-        if status not in PENDING_STATUSES:
-            raise ValueError(f"status must be one of {', '.join(PENDING_STATUSES)}")
+        _check_status(status)
         hook_clause = " AND hook = $hook" if hook is not None else ""
         rows = self._conn.run(
             "UPDATE handoff_pending SET status = $status, updated_at = time::now() "
@@ -154,31 +154,23 @@ DEFINE FIELD IF NOT EXISTS created_at ON handoff_calibration TYPE datetime;
         """Per task type: decisions, transfers, hand-off rate and mean confidence."""
         where = " WHERE task_type = $task_type" if task_type else ""
         rows = self._conn.run(
-            "SELECT task_type, count() AS decisions, "
-            "math::sum(IF transferred THEN 1 ELSE 0 END) AS transferred, "
-            "math::sum(confidence ?? 0.0) AS confidence_sum, "
-            "count(confidence != NONE) AS with_confidence "
+            "SELECT task_type, count() AS decisions, count(transferred) AS transferred, "
+            "math::mean(confidence) AS mean_confidence "  # NONE left out; none at all: NaN
             f"FROM handoff_decision{where} GROUP BY task_type ORDER BY task_type;",
             {"task_type": task_type},
         )[0]
-        out = []
-        for r in rows or []:
-            total = int(r["decisions"])
-            moved = int(r["transferred"] or 0)
-            out.append(
-                {
-                    "task_type": r["task_type"],
-                    "decisions": total,
-                    "transferred": moved,
-                    "handoff_rate": moved / total if total else 0.0,
-                    "mean_confidence": (
-                        float(r["confidence_sum"]) / r["with_confidence"]
-                        if r["with_confidence"]
-                        else None
-                    ),
-                }
-            )
-        return out
+        return [
+            {
+                "task_type": r["task_type"],
+                "decisions": r["decisions"],
+                "transferred": r["transferred"],
+                "handoff_rate": r["transferred"] / r["decisions"],
+                "mean_confidence": (
+                    None if math.isnan(r["mean_confidence"]) else r["mean_confidence"]
+                ),
+            }
+            for r in rows or []
+        ]
 
     # -- calibrations ------------------------------------------------------------------
     def save_calibration(
@@ -204,13 +196,16 @@ DEFINE FIELD IF NOT EXISTS created_at ON handoff_calibration TYPE datetime;
             "type::thing('handoff_calibration', $name);",
             {"name": name},
         )[0]
-        return _decode(rows[0]) if rows else None
+        if not rows:
+            return None
+        report = rows[0].get("report")
+        return {
+            **rows[0],
+            "settings": json.loads(rows[0]["settings"]),
+            "report": json.loads(report) if report else None,
+        }
 
 
-def _decode(row: Mapping[str, Any]) -> dict[str, Any]:
-    report = row.get("report")
-    return {
-        **row,
-        "settings": json.loads(row["settings"]),
-        "report": json.loads(report) if report else None,
-    }
+def _check_status(status: str) -> None:
+    if status not in PENDING_STATUSES:
+        raise ValueError(f"status must be one of {', '.join(PENDING_STATUSES)}, got {status!r}")

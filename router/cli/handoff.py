@@ -31,7 +31,7 @@ from trustroute.router.cli.base import (
     print_json,
     router_options,
 )
-from trustroute.router.cli.tables import age, num, pct
+from trustroute.router.cli.tables import age, compact_table, num, pct
 from trustroute.router.handoff.calibration import CalibrationReport
 from trustroute.router.handoff.confidence import RetrievalConfidence
 from trustroute.router.row_files import RowFileError, jsonl_rows
@@ -199,9 +199,8 @@ def resolve_id(repo: HandoffRepository, given: str) -> str:
 
 def stats_table(rows: list[dict[str, Any]], title: str) -> Table:
     """Hand-off rate per task type."""
-    table = Table(title=title, box=box.SIMPLE)
-    for column in ("task type", "decisions", "handed off", "rate", "mean confidence"):
-        table.add_column(column, justify="left" if column == "task type" else "right")
+    headers = ("task type", "decisions", "handed off", "rate", "mean confidence")
+    table = compact_table(headers, title=title)
     for r in rows:
         table.add_row(
             escape(r["task_type"]),

@@ -18,6 +18,7 @@ labelled sample; see ``trustroute.router.handoff.calibration`` for how and why.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -91,11 +92,7 @@ class _HybridMethod:
         self.__doc__ = func.__doc__
 
     def __get__(self, obj: Any, owner: type) -> Any:
-        def bound(*args: Any, **kwargs: Any) -> Any:
-            return self.func(owner, obj, *args, **kwargs)
-
-        bound.__doc__ = self.func.__doc__
-        return bound
+        return functools.update_wrapper(functools.partial(self.func, owner, obj), self.func)
 
 
 class RetrievalConfidence:

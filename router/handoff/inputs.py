@@ -43,28 +43,31 @@ def _score_of(item: Any, where: str) -> float:
     return _number(item, where)
 
 
+def _items(value: Any, name: str, expected: str) -> list[tuple[str, Any]]:
+    """``value`` as (position, item) pairs: a lone number is one item, a numpy array its
+    values; text, a mapping or anything else not iterable is an error naming ``name``."""
+    if hasattr(value, "tolist"):
+        value = value.tolist()
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return [(name, value)]
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+        raise ValueError(f"{name} must be {expected}, got {type(value).__name__}")
+    return [(f"{name}[{i}]", item) for i, item in enumerate(value)]
+
+
 def parse_scores(scores: Any) -> list[float]:
     """Relevance scores as floats; None or empty -> [] (nothing was retrieved)."""
     if scores is None:
         return []
-    if hasattr(scores, "tolist") and not isinstance(scores, Mapping):
-        scores = scores.tolist()
-    if isinstance(scores, int | float) and not isinstance(scores, bool):
-        return [_number(scores, "scores")]
-    if isinstance(scores, str | bytes) or not isinstance(scores, Iterable):
-        raise ValueError(f"scores must be a list of numbers, got {type(scores).__name__}")
-    return [_score_of(item, f"scores[{i}]") for i, item in enumerate(scores)]
+    return [_score_of(item, where) for where, item in _items(scores, "scores", "a list of numbers")]
 
 
 def parse_tokens(tokens: Any) -> float | None:
     """Evidence size in tokens (a count, or per-document counts to add up); None: unknown."""
     if tokens is None:
         return None
-    if isinstance(tokens, Iterable) and not isinstance(tokens, str | bytes | Mapping):
-        counts = [_number(t, f"evidence_tokens[{i}]") for i, t in enumerate(tokens)]
-        total = math.fsum(counts)
-    else:
-        total = _number(tokens, "evidence_tokens")
+    items = _items(tokens, "evidence_tokens", "a number or a list of numbers")
+    total = math.fsum(_number(count, where) for where, count in items)
     if total < 0:
         raise ValueError(f"evidence_tokens must be >= 0, got {total}")
     return int(total) if float(total).is_integer() else total
@@ -76,14 +79,8 @@ def parse_factors(factors: Any) -> dict[str, float]:
         return {}
     if isinstance(factors, Mapping):
         return {str(k): _number(v, f"additional_factors[{k!r}]") for k, v in factors.items()}
-    if isinstance(factors, int | float) and not isinstance(factors, bool):
-        return {"factor_0": _number(factors, "additional_factors")}
-    if isinstance(factors, str | bytes) or not isinstance(factors, Iterable):
-        raise ValueError(
-            "additional_factors must be a mapping of name to number or a list "
-            f"of numbers, got {type(factors).__name__}"
-        )
-    return {f"factor_{i}": _number(v, f"additional_factors[{i}]") for i, v in enumerate(factors)}
+    items = _items(factors, "additional_factors", "a mapping of name to number or a list")
+    return {f"factor_{i}": _number(v, where) for i, (where, v) in enumerate(items)}
 
 
 def _needs_human(value: Any, where: str) -> bool:
