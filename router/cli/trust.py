@@ -7,9 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import click
-from rich import box
 from rich.markup import escape
-from rich.table import Table
 
 from trustroute.profiles.store.decisions import DecisionRepository
 from trustroute.router.cli.base import (
@@ -21,6 +19,7 @@ from trustroute.router.cli.base import (
     print_json,
     router_options,
 )
+from trustroute.router.cli.tables import compact_table
 from trustroute.router.trust.calibration import CalibrationReport, calibration_report
 from trustroute.router.trust.lifecycle import run_decay
 from trustroute.router.trust.scores import trust_scores
@@ -85,7 +84,7 @@ def decay(now_text: str | None, config: Path | None, store: str | None, as_json:
 
 def print_calibration(report: CalibrationReport, title: str) -> None:
     """Reliability table and the summary figures, as ``trustroute calibration`` shows."""
-    table = _table(title, "bucket", "predicted", "realised", "count", "gap")
+    table = compact_table(("bucket", "predicted", "realised", "count", "gap"), title=title)
     for row in report.table:
         table.add_row(row.label, f"{row.predicted:.3f}", f"{row.realised:.3f}",
                       str(row.count), f"{row.gap:+.3f}")
@@ -150,21 +149,11 @@ def trust(task_type: str | None, agent: str | None, config: Path | None, store: 
     if not rows:
         console.print("no trust data yet: record outcomes or reviews first", highlight=False)
         return
-    table = _table("trust per (agent, task type)", "task type", "agent", "obs", "contra",
-                   "freq", "effect", "human", "composite", "tier")
+    table = compact_table(("task type", "agent", "obs", "contra", "freq", "effect", "human",
+                           "composite", "tier"), title="trust per (agent, task type)")
     for (a, t), c, s in rows:
         table.add_row(escape(t), escape(a), str(c.observations), str(c.contradictions),
                       f"{s.frequency:.2f}", f"{s.effectiveness:.2f}", f"{s.human:.2f}",
                       f"{s.composite:.3f}", str(s.tier))
     console.print(table)
 
-
-def _table(title: str, *columns: str) -> Table:
-    """A table with its numeric columns right-aligned."""
-    table = Table(title=title, box=box.SIMPLE_HEAVY)
-    for name in columns:
-        table.add_column(name, justify="left" if name in _TEXT_COLUMNS else "right")
-    return table
-
-
-_TEXT_COLUMNS = ("bucket", "task type", "agent", "tier")

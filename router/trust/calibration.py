@@ -34,6 +34,7 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from trustroute.router.stats import brier_score, expected_calibration_error
+from trustroute.router.trust.scores import check_unit
 from trustroute.router.trust.settings import Settings
 
 
@@ -52,13 +53,6 @@ class CalibrationSettings(Settings):
         if 0 < value < 1:
             raise ValueError("horizon must be 0 (never forget) or >= 1 outcomes")
         return value
-
-
-def _check_probability(value: float, name: str = "predicted") -> float:
-    p = float(value)
-    if not 0.0 <= p <= 1.0:  # also rejects NaN
-        raise ValueError(f"{name} must be a probability in [0, 1], got {value}")
-    return p
 
 
 def bucket_of(p: float, buckets: int) -> int:
@@ -82,12 +76,11 @@ class CalibrationMap:
         self._anchor = [(i + 0.5) / b for i in range(b)]
         self._shift = [0.0] * b
         self._keep = 1.0 - 1.0 / self.settings.horizon if self.settings.horizon else 1.0
-        self.outcomes = 0  # outcomes ever folded in (not discounted)
 
     # -- learning ----------------------------------------------------------------
     def update(self, predicted: float, success: bool) -> None:
         """Fold one decision's predicted probability and its realised outcome in."""
-        p = _check_probability(predicted)
+        p = check_unit(predicted, "predicted")
         b = bucket_of(p, self.settings.buckets)
         forgets = self._keep < 1.0
         if forgets:  # every bucket's evidence fades, so every correction moves
@@ -97,7 +90,6 @@ class CalibrationMap:
         self._n[b] += 1.0
         self._pred[b] += p
         self._out[b] += 1.0 if success else 0.0
-        self.outcomes += 1
         for i in range(len(self._n)) if forgets else (b,):
             self._refresh(i)
 
@@ -111,7 +103,7 @@ class CalibrationMap:
     # -- applying ----------------------------------------------------------------
     def __call__(self, predicted: float) -> float:
         """The calibrated probability for a raw prediction (identity without data)."""
-        p = _check_probability(predicted)
+        p = check_unit(predicted, "predicted")
         b = bucket_of(p, len(self._shift))
         anchor = self._anchor[b]
         j = b + 1 if p >= anchor else b - 1
@@ -129,7 +121,7 @@ class CalibrationMap:
     def state(self) -> dict[str, Any]:
         """The learned sums, JSON-ready (what the store keeps between runs)."""
         return {"buckets": len(self._n), "n": list(self._n), "pred": list(self._pred),
-                "out": list(self._out), "outcomes": self.outcomes}
+                "out": list(self._out)}
 
     def load_state(self, state: dict[str, Any]) -> bool:
         """Restore sums saved by ``state``; False (map unchanged) when they do not fit
@@ -137,14 +129,13 @@ class CalibrationMap:
         b = len(self._n)
         try:
             n, pred, out = ([float(x) for x in state[k]] for k in ("n", "pred", "out"))
-            outcomes = int(state.get("outcomes", 0))
         except (KeyError, TypeError, ValueError):
             return False
         if int(state.get("buckets", -1)) != b or not len(n) == len(pred) == len(out) == b:
             return False
         if any(not math.isfinite(x) or x < 0 for x in (*n, *pred, *out)):
             return False
-        self._n, self._pred, self._out, self.outcomes = n, pred, out, outcomes
+        self._n, self._pred, self._out = n, pred, out
         for i in range(b):
             self._refresh(i)
         return True
