@@ -18,7 +18,7 @@ from trustroute.router.cli.base import (
     strategy_option,
     strategy_overrides,
 )
-from trustroute.router.cli.tables import decision_table, num, reason_lines
+from trustroute.router.cli.tables import decision_table, num
 from trustroute.router.router import AgentRouter
 
 
@@ -73,5 +73,5 @@ def route(task_type: str, agents: tuple[str, ...], exclude: tuple[str, ...],
                   f"[/]  (final score {num(chosen.final_score)}, strategy {decision.strategy})",
                   highlight=False)
     console.print(decision_table(decision))
-    for line in reason_lines(decision):
-        console.print(line, highlight=False)
+    for rank, c in enumerate(decision.candidates, start=1):
+        console.print(f"{rank}. {escape(c.agent_id)}: {escape(c.reason)}", highlight=False)

@@ -41,11 +41,6 @@ def age(moment: datetime | None, now: datetime | None = None) -> str:
     return f"{seconds:.0f}s ago"
 
 
-def seconds(ms: float) -> str:
-    """A latency in seconds with two decimals."""
-    return f"{ms / 1000.0:.2f}s"
-
-
 def compact_table(headers: Iterable[str], **options: Any) -> Table:
     """A table without padding, numbers right-aligned and never wrapped, ids on the left."""
     table = Table(title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 0), pad_edge=False,
@@ -59,8 +54,8 @@ def compact_table(headers: Iterable[str], **options: Any) -> Table:
 def decision_table(decision: RoutingDecision) -> Table:
     """Every candidate of a decision, best first, with its score components.
 
-    Reasons are long sentences, so they are listed under the table by ``reason_lines``
-    rather than squeezed into a column.
+    Reasons are long sentences, so ``trustroute route`` lists them under the table rather
+    than squeezing them into a column.
     """
     table = compact_table(("#", "agent", "final", "score", "expertise", "conf.", "adjusted",
                            "runs", "load"),
@@ -72,12 +67,6 @@ def decision_table(decision: RoutingDecision) -> Table:
                       num(c.confidence, 2), num(c.adjusted_score), str(c.executions),
                       num(c.load, 2))
     return table
-
-
-def reason_lines(decision: RoutingDecision) -> list[str]:
-    """``#. agent: reason`` for every candidate, best first (rich markup escaped)."""
-    return [f"{rank}. {escape(c.agent_id)}: {escape(c.reason)}"
-            for rank, c in enumerate(decision.candidates, start=1)]
 
 
 def profiles_table(profiles: Iterable[TaskTypeProfile], title: str) -> Table:
@@ -93,7 +82,7 @@ def profiles_table(profiles: Iterable[TaskTypeProfile], title: str) -> Table:
         table.add_row(escape(p.agent_id), escape(p.task_type), str(p.executions_total),
                       pct(p.success_rate), num(p.avg_quality, 2), num(p.expertise, 2),
                       num(p.confidence, 2), num(p.adjusted_score, 2),
-                      seconds(p.avg_latency_ms), age(p.last_updated, now))
+                      f"{p.avg_latency_ms / 1000:.2f}s", age(p.last_updated, now))
     table.caption = ("quality: mean; expertise: recency-weighted quality; conf.: min(1, runs "
                      "/ ramp); adjusted: expertise x conf.; latency: mean; updated: last "
                      "execution (--json for exact times)")

@@ -111,8 +111,7 @@ class StrategySummary:
     def as_dict(self, curve_points: int = 50) -> dict[str, Any]:
         """JSON-ready summary (the regret curve subsampled to ``curve_points``)."""
         curve = self.regret_curve
-        idx = np.unique(np.linspace(0, len(curve) - 1, min(curve_points, len(curve)))
-                        .astype(int)) if len(curve) else np.array([], dtype=int)
+        idx = np.unique(np.linspace(0, len(curve) - 1, min(curve_points, len(curve))).astype(int))
         return {
             "strategy": self.strategy,
             "runs": len(self.runs),
