@@ -50,19 +50,17 @@ class RunResult:
     seconds: float = 0.0
 
 
-def strategy_router(strategy: str, params: Mapping[str, Any] | None = None,
-                    **options: Any) -> RouterFactory:
+def strategy_router(strategy: str, params: Mapping[str, Any] | None = None) -> RouterFactory:
     """A factory building a fresh in-memory router with ``strategy`` for each plan.
 
-    ``options`` go to ``AgentRouter``. Unless given, ``trust`` turns the decision log
-    off: it only persists decisions for later audits (it does not change which agent is
-    chosen) and writing every candidate of every decision would dominate a replay.
+    The decision log is off: it only persists decisions for later audits (it does not
+    change which agent is chosen) and writing every candidate of every decision would
+    dominate a replay.
     """
-    options.setdefault("trust", TrustOptions(log_decisions=False))
-
     def build(plan: RunPlan) -> AgentRouter:
         return AgentRouter(agents=list(plan.agents), store="mem://", seed=plan.seed,
-                           strategy=strategy, strategy_params=dict(params or {}), **options)
+                           strategy=strategy, strategy_params=dict(params or {}),
+                           trust=TrustOptions(log_decisions=False))
     return build
 
 
