@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from trustroute.profiles.store.handoffs import HandoffRepository
@@ -72,15 +72,8 @@ class ConfidenceResult:
         return str(self.diagnostics.get("level", "low"))
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
-            "confidence": self.confidence,
-            "should_transfer": self.should_transfer,
-            "transfer_reason": self.transfer_reason,
-            "is_retrieval_insufficient": self.is_retrieval_insufficient,
-            "reasons": list(self.reasons),
-            "diagnostics": self.diagnostics,
-        }
+        """JSON-ready form (a copy: changing it leaves the result as it was)."""
+        return {**asdict(self), "reasons": list(self.reasons)}
 
 
 class _HybridMethod:

@@ -243,11 +243,6 @@ class TransferDispatcher:
                 repo.set_status(request.request_id, "delivered", hook=row["hook"])
                 delivered += 1
             else:
-                repo.save_pending(
-                    request.payload(),
-                    hook=row["hook"],
-                    error=result.error or "undelivered",
-                    attempts=result.attempts,
-                )
+                self._store_pending(request, result)
                 still += 1
         return delivered, still
