@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 from uuid import UUID
@@ -9,7 +10,7 @@ from uuid import UUID
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
-from langchain_core.runnables import RunnableGenerator, RunnableLambda
+from langchain_core.runnables import Runnable, RunnableGenerator, RunnableLambda
 
 from trustroute.router import AgentRouter
 
@@ -65,6 +66,40 @@ class RunLog(BaseCallbackHandler):
 
     def named(self, name: str) -> list[dict[str, Any]]:
         return [s for s in self.starts if s["name"] == name]
+
+
+def chunks(routed: Runnable[Any, Any], mode: str, value: Any) -> list[Any]:
+    """The chunks of ``routed.stream(value)`` (mode "stream") or of ``astream``."""
+    if mode == "stream":
+        return list(routed.stream(value))
+
+    async def collect() -> list[Any]:
+        return [c async for c in routed.astream(value)]
+
+    return asyncio.run(collect())
+
+
+def run(routed: Runnable[Any, Any], mode: str, value: Any) -> Any:
+    """Call ``routed`` through one execution path and return the (joined) output."""
+    if mode in ("stream", "astream"):
+        return "".join(chunks(routed, mode, value))
+    if mode == "invoke":
+        return routed.invoke(value)
+    if mode == "batch":
+        return routed.batch([value])[0]
+    if mode == "ainvoke":
+        return asyncio.run(routed.ainvoke(value))
+    if mode == "abatch":
+        return asyncio.run(routed.abatch([value]))[0]
+    if mode == "astream_events":
+        async def final() -> Any:
+            out = None
+            async for event in routed.astream_events(value, version="v2"):
+                if event["event"] == "on_chain_end" and not event["parent_ids"]:
+                    out = event["data"]["output"]
+            return out
+        return asyncio.run(final())
+    raise AssertionError(mode)
 
 
 def word_stream(agent_id: str, words: int = 3) -> RunnableGenerator:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from langchain_core.runnables import RunnableGenerator, RunnableLambda
-from langchain_helpers import RunLog, executions, failing, prefer, tagged, word_stream
+from langchain_helpers import RunLog, executions, failing, prefer, run, tagged, word_stream
 
 from trustroute.integrations.langchain import AllAgentsFailed, RoutedRunnable
 from trustroute.router import AgentRouter
@@ -28,17 +28,7 @@ def test_a_raising_agent_falls_back_and_both_outcomes_are_recorded(
     routed = RoutedRunnable(router=router, task_type="code",
                             agents={"a": a, "b": tagged("b") if "invoke" in mode
                                     else word_stream("b")})
-    if mode == "invoke":
-        out = routed.invoke("x")
-    elif mode == "ainvoke":
-        out = asyncio.run(routed.ainvoke("x"))
-    elif mode == "stream":
-        out = "".join(routed.stream("x"))
-    else:
-        async def collect() -> str:
-            return "".join([c async for c in routed.astream("x")])
-        out = asyncio.run(collect())
-    assert out in ("b:x", "b0 b1 b2 ")
+    assert run(routed, mode, "x") in ("b:x", "b0 b1 b2 ")
     first, second = executions(router)[before:]
     assert (first["agent_id"], first["success"]) == ("a", False)
     assert (second["agent_id"], second["success"]) == ("b", True)

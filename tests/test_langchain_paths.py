@@ -8,40 +8,12 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, AIMessageChunk
-from langchain_core.runnables import Runnable, RunnableLambda
+from langchain_core.runnables import RunnableLambda
 from langchain_core.runnables.base import RunnableSerializable
-from langchain_helpers import chat, executions, prefer, tagged, word_stream
+from langchain_helpers import chat, chunks, executions, prefer, run, tagged, word_stream
 
 from trustroute.integrations.langchain import AgentsMismatch, RoutedRunnable, TaskTypeError
 from trustroute.router import AgentRouter
-
-
-def run(routed: Runnable, mode: str, value: Any) -> Any:
-    """Call ``routed`` through one execution path and return the (joined) output."""
-    if mode == "invoke":
-        return routed.invoke(value)
-    if mode == "batch":
-        return routed.batch([value])[0]
-    if mode == "stream":
-        return "".join(routed.stream(value))
-    if mode == "ainvoke":
-        return asyncio.run(routed.ainvoke(value))
-    if mode == "abatch":
-        return asyncio.run(routed.abatch([value]))[0]
-    if mode == "astream":
-        async def collect() -> str:
-            return "".join([c async for c in routed.astream(value)])
-        return asyncio.run(collect())
-    if mode == "astream_events":
-        async def final() -> Any:
-            out = None
-            async for event in routed.astream_events(value, version="v2"):
-                if event["event"] == "on_chain_end" and not event["parent_ids"]:
-                    out = event["data"]["output"]
-            return out
-        return asyncio.run(final())
-    raise AssertionError(mode)
-
 
 MODES = ["invoke", "batch", "stream", "ainvoke", "abatch", "astream", "astream_events"]
 
@@ -73,13 +45,7 @@ def test_streams_pass_chunks_through_unchanged(router: AgentRouter, mode: str) -
     prefer(router, "b", "chat")
     routed = RoutedRunnable(router=router, agents={"a": word_stream("a"), "b": word_stream("b")},
                             task_type="chat")
-    if mode == "stream":
-        chunks = list(routed.stream("hi"))
-    else:
-        async def collect() -> list[str]:
-            return [c async for c in routed.astream("hi")]
-        chunks = asyncio.run(collect())
-    assert chunks == ["b0 ", "b1 ", "b2 "]
+    assert chunks(routed, mode, "hi") == ["b0 ", "b1 ", "b2 "]
     assert router.store.executions.count() == 20 + 1
 
 
@@ -90,15 +56,9 @@ def test_fake_chat_models_as_agents(router: AgentRouter, mode: str) -> None:
                                                    "b": chat("beta says hi")},
                             task_type="chat")
     if mode in ("stream", "astream"):
-        collect = routed.stream if mode == "stream" else None
-        if collect is not None:
-            chunks = list(collect("hello"))
-        else:
-            async def gather() -> list[Any]:
-                return [c async for c in routed.astream("hello")]
-            chunks = asyncio.run(gather())
-        assert all(isinstance(c, AIMessageChunk) for c in chunks) and len(chunks) > 1
-        text = "".join(str(c.content) for c in chunks)
+        parts = chunks(routed, mode, "hello")
+        assert all(isinstance(c, AIMessageChunk) for c in parts) and len(parts) > 1
+        text = "".join(str(c.content) for c in parts)
     else:
         out = run(routed, mode, "hello")
         assert isinstance(out, AIMessage | AIMessageChunk)
