@@ -148,7 +148,7 @@ class TransferDispatcher:
     def _deliver(self, hook: Any, request: TransferRequest) -> HookDelivery:
         retrying = Retrying(**self._retry_options(hook))
         try:
-            response = retrying(call_hook, hook, request)
+            response: Any = retrying(call_hook, hook, request)
         except Exception as exc:
             return self._delivery(hook, retrying, error=exc)
         return self._delivery(hook, retrying, response)
@@ -156,7 +156,7 @@ class TransferDispatcher:
     async def _adeliver(self, hook: Any, request: TransferRequest) -> HookDelivery:
         retrying = AsyncRetrying(**self._retry_options(hook))
         try:
-            response = await retrying(acall_hook, hook, request)
+            response: Any = await retrying(acall_hook, hook, request)
         except Exception as exc:
             return self._delivery(hook, retrying, error=exc)
         return self._delivery(hook, retrying, response)
