@@ -94,7 +94,6 @@ DEFINE FIELD IF NOT EXISTS profile ON trust_archive FLEXIBLE TYPE option<object>
 DEFINE FIELD IF NOT EXISTS archived_at ON trust_archive TYPE datetime;
 """
 
-# One counter update; $d is a TrustDelta row. Fresh evidence clears the decay offsets.
 # Loading packs each row into one array with times as integer nanoseconds: decoding
 # plain arrays is several times cheaper than rows of named fields and datetimes.
 _PACKED = "[agent_id, task_type, counts, decay, reviewed]"
@@ -103,6 +102,7 @@ _PACKED_TIMES = ("[agent_id, task_type, counts, decay, reviewed, "
                  "IF deprecated_at THEN time::nano(deprecated_at) END]")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
+# One counter update; $d is a TrustDelta row. Fresh evidence clears the decay offsets.
 _APPLY_DELTA = """
 UPSERT type::thing('trust', [$d.agent_id, $d.task_type]) SET
     agent_id = $d.agent_id, task_type = $d.task_type,
@@ -274,14 +274,11 @@ def _moment(nanos: int | None) -> datetime | None:
 
 def counts_from_packed(row: Sequence[Any]) -> TrustCounts:
     """A packed row (with or without the two times) as TrustCounts."""
-    counts, decay, reviewed = row[2:5]
-    last_seen, deprecated_at = row[5:7] if len(row) >= 7 else (None, None)
-    counts = list(counts or (0,) * len(COUNTERS))
-    decay = list(decay or (0.0, 0.0, 0.0))
+    counts, decay, reviewed, *times = row[2:]
+    last_seen, deprecated_at = times or (None, None)
+    f, e, h = (min(1.0, float(x)) for x in decay or (0.0, 0.0, 0.0))
     return TrustCounts(
-        **{name: int(c) for name, c in zip(COUNTERS, counts, strict=True)},
-        reviewed=bool(reviewed),
-        frequency_decay=min(1.0, float(decay[0])),
-        effectiveness_decay=min(1.0, float(decay[1])),
-        human_decay=min(1.0, float(decay[2])),
+        **{name: int(c) for name, c in zip(COUNTERS, counts or (0,) * len(COUNTERS),
+                                            strict=True)},
+        reviewed=bool(reviewed), frequency_decay=f, effectiveness_decay=e, human_decay=h,
         last_seen=_moment(last_seen), deprecated_at=_moment(deprecated_at))

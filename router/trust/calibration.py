@@ -129,11 +129,10 @@ class CalibrationMap:
         b = len(self._n)
         try:
             n, pred, out = ([float(x) for x in state[k]] for k in ("n", "pred", "out"))
+            fits = int(state["buckets"]) == b == len(n) == len(pred) == len(out)
         except (KeyError, TypeError, ValueError):
             return False
-        if int(state.get("buckets", -1)) != b or not len(n) == len(pred) == len(out) == b:
-            return False
-        if any(not math.isfinite(x) or x < 0 for x in (*n, *pred, *out)):
+        if not fits or any(not math.isfinite(x) or x < 0 for x in (*n, *pred, *out)):
             return False
         self._n, self._pred, self._out = n, pred, out
         for i in range(b):

@@ -65,13 +65,10 @@ class RescueTracker:
         self._arrivals += 1
         task_id, attempt = found
         order: Order = (attempt, self._arrivals)
-        task = self._tasks.get(task_id)
-        if task is None:
-            task = self._tasks[task_id] = _Task()
-            if len(self._tasks) > self.capacity:
-                self._tasks.popitem(last=False)
-        else:
-            self._tasks.move_to_end(task_id)
+        task = self._tasks.pop(task_id, None) or _Task()
+        self._tasks[task_id] = task  # the most recently used task last
+        if len(self._tasks) > self.capacity:
+            self._tasks.popitem(last=False)
         if success:
             task.successes.append((order, agent_id))
             rescued = [f for f in task.failures if f[1] != agent_id and is_later(order, f[0])]
