@@ -9,8 +9,10 @@ from typing import Any
 import pytest
 from cli_helpers import run
 from handoff_helpers import ScoredRetriever, faq_store
+from langchain_core.documents import Document
 from langchain_core.prompts import PromptTemplate
 from langchain_core.runnables import RunnableLambda
+from langchain_core.vectorstores import VectorStore
 from langchain_helpers import RunLog
 
 from trustroute.integrations.langchain.handoff import (
@@ -132,6 +134,39 @@ def test_relevance_score_fn_maps_raw_scores() -> None:
         faq_store(), echo_chain(), confidence=CONFIDENCE, relevance_score_fn=lambda s: 1.0
     )
     assert isinstance(rag.invoke(UNCOVERED), str)  # every document now "fully relevant"
+
+
+class UnscoredStore(VectorStore):
+    """A vector store that defines no relevance function (its raw scores are distances)."""
+
+    def add_texts(self, texts: Any, metadatas: Any = None, **kwargs: Any) -> list[str]:
+        return []
+
+    @classmethod
+    def from_texts(cls, texts: Any, embedding: Any, metadatas: Any = None,
+                   **kwargs: Any) -> UnscoredStore:
+        return cls()
+
+    def similarity_search(self, query: str, k: int = 4, **kwargs: Any) -> list[Document]:
+        return []
+
+    def similarity_search_with_score(self, query: str, k: int = 4,
+                                     **kwargs: Any) -> list[tuple[Document, float]]:
+        return [(Document(page_content="Cards arrive within seven working days."), 3.0)]
+
+
+def test_a_store_without_relevance_scores_needs_relevance_score_fn() -> None:
+    rag = HandoffRunnable(UnscoredStore(), echo_chain(), confidence=CONFIDENCE)
+    with pytest.raises(ValueError, match="UnscoredStore has no relevance-score function"):
+        rag.invoke(COVERED)
+    with pytest.raises(ValueError, match="pass relevance_score_fn="):
+        asyncio.run(rag.ainvoke(COVERED))
+    mapped = HandoffRunnable(UnscoredStore(), echo_chain(), confidence=CONFIDENCE,
+                             relevance_score_fn=lambda distance: 1 / (1 + distance))
+    out = asyncio.run(mapped.ainvoke(COVERED))
+    assert isinstance(out, HandoffResult)
+    assert out.request.diagnostics["max_score"] == pytest.approx(0.25)  # 1 / (1 + 3)
+    assert isinstance(mapped.invoke(COVERED), HandoffResult)
 
 
 def test_evidence_token_limit_applies() -> None:
