@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from trustroute.router.handoff.inputs import Example
 from trustroute.router.handoff.settings import RetrievalConfidenceConfig
 from trustroute.router.stats import auroc, binomial_cdf
 
@@ -36,7 +37,6 @@ MAX_CANDIDATES = 512  # score thresholds tried; quantile-spaced when the sample 
 
 Floats = NDArray[np.float64]
 Flags = NDArray[np.bool_]
-Example = tuple[list[float], bool, float | None]  # (scores, needs_human, evidence_tokens)
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 SCORE_KEYS = ("score", "relevance_score", "similarity_score", "similarity")
+Example = tuple[list[float], bool, float | None]  # (scores, needs_human, evidence_tokens)
 
 
 def _number(value: Any, where: str) -> float:
@@ -83,17 +84,30 @@ def parse_factors(factors: Any) -> dict[str, float]:
     return {f"factor_{i}": _number(v, where) for i, (where, v) in enumerate(items)}
 
 
-def _needs_human(value: Any, where: str) -> bool:
+def _needs_human(value: Any) -> bool:
     if isinstance(value, bool):
         return value
     if isinstance(value, int) and value in (0, 1):
         return bool(value)
     if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0"):
         return value.strip().lower() in ("true", "1")
-    raise ValueError(f"{where}: needs_human must be true or false, got {value!r}")
+    raise ValueError(f"needs_human must be true or false, got {value!r}")
 
 
-def parse_examples(examples: Iterable[Any]) -> list[tuple[list[float], bool, float | None]]:
+def _example(example: Any) -> Example:
+    if isinstance(example, Mapping):
+        if "scores" not in example or "needs_human" not in example:
+            raise ValueError("needs the keys 'scores' and 'needs_human'")
+        scores, label = example["scores"], example["needs_human"]
+        tokens = example.get("evidence_tokens")
+    elif isinstance(example, tuple | list) and len(example) in (2, 3):
+        scores, label, tokens = (*example, None)[:3]
+    else:
+        raise ValueError(f"expected (scores, needs_human), got {example!r:.80}")
+    return parse_scores(scores), _needs_human(label), parse_tokens(tokens)
+
+
+def parse_examples(examples: Iterable[Any]) -> list[Example]:
     """Labelled calibration examples as ``(scores, needs_human, evidence_tokens)``.
 
     Each example is ``(scores, needs_human)``, ``(scores, needs_human, evidence_tokens)``
@@ -101,23 +115,12 @@ def parse_examples(examples: Iterable[Any]) -> list[tuple[list[float], bool, flo
     """
     if isinstance(examples, str | bytes | Mapping) or not isinstance(examples, Iterable):
         raise ValueError("examples must be an iterable of (scores, needs_human) pairs")
-    rows: list[tuple[list[float], bool, float | None]] = []
-    for i, ex in enumerate(examples):
-        where = f"example {i}"
-        if isinstance(ex, Mapping):
-            if "scores" not in ex or "needs_human" not in ex:
-                raise ValueError(f"{where}: needs the keys 'scores' and 'needs_human'")
-            scores, label, tokens = ex["scores"], ex["needs_human"], ex.get("evidence_tokens")
-        elif isinstance(ex, tuple | list) and len(ex) in (2, 3):
-            scores, label = ex[0], ex[1]
-            tokens = ex[2] if len(ex) == 3 else None
-        else:
-            raise ValueError(f"{where}: expected (scores, needs_human), got {ex!r:.80}")
+    rows = []
+    for i, example in enumerate(examples):
         try:
-            rows.append((parse_scores(scores), _needs_human(label, where), parse_tokens(tokens)))
+            rows.append(_example(example))
         except ValueError as exc:
-            msg = str(exc)
-            raise ValueError(msg if msg.startswith(where) else f"{where}: {msg}") from None
+            raise ValueError(f"example {i}: {exc}") from None
     if not rows:
         raise ValueError("calibration needs at least one example")
     return rows
