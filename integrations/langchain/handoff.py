@@ -85,7 +85,7 @@ def _query_of(input_: Any, key: str | None) -> str:
     if isinstance(input_, Mapping):
         keys = (key,) if key else QUERY_KEYS
         for k in keys:
-            if k is not None and isinstance(input_.get(k), str):
+            if isinstance(input_.get(k), str):
                 return str(input_[k])
         raise ValueError(f"HandoffRunnable input needs a text under one of {', '.join(keys)}")
     raise TypeError(
@@ -195,7 +195,7 @@ class HandoffRunnable(Runnable[Any, Any]):
                 return float(doc.metadata[key])
         raise ValueError(
             f"retrieved document {index} has no relevance score in its metadata (looked for "
-            f"{', '.join(k for k in keys if k)}); retrieve from a vector store or set score_key"
+            f"{', '.join(keys)}); retrieve from a vector store or set score_key"
         )
 
     def _no_relevance(self) -> ValueError:
