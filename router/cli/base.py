@@ -15,7 +15,7 @@ from rich.markup import escape
 
 from trustroute.profiles.store import StoreError
 from trustroute.router.config import RouterConfig, load_config
-from trustroute.router.config.loader import describe_problem
+from trustroute.router.config.loader import describe_validation_error
 from trustroute.router.errors import RouterError
 from trustroute.router.router import AgentRouter
 from trustroute.router.strategies import available_strategies
@@ -47,7 +47,7 @@ def cli() -> None:
 def error_line(exc: BaseException) -> str:
     """The one line a user sees for an expected error."""
     if isinstance(exc, ValidationError):  # e.g. a record field out of range
-        return "; ".join(describe_problem(err) for err in exc.errors())
+        return describe_validation_error(exc)
     text = " ".join(str(exc).split())
     return text or type(exc).__name__
 

@@ -140,7 +140,7 @@ def load_config(path: str | Path) -> RouterConfig:
     try:
         config = RouterConfig.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(describe_validation_error(path, exc, RouterConfig)) from None
+        raise ConfigError(f"{path}: {describe_validation_error(exc, RouterConfig)}") from None
     try:
         location = parse_store_url(config.store.url, base_dir=Path(path).resolve().parent)
     except InvalidStoreURL as exc:
