@@ -167,3 +167,27 @@ def test_bad_trust_values_in_a_file_name_file_and_key(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"abstention\.weak_resonance\.flor: unknown key.*"
                                           r"did you mean 'floor'"):
         load_config(path)
+
+
+def test_a_failed_flush_keeps_everything_for_the_next(store: Store,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    layer = TrustLayer(store, "test")
+    decision = _decide(layer, [_cand("a", 0.7)])
+    layer.fold(_records("a", [True], decision_id=decision.decision_id))
+    repo = store.repository(TrustRepository)
+
+    def down(*args: object) -> None:
+        raise OSError("store down")
+
+    monkeypatch.setattr(store.conn, "run", down)
+    with pytest.raises(OSError):
+        layer.flush()
+    layer.fold(_records("a", [False]))  # arrives while the first batch waits
+    monkeypatch.undo()
+    layer.flush()
+    stored = repo.get("a", "code")
+    assert stored is not None and (stored.positive, stored.negative) == (1, 1)
+    assert [h["reason"] for h in repo.history("a", "code")] == [
+        "execution negative, execution positive"]
+    row = store.repository(DecisionRepository).get(decision.decision_id)
+    assert row is not None and row["success"] is True
