@@ -11,6 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+#: An (agent id, task type) pair: what trust is kept for.
+Pair = tuple[str, str]
+
 #: The integer counters, in their stored (packed) order.
 COUNTERS = ("observations", "contradictions", "positive", "negative", "neutral",
             "approvals", "rejections")
@@ -63,7 +66,7 @@ class TrustDelta:
     tier: str | None = None  # the tier after these changes, when known
 
     @property
-    def pair(self) -> tuple[str, str]:
+    def pair(self) -> Pair:
         """(agent id, task type)."""
         return self.agent_id, self.task_type
 

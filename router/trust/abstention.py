@@ -24,16 +24,13 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from trustroute.router.decision import CandidateScore
+from trustroute.router.decision import CandidateScore, RoutingDecision
 from trustroute.router.errors import RouterError
 from trustroute.router.trust.settings import Settings
-
-if TYPE_CHECKING:
-    from trustroute.router.decision import RoutingDecision
 
 OnAbstain = Literal["route_anyway", "human", "raise"]
 

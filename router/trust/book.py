@@ -13,10 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from trustroute.profiles.trust_counts import TrustCounts, TrustDelta
+from trustroute.profiles.trust_counts import Pair, TrustCounts, TrustDelta
 from trustroute.router.trust.scores import DEFAULT_WEIGHTS, Tier, TrustScores, trust_scores
-
-Pair = tuple[str, str]
 
 
 class TrustBook:

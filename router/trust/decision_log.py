@@ -17,6 +17,7 @@ from typing import Any
 
 from trustroute.profiles.records import ExecutionRecord
 from trustroute.profiles.store.decisions import DecisionRepository
+from trustroute.profiles.trust_counts import Pair
 from trustroute.router.decision import CandidateScore, RoutingDecision
 from trustroute.router.trust.calibration import CalibrationMap
 from trustroute.router.trust.options import TrustOptions
@@ -108,7 +109,7 @@ class DecisionLog:
                     "record_id": record.record_id, "recorded_at": record.timestamp}
 
     # -- lookups -------------------------------------------------------------------
-    def lookup(self, decision_id: str) -> tuple[str, str] | None:
+    def lookup(self, decision_id: str) -> Pair | None:
         """(agent id, task type) of a decision: from memory, else from the store."""
         with self._lock:
             info = self._known.get(decision_id)

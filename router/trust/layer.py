@@ -37,7 +37,7 @@ from trustroute.profiles.records import ExecutionRecord, check_identifier, utc_n
 from trustroute.profiles.store import Store
 from trustroute.profiles.store.decisions import DecisionRepository
 from trustroute.profiles.store.trust import TrustRepository
-from trustroute.profiles.trust_counts import TrustCounts, TrustDelta
+from trustroute.profiles.trust_counts import Pair, TrustCounts, TrustDelta
 from trustroute.router.decision import CandidateScore, RoutingDecision
 from trustroute.router.errors import UnknownDecision
 from trustroute.router.trust.abstention import Abstained, AbstentionPolicy, GateView
@@ -58,8 +58,6 @@ if TYPE_CHECKING:
     from trustroute.router.handoff.transfer import TransferDispatcher
 
 log = logging.getLogger(__name__)
-
-Pair = tuple[str, str]
 
 __all__ = ["TrustLayer", "TrustOptions", "TrustVerdict", "history_row"]
 

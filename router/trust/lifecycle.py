@@ -82,7 +82,7 @@ def _decay(repo: TrustRepository, now: datetime, settings: DecaySettings,
         report.already_applied = True
         return report
     changes, marks, history, doomed = [], [], [], []
-    for (agent_id, task_type), counts in sorted(repo.load(times=True).items()):
+    for (agent_id, task_type), counts in sorted(repo.load().items()):
         pair = {"agent_id": agent_id, "task_type": task_type}
         before = after = trust_scores(counts, weights)
         if is_unseen(counts, now, settings):

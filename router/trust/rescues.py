@@ -15,8 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-Pair = tuple[str, str]
-
+from trustroute.profiles.trust_counts import Pair
 
 Order = tuple[float | None, int]  # (attempt if given, arrival number)
 
