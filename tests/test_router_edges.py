@@ -50,7 +50,7 @@ def test_exclude_must_be_a_list_not_a_string(router: AgentRouter) -> None:
 
 
 def test_no_agent_available_says_the_caller_excluded_them(router: AgentRouter) -> None:
-    with pytest.raises(NoAgentAvailable, match="2 eligible agent.s. excluded by the caller"):
+    with pytest.raises(NoAgentAvailable, match=r"2 eligible agent\(s\) excluded by the caller"):
         router.select("code", exclude=["a", "b"])
 
 
