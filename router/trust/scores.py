@@ -23,9 +23,9 @@ from __future__ import annotations
 import math
 from datetime import datetime
 from enum import StrEnum
-from typing import NamedTuple, TypedDict
+from typing import NamedTuple
 
-from trustroute.profiles.trust_counts import TrustCounts, TrustDelta
+from trustroute.profiles.trust_counts import Counters, TrustCounts, TrustDelta
 from trustroute.router.stats import wilson_lower_bound
 
 DEFAULT_WEIGHTS: tuple[float, float, float] = (0.35, 0.40, 0.25)
@@ -186,40 +186,29 @@ def trust_scores(counts: TrustCounts,
 
 
 # -- evidence ------------------------------------------------------------------------
-class Increments(TypedDict, total=False):
-    """Increments to the counters of ``TrustCounts`` that signals move, by name."""
-
-    observations: int
-    contradictions: int
-    positive: int
-    negative: int
-    approvals: int
-    rejections: int
-
-
 class SignalEffect(NamedTuple):
     """What one named signal adds to the counts, and why."""
 
-    counts: Increments
+    counts: Counters
     meaning: str
 
 
 # The named signals of the reference design, mapped onto the counts behind the formulas.
 SIGNALS: dict[str, SignalEffect] = {
     "pattern_observed_again": SignalEffect(
-        {"observations": 1}, "seen on this task type again: frequency evidence only"),
+        Counters(observations=1), "seen on this task type again: frequency evidence only"),
     "applied_successfully": SignalEffect(
-        {"observations": 1, "positive": 1}, "an execution that worked (like a positive run)"),
+        Counters(observations=1, positive=1), "an execution that worked (like a positive run)"),
     "causal_link_confirmed": SignalEffect(
-        {"positive": 1}, "a good outcome confirmed to be the agent's doing"),
-    "user_accepted": SignalEffect({"approvals": 1}, "a user accepted the result"),
-    "reflect_approved": SignalEffect({"approvals": 1}, "a reflection step approved it"),
+        Counters(positive=1), "a good outcome confirmed to be the agent's doing"),
+    "user_accepted": SignalEffect(Counters(approvals=1), "a user accepted the result"),
+    "reflect_approved": SignalEffect(Counters(approvals=1), "a reflection step approved it"),
     "pattern_contradicted": SignalEffect(
-        {"contradictions": 1}, "another agent had to rescue the task"),
+        Counters(contradictions=1), "another agent had to rescue the task"),
     "applied_failed": SignalEffect(
-        {"observations": 1, "negative": 1}, "an execution that failed (like a failed run)"),
-    "user_corrected": SignalEffect({"rejections": 1}, "a user had to correct the result"),
-    "reflect_rejected": SignalEffect({"rejections": 1}, "a reflection step rejected it"),
+        Counters(observations=1, negative=1), "an execution that failed (like a failed run)"),
+    "user_corrected": SignalEffect(Counters(rejections=1), "a user had to correct the result"),
+    "reflect_rejected": SignalEffect(Counters(rejections=1), "a reflection step rejected it"),
 }
 
 
@@ -234,8 +223,10 @@ def signal_delta(agent_id: str, task_type: str, name: str, at: datetime) -> Trus
     except KeyError:
         raise ValueError(f"unknown trust signal {name!r}; known: "
                          f"{', '.join(sorted(SIGNALS))}") from None
-    return TrustDelta(agent_id, task_type, **counts,
-                      reviewed=False if "rejections" in counts else None, fresh=True, at=at)
+    delta = TrustDelta(agent_id, task_type, reviewed=False if counts.rejections else None,
+                       fresh=True, at=at)
+    delta.add(counts)
+    return delta
 
 
 def execution_delta(agent_id: str, task_type: str, kind: str, at: datetime) -> TrustDelta:
