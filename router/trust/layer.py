@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from trustroute.profiles.records import ExecutionRecord, check_identifier, utc_now
 from trustroute.profiles.store import Store
@@ -40,6 +40,7 @@ from trustroute.profiles.store.trust import TrustRepository
 from trustroute.profiles.trust_counts import Pair, TrustCounts, TrustDelta
 from trustroute.router.decision import CandidateScore, RoutingDecision
 from trustroute.router.errors import UnknownDecision
+from trustroute.router.handoff.transfer import TransferDispatcher, TransferRequest
 from trustroute.router.trust.abstention import Abstained, AbstentionPolicy, GateView
 from trustroute.router.trust.book import TrustBook
 from trustroute.router.trust.decision_log import DecisionLog
@@ -53,9 +54,6 @@ from trustroute.router.trust.scores import (
     signal_delta,
     verdict_delta,
 )
-
-if TYPE_CHECKING:
-    from trustroute.router.handoff.transfer import TransferDispatcher
 
 log = logging.getLogger(__name__)
 
@@ -326,8 +324,6 @@ def _describe(reasons: Counter[str]) -> str:
 
 def _hand_off(transfer: TransferDispatcher, decision: RoutingDecision, detail: str) -> Any:
     """Deliver an abstained decision to people through the transfer hooks."""
-    from trustroute.router.handoff.transfer import TransferRequest
-
     request = TransferRequest.from_decision(
         decision, reason=f"{decision.abstain_reason}: {detail}" if detail else None)
     return transfer.dispatch(request)

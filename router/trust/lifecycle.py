@@ -16,11 +16,12 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from trustroute.profiles.records import utc_now
 from trustroute.profiles.store import Store
 from trustroute.profiles.store.trust import TrustRepository
+from trustroute.router.router import AgentRouter
 from trustroute.router.trust.decay import (
     DecaySettings,
     decay_once,
@@ -30,9 +31,6 @@ from trustroute.router.trust.decay import (
 )
 from trustroute.router.trust.layer import history_row
 from trustroute.router.trust.scores import DEFAULT_WEIGHTS, trust_scores
-
-if TYPE_CHECKING:
-    from trustroute.router.router import AgentRouter
 
 
 @dataclass(slots=True)
@@ -57,8 +55,6 @@ def run_decay(target: AgentRouter | Store, *, now: datetime | None = None,
               weights: tuple[float, float, float] | None = None) -> DecayReport:
     """Run the weekly trust lifecycle on a router (its settings; it is refreshed after)
     or directly on a store."""
-    from trustroute.router.router import AgentRouter
-
     router = target if isinstance(target, AgentRouter) else None
     if router is not None:
         router.flush()
