@@ -36,9 +36,8 @@ def iso_week(moment: datetime) -> str:
 
 def is_unseen(counts: TrustCounts, now: datetime, settings: DecaySettings) -> bool:
     """True when no evidence about the pair arrived in the last ``unseen_days``."""
-    if counts.last_seen is None:
-        return True
-    return (now - counts.last_seen).total_seconds() >= settings.unseen_days * 86_400.0
+    return counts.last_seen is None or \
+        (now - counts.last_seen).total_seconds() >= settings.unseen_days * 86_400.0
 
 
 def decay_once(counts: TrustCounts, settings: DecaySettings) -> TrustCounts:
@@ -52,6 +51,5 @@ def decay_once(counts: TrustCounts, settings: DecaySettings) -> TrustCounts:
 
 def due_for_deletion(counts: TrustCounts, now: datetime, settings: DecaySettings) -> bool:
     """True when the pair has been deprecated for more than ``delete_after_days``."""
-    if counts.deprecated_at is None:
-        return False
-    return (now - counts.deprecated_at).total_seconds() > settings.delete_after_days * 86_400.0
+    return counts.deprecated_at is not None and \
+        (now - counts.deprecated_at).total_seconds() > settings.delete_after_days * 86_400.0

@@ -60,11 +60,10 @@ def candidate_row(c: CandidateScore, *, chosen: bool) -> dict[str, Any]:
 class DecisionLog:
     """In-memory buffer of decisions and outcomes, and the calibration map they train."""
 
-    def __init__(self, repo: DecisionRepository, strategy: str,
-                 options: TrustOptions | None = None) -> None:
+    def __init__(self, repo: DecisionRepository, strategy: str, options: TrustOptions) -> None:
         self._repo = repo
         self.strategy = strategy
-        self.options = options or TrustOptions()
+        self.options = options
         self.calibration = CalibrationMap(self.options.calibration)
         self._lock = threading.Lock()
         self._pending: deque[tuple[RoutingDecision, float, str | None]] = deque(

@@ -95,8 +95,7 @@ class TrustLayer:
         self.book = TrustBook(self.options.weights)
         self.rescues = RescueTracker(self.options.rescue_memory)
         self.repo = store.repository(TrustRepository)
-        self.decisions = DecisionLog(store.repository(DecisionRepository), strategy,
-                                     self.options)
+        self.decisions = DecisionLog(store.repository(DecisionRepository), strategy, self.options)
         self.transfer = transfer  # where ``on_abstain: human`` hands decisions over
         self._handoffs: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()  # the book and the buffers change together
@@ -240,15 +239,14 @@ class TrustLayer:
         self.flush()  # a person's verdict is never left in a buffer
         return after
 
-    def signal(self, agent_id: str, task_type: str, name: str,
-               at: datetime | None = None) -> TrustScores:
+    def signal(self, agent_id: str, task_type: str, name: str) -> TrustScores:
         """A named signal (see ``scores.SIGNALS``); buffered like executions."""
         pair = (check_identifier(agent_id, "agent_id"), check_identifier(task_type, "task_type"))
-        when = at or utc_now()
-        delta = signal_delta(*pair, name, when)  # raises for an unknown name
+        at = utc_now()
+        delta = signal_delta(*pair, name, at)  # raises for an unknown name
         self.prefetch([pair])
         with self._lock:
-            after = self._change(delta, f"signal {name}", when)
+            after = self._change(delta, f"signal {name}", at)
         self.maybe_flush()
         return after
 
