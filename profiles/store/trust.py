@@ -102,25 +102,25 @@ _PACKED_TIMES = ("[agent_id, task_type, counts, decay, reviewed, "
                  "IF deprecated_at THEN time::nano(deprecated_at) END]")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
-# One counter update; $d is a TrustDelta row. Fresh evidence clears the decay offsets.
-_APPLY_DELTA = """
-UPSERT type::thing('trust', [$d.agent_id, $d.task_type]) SET
-    agent_id = $d.agent_id, task_type = $d.task_type,
-    counts = vector::add(counts ?? [0, 0, 0, 0, 0, 0, 0], $d.counts),
-    reviewed = IF $d.reviewed = NONE THEN (reviewed ?? false) ELSE $d.reviewed END,
-    decay = IF $d.fresh OR decay = NONE THEN [0.0, 0.0, 0.0] ELSE decay END,
-    deprecated_at = IF $d.restored THEN NONE ELSE deprecated_at END,
-    tier = $d.tier ?? tier,
-    last_seen = IF $d.at != NONE AND (last_seen = NONE OR $d.at > last_seen)
-        THEN $d.at ELSE last_seen END;
+# One batch: counter updates ($d is a TrustDelta row; fresh evidence clears the decay
+# offsets), then history and feedback rows.
+_APPLY_BATCH = """
+BEGIN TRANSACTION;
+FOR $d IN $deltas {
+    UPSERT type::thing('trust', [$d.agent_id, $d.task_type]) SET
+        agent_id = $d.agent_id, task_type = $d.task_type,
+        counts = vector::add(counts ?? [0, 0, 0, 0, 0, 0, 0], $d.counts),
+        reviewed = IF $d.reviewed = NONE THEN (reviewed ?? false) ELSE $d.reviewed END,
+        decay = IF $d.fresh OR decay = NONE THEN [0.0, 0.0, 0.0] ELSE decay END,
+        deprecated_at = IF $d.restored THEN NONE ELSE deprecated_at END,
+        tier = $d.tier ?? tier,
+        last_seen = IF $d.at != NONE AND (last_seen = NONE OR $d.at > last_seen)
+            THEN $d.at ELSE last_seen END;
+};
+FOR $h IN $history { CREATE trust_history CONTENT $h; };
+FOR $f IN $feedback { CREATE trust_feedback CONTENT $f; };
+COMMIT TRANSACTION;
 """
-
-_APPLY_BATCH = (
-    "BEGIN TRANSACTION;\nFOR $d IN $deltas {" + _APPLY_DELTA + "};\n"
-    "FOR $h IN $history { CREATE trust_history CONTENT $h; };\n"
-    "FOR $f IN $feedback { CREATE trust_feedback CONTENT $f; };\n"
-    "COMMIT TRANSACTION;"
-)
 
 _DECAY = """
 BEGIN TRANSACTION;

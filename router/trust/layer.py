@@ -57,9 +57,6 @@ from trustroute.router.trust.scores import (
 
 log = logging.getLogger(__name__)
 
-__all__ = ["TrustLayer", "TrustOptions", "TrustVerdict", "history_row"]
-
-
 @dataclass(frozen=True, slots=True)
 class TrustVerdict:
     """How sure the router is of a ranking's first candidate (``TrustLayer.judge``)."""

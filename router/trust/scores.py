@@ -25,6 +25,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import NamedTuple
 
+from trustroute.profiles.records import check_finite
 from trustroute.profiles.trust_counts import Counters, TrustCounts, TrustDelta
 from trustroute.router.stats import wilson_lower_bound
 
@@ -70,12 +71,7 @@ def _count(value: int, name: str) -> int:
 
 def check_unit(value: float, name: str) -> float:
     """A number within [0, 1] (NaN rejected), or an error naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
-    value = float(value)
-    if not 0.0 <= value <= 1.0:  # also rejects NaN
-        raise ValueError(f"{name} must be within [0, 1], got {value}")
-    return value
+    return check_finite(value, name, low=0.0, high=1.0)
 
 
 def frequency_score(observations: int, contradictions: int = 0) -> float:
