@@ -251,10 +251,8 @@ class TrustLayer:
     def maybe_flush(self) -> None:
         """Flush when enough is buffered or enough time passed (never raises)."""
         backlog = len(self._pending) + self.decisions.backlog
-        if not backlog:
-            return
-        if backlog < self.options.flush_every and \
-                time.monotonic() - self._last_flush < self.options.flush_seconds:
+        if not backlog or (backlog < self.options.flush_every and
+                           time.monotonic() - self._last_flush < self.options.flush_seconds):
             return
         try:
             self.flush()

@@ -39,9 +39,9 @@ REVIEWED_SCORE = 0.95  # human score after an explicit approving review
 HUMAN_STEP = 0.15  # each approval closes 15% of the gap to 1; each rejection takes 15%
 POSITIVE_QUALITY = 0.5  # a success counts as positive at this quality or above
 
-# (upper bound of observations, base score); above the last bound: 0.95.
-FREQUENCY_BANDS: tuple[tuple[int, float], ...] = ((2, 0.30), (5, 0.50), (10, 0.70), (20, 0.85))
-FREQUENCY_TOP = 0.95
+# (upper bound of observations, base score), lowest first.
+FREQUENCY_BANDS: tuple[tuple[float, float], ...] = (
+    (2, 0.30), (5, 0.50), (10, 0.70), (20, 0.85), (math.inf, 0.95))
 
 
 class Tier(StrEnum):
@@ -83,7 +83,7 @@ def frequency_score(observations: int, contradictions: int = 0) -> float:
     """
     n = _count(observations, "observations")
     k = _count(contradictions, "contradictions")
-    base = next((score for upper, score in FREQUENCY_BANDS if n <= upper), FREQUENCY_TOP)
+    base = next(score for upper, score in FREQUENCY_BANDS if n <= upper)
     return max(0.0, base - CONTRADICTION_PENALTY * k)
 
 
