@@ -208,13 +208,12 @@ class TrustRepository:
         """One pair's counts, or None."""
         return self.get_many([(agent_id, task_type)], times=True).get((agent_id, task_type))
 
-    def apply(self, deltas: Sequence[TrustDelta], history: Sequence[dict[str, Any]] = (),
-              feedback: Sequence[dict[str, Any]] = ()) -> None:
+    def apply(self, deltas: Sequence[TrustDelta], history: Sequence[dict[str, Any]],
+              feedback: Sequence[dict[str, Any]]) -> None:
         """Write counter increments, history rows and feedback rows in one transaction."""
-        if not deltas and not history and not feedback:
-            return
-        self._conn.run(_APPLY_BATCH, {"deltas": [_delta_row(d) for d in deltas],
-                                      "history": list(history), "feedback": list(feedback)})
+        if deltas or history or feedback:
+            self._conn.run(_APPLY_BATCH, {"deltas": [_delta_row(d) for d in deltas],
+                                          "history": list(history), "feedback": list(feedback)})
 
     # -- lifecycle -------------------------------------------------------------------
     def week_applied(self, week: str) -> dict[str, Any] | None:

@@ -26,7 +26,7 @@ class TrustBook:
         self._counts: dict[Pair, TrustCounts] = {}
         self._scores: dict[Pair, TrustScores] = {}
         self._loaded: set[Pair] = set()
-        self._deprecated = 0
+        self.deprecated_pairs = 0  # pairs in the deprecated tier (0: the policy skips work)
 
     # -- reading -------------------------------------------------------------------
     def scores(self, agent_id: str, task_type: str) -> TrustScores:
@@ -47,11 +47,6 @@ class TrustBook:
         found = self._counts.get((agent_id, task_type))
         return 0 if found is None else found.observations
 
-    @property
-    def deprecated_pairs(self) -> int:
-        """How many pairs are in the deprecated tier (0 lets the tier policy skip work)."""
-        return self._deprecated
-
     def missing(self, pairs: Iterable[Pair]) -> list[Pair]:
         """The pairs whose stored counts have not been loaded yet (no duplicates)."""
         return list(dict.fromkeys(p for p in pairs if p not in self._loaded))
@@ -71,7 +66,7 @@ class TrustBook:
     def replace(self, counts: dict[Pair, TrustCounts]) -> None:
         """Swap in freshly loaded counts (the book takes ownership of the objects); only
         these pairs count as loaded."""
-        self._counts, self._scores, self._deprecated = {}, {}, 0
+        self._counts, self._scores, self.deprecated_pairs = {}, {}, 0
         self._loaded = set()
         for key, c in counts.items():
             self.install(key, c)
@@ -86,7 +81,7 @@ class TrustBook:
     def _set_scores(self, key: Pair, counts: TrustCounts) -> TrustScores:
         scores = trust_scores(counts, self.weights)
         old = self._scores.get(key)
-        self._deprecated += ((scores.tier is Tier.DEPRECATED)
-                             - (old is not None and old.tier is Tier.DEPRECATED))
+        self.deprecated_pairs += ((scores.tier is Tier.DEPRECATED)
+                                  - (old is not None and old.tier is Tier.DEPRECATED))
         self._scores[key] = scores
         return scores
