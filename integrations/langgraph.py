@@ -9,18 +9,54 @@ becomes ``HandoffResult.human_response``.
 The interrupt is control flow, not failure: the hook declares LangGraph's
 ``GraphBubbleUp`` as passthrough so the dispatcher re-raises it without retrying or
 storing the request as pending, and it runs after the other hooks. Because a resumed node
-runs again from its start, hooks before it fire again on resume: make notification
-receivers idempotent on the request payload (or keep the interrupt hook alone).
+runs again from its start, hooks before it fire again on resume. So that receivers can
+de-duplicate, the hook gives the request (through ``prepare_request``, before any hook
+sees it) an id derived from the graph's thread, checkpoint and task and the hand-off's
+place in the node: the *n*-th hand-off of a node run has the same ``request_id`` in the
+run that paused and in the run that resumed. A ``request_id`` the caller set is kept.
 
-Needs the ``langgraph`` extra: ``pip install 'trustroute[langgraph]'``.
+Needs the ``langgraph`` extra (LangGraph 1.1 or later): ``pip install 'trustroute[langgraph]'``.
 """
 
 from __future__ import annotations
 
+import json
+import threading
+import uuid
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
 from trustroute.router.handoff.transfer.request import TransferRequest
+
+# request ids of hand-offs in graphs: uuid5 in this namespace of (thread, checkpoint, task, n)
+REQUEST_ID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "urn:trustroute:langgraph-handoff")
+OUTSIDE_A_GRAPH = (
+    "LangGraphInterruptHook must run inside a LangGraph node of a graph compiled with a "
+    "checkpointer (it pauses the graph with interrupt()); call the HandoffRunnable or the "
+    "dispatcher from the node, or use another hook (CallableHook, WebhookHook) outside a graph"
+)
+_RUNS_KEPT = 1024  # node runs whose hand-off count is remembered (oldest forgotten first)
+
+
+class _HandoffCounter:
+    """How many hand-offs each node run (one attempt of one task) has prepared so far."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._runs: OrderedDict[Any, int] = OrderedDict()
+
+    def next(self, run: Any) -> int:
+        """The index of this hand-off within the node run ``run`` (0, 1, ...)."""
+        with self._lock:
+            index = self._runs.pop(run, 0)
+            self._runs[run] = index + 1
+            while len(self._runs) > _RUNS_KEPT:
+                self._runs.popitem(last=False)
+            return index
+
+
+_COUNTER = _HandoffCounter()  # shared: two hooks in one node must not reuse an index
 
 
 class LangGraphInterruptHook:
@@ -38,12 +74,15 @@ class LangGraphInterruptHook:
     ) -> None:
         try:
             from langgraph.errors import GraphBubbleUp
+            from langgraph.runtime import get_runtime
             from langgraph.types import interrupt
         except ImportError as exc:  # pragma: no cover - langgraph is in the dev extra
             raise ImportError(
-                "LangGraphInterruptHook needs langgraph: pip install 'trustroute[langgraph]'"
+                "LangGraphInterruptHook needs langgraph 1.1 or later: "
+                "pip install 'trustroute[langgraph]'"
             ) from exc
         self._interrupt = interrupt
+        self._get_runtime = get_runtime
         self.passthrough: tuple[type[BaseException], ...] = (GraphBubbleUp,)
         self.name = name
         self._payload = payload or (lambda request: {"handoff": request.payload()})
@@ -51,17 +90,33 @@ class LangGraphInterruptHook:
     def __repr__(self) -> str:
         return f"LangGraphInterruptHook({self.name!r})"
 
+    def _node_run(self) -> Any:
+        """LangGraph's ``ExecutionInfo`` of the node running now; None outside a graph."""
+        try:
+            runtime = self._get_runtime()
+        except RuntimeError:  # not even inside a runnable
+            return None
+        return getattr(runtime, "execution_info", None)
+
+    def prepare_request(self, request: TransferRequest) -> TransferRequest:
+        """The request with a ``request_id`` that is the same each time the node runs.
+
+        Derived from the thread, checkpoint and task (its namespace names the node) and
+        the hand-off's index within this node run. Outside a graph, or when the caller
+        chose the id, the request is returned unchanged.
+        """
+        run = self._node_run()
+        if run is None or "request_id" in request.model_fields_set:
+            return request
+        key = [run.thread_id, run.checkpoint_id, run.checkpoint_ns, _COUNTER.next(run)]
+        request_id = uuid.uuid5(REQUEST_ID_NAMESPACE, json.dumps(key))
+        return request.model_copy(update={"request_id": str(request_id)})
+
     def __call__(self, request: TransferRequest) -> Any:
         """Interrupt the graph (first run) or return the person's answer (on resume)."""
-        try:
-            return self._interrupt(self._payload(request))
-        except RuntimeError as exc:
-            if "outside of a runnable context" in str(exc):
-                raise RuntimeError(
-                    "LangGraphInterruptHook must run inside a LangGraph node of a graph "
-                    "compiled with a checkpointer"
-                ) from exc
-            raise
+        if self._node_run() is None:
+            raise RuntimeError(OUTSIDE_A_GRAPH)
+        return self._interrupt(self._payload(request))
 
     async def acall(self, request: TransferRequest) -> Any:
         """Same as the sync call: ``interrupt`` reads the run's context on this task."""

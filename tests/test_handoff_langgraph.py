@@ -2,22 +2,24 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, TypedDict
 
 import pytest
 from handoff_helpers import faq_store
 from langchain_core.runnables import RunnableLambda
+from webhook_server import webhook_receiver
 
 from trustroute.integrations.langchain.handoff import HandoffResult, HandoffRunnable
 from trustroute.profiles.store import Store
 from trustroute.profiles.store.handoffs import HandoffRepository
 from trustroute.router.config import RouterConfig
 from trustroute.router.handoff.confidence import RetrievalConfidence
-from trustroute.router.handoff.transfer import TransferDispatcher, TransferRequest
+from trustroute.router.handoff.transfer import TransferDispatcher, TransferRequest, WebhookHook
 
 langgraph = pytest.importorskip("langgraph")
 
-from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
+from langgraph.checkpoint.memory import InMemorySaver, MemorySaver  # noqa: E402
 from langgraph.graph import END, START, StateGraph  # noqa: E402
 from langgraph.types import Command  # noqa: E402
 
@@ -72,8 +74,9 @@ def test_handoff_interrupts_the_graph_and_resumes_with_the_answer() -> None:
         assert done["answer"].startswith("I'm not confident")
         assert repo.decision_stats()[0]["transferred"] == 1
         assert repo.decision_stats()[0]["decisions"] == 1
-    # the notification hook ran before the pause, and again when the node re-ran
-    assert len(notified) == 2
+    # the notification hook ran before the pause, and again when the node re-ran, with the
+    # same request id both times (and the one the interrupt carried)
+    assert notified == [request.request_id, request.request_id]
 
 
 def test_covered_question_does_not_pause() -> None:
@@ -85,12 +88,34 @@ def test_covered_question_does_not_pause() -> None:
     assert "__interrupt__" not in out and out["answer"].startswith("bot: ")
 
 
+OUTSIDE = "LangGraphInterruptHook must run inside a LangGraph node"
+
+
 def test_outside_a_graph_the_request_is_kept_pending() -> None:
     with Store("mem://") as store:
         dispatcher = TransferDispatcher([LangGraphInterruptHook()], store=store)
         outcome = dispatcher.dispatch(TransferRequest(reason="test"))
         rows = store.repository(HandoffRepository).pending()
-    assert outcome.pending and "must run inside a LangGraph node" in rows[0]["error"]
+    assert outcome.pending and OUTSIDE in rows[0]["error"]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_in_a_runnable_outside_a_graph_the_error_says_what_to_do(mode: str) -> None:
+    # a LangChain runnable context without a graph: LangGraph's own error is a bare KeyError
+    hook = LangGraphInterruptHook()
+    request = TransferRequest(reason="test")
+
+    async def acall(_: object) -> Any:
+        return await hook.acall(request)
+
+    step = RunnableLambda(lambda _: hook(request), afunc=acall)
+    with pytest.raises(RuntimeError, match=OUTSIDE + ".*compiled with a checkpointer"):
+        step.invoke(1) if mode == "sync" else asyncio.run(step.ainvoke(1))
+    with Store("mem://") as store:
+        dispatcher = TransferDispatcher([hook], store=store)
+        outcome = RunnableLambda(lambda r: dispatcher.dispatch(r)).invoke(request)
+        rows = store.repository(HandoffRepository).pending()
+    assert outcome.pending and rows[0]["error"].startswith("RuntimeError: " + OUTSIDE)
 
 
 def test_config_langgraph_kind_builds_the_interrupt_hook() -> None:
@@ -101,3 +126,84 @@ def test_config_langgraph_kind_builds_the_interrupt_hook() -> None:
         hooks = router.transfer.hooks
     assert all(isinstance(h, LangGraphInterruptHook) for h in hooks)
     assert [h.name for h in hooks] == ["langgraph", "pause"]
+
+
+def rag_with_ticket(store: Store, ticket_url: str) -> HandoffRunnable:
+    """A hand-off that pauses the graph and also opens a ticket through a real webhook."""
+    return HandoffRunnable(
+        faq_store(),
+        RunnableLambda(lambda x: "bot: " + x["context"][:30]),
+        confidence=RetrievalConfidence(score_threshold=0.4),
+        hooks=[LangGraphInterruptHook(), WebhookHook(ticket_url, backoff_s=0)],
+        store=store,
+        task_type="cards",
+    )
+
+
+def two_handoff_graph(rag: HandoffRunnable, mode: str) -> Any:
+    """One node that hands over twice (two questions); the second pause comes on resume."""
+
+    def respond(state: State) -> State:
+        first = rag.invoke("can I buy bitcoin with crypto")
+        second = rag.invoke("weather forecast tomorrow")
+        return {"human": [first.human_response, second.human_response]}
+
+    async def arespond(state: State) -> State:
+        first = await rag.ainvoke("can I buy bitcoin with crypto")
+        second = await rag.ainvoke("weather forecast tomorrow")
+        return {"human": [first.human_response, second.human_response]}
+
+    graph = StateGraph(State)
+    graph.add_node("respond", respond if mode == "sync" else arespond)
+    graph.add_edge(START, "respond")
+    graph.add_edge("respond", END)
+    return graph.compile(checkpointer=MemorySaver())
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_hooks_that_fire_again_on_resume_send_the_same_request_id(mode: str) -> None:
+    with webhook_receiver([200]) as desk, Store("mem://") as store:
+        graph = two_handoff_graph(rag_with_ticket(store, desk.url), mode)
+
+        def run(value: Any, thread: str) -> Any:
+            config = {"configurable": {"thread_id": thread}}
+            if mode == "sync":
+                return graph.invoke(value, config)
+            return asyncio.run(graph.ainvoke(value, config))
+
+        paused = [run({"question": "q"}, "t-1")]
+        paused.append(run(Command(resume="first answer"), "t-1"))
+        done = run(Command(resume="second answer"), "t-1")
+        other = run({"question": "q"}, "t-2")  # another conversation: another hand-off
+    assert done["human"] == ["first answer", "second answer"]
+    interrupted = [p["__interrupt__"][0].value["handoff"]["request_id"] for p in paused]
+    ticketed = [r.headers["X-Trustroute-Request-Id"] for r in desk.received]
+    first, second = interrupted
+    # the node ran three times: the first hand-off fired its ticket each time, the second
+    # twice, and every firing carried the id of the pause it belongs to
+    assert first != second
+    assert ticketed[:5] == [first, first, second, first, second]
+    assert [r.json()["request_id"] for r in desk.received[:5]] == ticketed[:5]
+    assert other["__interrupt__"][0].value["handoff"]["request_id"] not in (first, second)
+
+
+def test_a_request_id_given_by_the_caller_is_kept() -> None:
+    tickets: list[str] = []
+    dispatcher = TransferDispatcher(
+        [LangGraphInterruptHook(), lambda r: tickets.append(r.request_id)]
+    )
+
+    def respond(state: State) -> State:
+        outcome = dispatcher.dispatch(TransferRequest(request_id="ticket-42", reason="test"))
+        return {"human": outcome.responses["langgraph"]}
+
+    graph = StateGraph(State)
+    graph.add_node("respond", respond)
+    graph.add_edge(START, "respond")
+    graph.add_edge("respond", END)
+    app = graph.compile(checkpointer=MemorySaver())
+    thread = {"configurable": {"thread_id": "t-3"}}
+    paused = app.invoke({"question": "q"}, thread)
+    done = app.invoke(Command(resume="ok"), thread)
+    assert paused["__interrupt__"][0].value["handoff"]["request_id"] == "ticket-42"
+    assert done["human"] == "ok" and tickets == ["ticket-42", "ticket-42"]

@@ -329,6 +329,7 @@ class HandoffRunnable(Runnable[Any, Any]):
                 self._chain_input(input_, query, docs, result), child, **kwargs
             )
         outcome = self.dispatcher.dispatch(request) if self.dispatcher else None
+        request = outcome.request if outcome else request  # its id as the hooks saw it
         self._record(task_type, result, run_manager.run_id, request)
         return self._handoff_result(request, result, docs, outcome)
 
@@ -353,5 +354,6 @@ class HandoffRunnable(Runnable[Any, Any]):
                 self._chain_input(input_, query, docs, result), child, **kwargs
             )
         outcome = await self.dispatcher.adispatch(request) if self.dispatcher else None
+        request = outcome.request if outcome else request  # its id as the hooks saw it
         await asyncio.to_thread(self._record, task_type, result, run_manager.run_id, request)
         return self._handoff_result(request, result, docs, outcome)

@@ -174,13 +174,36 @@ class TransferDispatcher:
         log.warning("transfer hook %s failed after %d attempt(s): %s", name, attempts, text)
         return HookDelivery(name, False, attempts, error=text)
 
+    def _prepared(self, request: TransferRequest) -> TransferRequest:
+        """The request every hook receives: each hook's ``prepare_request`` may settle it
+        (the LangGraph hook gives it an id that stays the same when its node re-runs)."""
+        for hook in self._ordered():
+            prepare = getattr(hook, "prepare_request", None)
+            if not callable(prepare):
+                continue
+            try:
+                request = prepare(request)
+            except Exception as exc:  # never lose the request over it: deliver it as it is
+                log.warning(
+                    "transfer hook %s could not prepare %s: %s: %s",
+                    hook_name(hook),
+                    request.request_id,
+                    type(exc).__name__,
+                    exc,
+                )
+        return request
+
     def dispatch(self, request: TransferRequest) -> TransferOutcome:
-        """Deliver ``request`` to every hook (blocking); failures are stored pending."""
+        """Deliver ``request`` to every hook (blocking); failures are stored pending.
+
+        The outcome's ``request`` is the one delivered (see ``prepare_request``)."""
+        request = self._prepared(request)
         deliveries = tuple(self._deliver(h, request) for h in self._ordered())
         return self._settle(request, deliveries)
 
     async def adispatch(self, request: TransferRequest) -> TransferOutcome:
         """Async ``dispatch``: async hooks awaited, sync ones run in worker threads."""
+        request = self._prepared(request)
         deliveries = tuple([await self._adeliver(h, request) for h in self._ordered()])
         return self._settle(request, deliveries)
 

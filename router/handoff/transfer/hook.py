@@ -10,7 +10,11 @@ the person's answer). Optional attributes tune how the dispatcher treats it:
   like the webhook, set 1 so attempts do not multiply);
 - ``passthrough``: exception types that are control flow, not failure (LangGraph's
   ``GraphInterrupt``): re-raised at once, never retried or stored as pending;
-- ``runs_last``: run after the other hooks (a hook that pauses the caller).
+- ``runs_last``: run after the other hooks (a hook that pauses the caller);
+- ``prepare_request(request)``: called before any hook delivers; returns the request all
+  hooks receive. The LangGraph hook sets a ``request_id`` derived from the graph's
+  checkpoint and task, so hooks that fire again when a paused node re-runs send the same
+  id; a hook that prepares must keep a ``request_id`` the caller set.
 """
 
 from __future__ import annotations
