@@ -45,6 +45,7 @@ from trustroute.router.trust.abstention import Abstained, AbstentionPolicy, Gate
 from trustroute.router.trust.book import TrustBook
 from trustroute.router.trust.decision_log import DecisionLog
 from trustroute.router.trust.options import TrustOptions
+from trustroute.router.trust.policy import TRUSTED
 from trustroute.router.trust.rescues import RescueTracker
 from trustroute.router.trust.scores import (
     Tier,
@@ -164,11 +165,9 @@ class TrustLayer:
         pairs are loaded on first use (``prefetch``). ``store`` is the one this layer
         was built on (its repositories are bound to it)."""
         self.flush()
-        tiers = [str(Tier.DEPRECATED)]
-        if self.exploit_only:
-            tiers += [str(Tier.CORE), str(Tier.STRONG)]
+        tiers = [Tier.DEPRECATED, *(TRUSTED if self.exploit_only else ())]
         with self._flush_lock, self._lock:
-            self.book.replace(self.repo.load_tiers(tiers))
+            self.book.replace(self.repo.load_tiers([str(t) for t in tiers]))
         self.decisions.load()
 
     def _change(self, delta: TrustDelta, reason: str, at: datetime) -> TrustScores:
