@@ -95,7 +95,8 @@ class TrustLayer:
         self.repo = store.repository(TrustRepository)
         self.decisions = DecisionLog(store.repository(DecisionRepository), strategy, self.options)
         self.transfer = transfer  # where ``on_abstain: human`` hands decisions over
-        self._handoffs: ThreadPoolExecutor | None = None
+        # hooks may do network I/O: hand-offs run on a worker (started on first use)
+        self._handoffs = ThreadPoolExecutor(1, thread_name_prefix="trustroute-handoff")
         self._lock = threading.Lock()  # the book and the buffers change together
         self._flush_lock = threading.Lock()  # one flush or prefetch at a time
         self._pending: dict[Pair, _Pending] = {}
@@ -137,8 +138,6 @@ class TrustLayer:
             log.warning("on_abstain is 'human' but the router has no transfer dispatcher; "
                         "decision %s routed anyway", decision.decision_id)
             return
-        if self._handoffs is None:
-            self._handoffs = ThreadPoolExecutor(1, thread_name_prefix="trustroute-handoff")
         self._handoffs.submit(_hand_off, self.transfer, decision, detail).add_done_callback(
             _log_failure)
 
@@ -292,9 +291,7 @@ class TrustLayer:
         try:
             self.flush()
         finally:
-            if self._handoffs is not None:
-                self._handoffs.shutdown(wait=True)
-                self._handoffs = None
+            self._handoffs.shutdown(wait=True)
 
     # -- reading --------------------------------------------------------------------
     def trust(self, agent_id: str, task_type: str) -> TrustScores:
