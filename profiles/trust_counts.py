@@ -9,7 +9,7 @@ same integer ``Counters``: a delta's are increments, added the same way everywhe
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from datetime import datetime
 
 #: An (agent id, task type) pair: what trust is kept for.
@@ -52,10 +52,6 @@ class TrustCounts(Counters):
     human_decay: float = 0.0
     last_seen: datetime | None = None
     deprecated_at: datetime | None = None
-
-    def copy(self) -> TrustCounts:
-        """An independent copy."""
-        return replace(self)
 
 
 @dataclass(slots=True)

@@ -12,6 +12,7 @@ its write buffers under one lock); reads never block.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 
 from trustroute.profiles.trust_counts import Pair, TrustCounts, TrustDelta
 from trustroute.router.trust.scores import DEFAULT_WEIGHTS, Tier, TrustScores, trust_scores
@@ -40,7 +41,7 @@ class TrustBook:
     def counts(self, agent_id: str, task_type: str) -> TrustCounts:
         """A copy of a pair's counts (empty counts for a never-seen pair)."""
         found = self._counts.get((agent_id, task_type))
-        return TrustCounts() if found is None else found.copy()
+        return TrustCounts() if found is None else replace(found)
 
     def observations(self, agent_id: str, task_type: str) -> int:
         """How many observations back a pair's scores."""

@@ -8,6 +8,7 @@ for deletion (its history is archived by the store, not lost).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 
 from pydantic import Field
@@ -42,7 +43,7 @@ def is_unseen(counts: TrustCounts, now: datetime, settings: DecaySettings) -> bo
 
 def decay_once(counts: TrustCounts, settings: DecaySettings) -> TrustCounts:
     """A copy with one week's decay added to the offsets (each offset capped at 1)."""
-    out = counts.copy()
+    out = replace(counts)
     out.frequency_decay = min(1.0, out.frequency_decay + settings.frequency)
     out.effectiveness_decay = min(1.0, out.effectiveness_decay + settings.effectiveness)
     out.human_decay = min(1.0, out.human_decay + settings.human)
