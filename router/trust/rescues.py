@@ -37,7 +37,7 @@ class _Task:
 def task_attempt(metadata: Mapping[str, Any]) -> tuple[str, float | None] | None:
     """(task id, attempt or None) from record metadata; None when it has no task id."""
     task_id = metadata.get("task_id")
-    if task_id is None or isinstance(task_id, bool) or not isinstance(task_id, str | int):
+    if isinstance(task_id, bool) or not isinstance(task_id, str | int):
         return None
     attempt = metadata.get("attempt")
     if isinstance(attempt, bool) or not isinstance(attempt, int | float):
