@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,7 +16,7 @@ from test_handoff_calibration import synthetic
 from trustroute.profiles.store import Store
 from trustroute.router import AgentRouter
 from trustroute.router.handoff.confidence import RetrievalConfidence
-from trustroute.router.handoff.transfer import TransferDispatcher, TransferRequest
+from trustroute.router.handoff.transfer import CallableHook, TransferDispatcher, TransferRequest
 
 
 def write_examples(path: Path, n: int = 300, seed: int = 21) -> Path:
@@ -136,3 +139,92 @@ def test_store_option_overrides(tmp_path: Path, capsys: pytest.CaptureFixture[st
         TransferDispatcher(store=store).dispatch(TransferRequest(reason="x"))
     result = run(capsys, "handoffs", "--store", url, "--json")
     assert result.code == 0 and len(result.json()) == 1
+
+
+APP_HOOKS = '''
+from pathlib import Path
+
+
+def open_ticket(request):
+    with open(Path(__file__).resolve().parents[1] / "tickets.txt", "a") as tickets:
+        tickets.write(request.request_id + "\\n")
+    return "ticket opened"
+'''
+
+
+@pytest.fixture
+def app_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """An application as a new user lays it out: its package next to its router.yaml,
+    and that folder not on the import path (no PYTHONPATH=.)."""
+    app = tmp_path / "helpdesk"
+    (app / "helpdesk_app").mkdir(parents=True)
+    (app / "helpdesk_app" / "__init__.py").write_text("", encoding="utf-8")
+    (app / "helpdesk_app" / "hooks.py").write_text(APP_HOOKS, encoding="utf-8")
+    (app / "router.yaml").write_text(
+        "store: surrealkv://db\n"
+        "agents: [bot]\n"
+        "hooks:\n"
+        "  - type: callable\n"
+        "    target: helpdesk_app.hooks:open_ticket\n",
+        encoding="utf-8",
+    )
+    here = {"", ".", str(app)}
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in here])
+    monkeypatch.chdir(app)
+    yield app
+    for module in ("helpdesk_app.hooks", "helpdesk_app"):
+        sys.modules.pop(module, None)
+
+
+def test_a_callable_hook_of_the_app_needs_no_pythonpath(
+    app_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # commands that deliver nothing do not import the hook at all
+    for command in (["profiles"], ["handoffs"], ["handoffs", "--stats"]):
+        result = run(capsys, *command)
+        assert result.code == 0, (command, result.err)
+    assert "helpdesk_app" not in sys.modules
+
+    request = TransferRequest(reason="no answer in the FAQ", task_type="cards")
+    with Store(f"surrealkv://{app_folder / 'db'}") as store:  # the desk was down
+        down = CallableHook(lambda r: 1 / 0, name="open_ticket")
+        TransferDispatcher([down], store=store, attempts=1).dispatch(request)
+    # the hook is imported when it is first used, from the config file's folder, wherever
+    # the command runs
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    os.chdir(elsewhere)
+    config = str(app_folder / "router.yaml")
+    retried = run(capsys, "handoffs", "--config", config, "--retry")
+    assert retried.code == 0, retried.err
+    assert "1 delivered, 0 still pending" in retried.out
+    tickets = (app_folder / "tickets.txt").read_text(encoding="utf-8").split()
+    assert tickets == [request.request_id]
+    assert run(capsys, "handoffs", "--config", config, "--json").json() == []
+
+
+def test_a_callable_hook_that_cannot_be_imported_says_what_to_do(
+    app_folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = app_folder / "router.yaml"
+    config.write_text(
+        config.read_text(encoding="utf-8").replace("helpdesk_app.hooks", "helpdesk_ap.hooks"),
+        encoding="utf-8",
+    )
+    request = TransferRequest(reason="no answer in the FAQ")
+    with Store(f"surrealkv://{app_folder / 'db'}") as store:
+        down = CallableHook(lambda r: 1 / 0, name="open_ticket")
+        TransferDispatcher([down], store=store, attempts=1).dispatch(request)
+    assert run(capsys, "profiles").code == 0  # loading the config imports nothing
+    retried = run(capsys, "handoffs", "--retry")
+    assert retried.code == 0 and "0 delivered, 1 still pending" in retried.out
+    error = run(capsys, "handoffs", "--json").json()[0]["error"]
+    assert "cannot import it (No module named 'helpdesk_ap')" in error
+    assert f"looked on sys.path and in {app_folder}" in error
+    assert "set PYTHONPATH to the folder that holds it" in error
+
+    config.write_text("hooks:\n  - type: callable\n    target: helpdesk_app/hooks.py\n")
+    bad = run(capsys, "profiles")
+    assert bad.code == 2
+    assert "hooks.0.callable.target" in bad.error_line
+    assert "write 'package.module:function'" in bad.error_line

@@ -39,7 +39,7 @@ def build_graph(store: Store, notified: list[str]) -> Any:
         confidence=RetrievalConfidence(score_threshold=0.4),
         hooks=[LangGraphInterruptHook(), lambda r: notified.append(r.request_id)],
         store=store,
-        task_type="cards",
+        task_type=lambda _: "cards",  # the same task type for every input
     )
 
     def respond(state: State) -> State:
@@ -136,7 +136,7 @@ def rag_with_ticket(store: Store, ticket_url: str) -> HandoffRunnable:
         confidence=RetrievalConfidence(score_threshold=0.4),
         hooks=[LangGraphInterruptHook(), WebhookHook(ticket_url, backoff_s=0)],
         store=store,
-        task_type="cards",
+        task_type=lambda _: "cards",  # the same task type for every input
     )
 
 

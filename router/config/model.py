@@ -113,7 +113,7 @@ class RouterConfig(Section):
             "abstention": self.abstention,
         }
         if "transfer" not in overrides:  # hand-off hooks; pending requests go to the store
-            kwargs["transfer"] = build_dispatcher(self.hooks, self.handoff)
+            kwargs["transfer"] = build_dispatcher(self.hooks, self.handoff, source=self._source)
         if "strategy" not in overrides and "strategy_params" not in overrides:
             self._check_strategy_params()
         kwargs.update(overrides)

@@ -27,12 +27,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from importlib.metadata import entry_points
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from trustroute.router.handoff.settings import HandoffSection
-from trustroute.router.handoff.transfer.callable_hook import CallableHook
+from trustroute.router.handoff.transfer.callable_hook import CallableHook, check_target
 from trustroute.router.handoff.transfer.dispatcher import TransferDispatcher
 from trustroute.router.handoff.transfer.hook import hook_name
 from trustroute.router.handoff.transfer.logging_hook import LoggingHook, LoggingSettings
@@ -56,17 +57,22 @@ def installed_hook_kind(kind: str) -> Callable[..., Any]:
 
 
 class CallableHookSpec(BaseModel):
-    """A Python function, by import path: ``target: mypackage.handoff:notify``."""
+    """A Python function, by import path: ``target: mypackage.handoff:notify``.
+
+    Imported when the hook is first used, not when the config is loaded; when
+    ``sys.path`` cannot import it, the config file's folder is tried too.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
     type: Literal["callable"]
-    target: str = Field(min_length=3)
+    target: Annotated[str, AfterValidator(check_target)]
     name: str | None = None
 
-    def build(self) -> CallableHook:
-        """The hook this entry describes."""
-        return CallableHook(self.target, name=self.name)
+    def build(self, config_dir: Path | None = None) -> CallableHook:
+        """The hook this entry describes (``config_dir``: the config file's folder)."""
+        folders = [config_dir] if config_dir is not None else []
+        return CallableHook(self.target, name=self.name, search_path=folders)
 
 
 class LoggingHookSpec(LoggingSettings):
@@ -74,7 +80,7 @@ class LoggingHookSpec(LoggingSettings):
 
     type: Literal["logging"]
 
-    def build(self) -> LoggingHook:
+    def build(self, config_dir: Path | None = None) -> LoggingHook:
         """The hook this entry describes."""
         return LoggingHook(**self.model_dump(exclude={"type"}))
 
@@ -84,7 +90,7 @@ class WebhookHookSpec(WebhookSettings):
 
     type: Literal["webhook"]
 
-    def build(self) -> WebhookHook:
+    def build(self, config_dir: Path | None = None) -> WebhookHook:
         """The hook this entry describes."""
         return WebhookHook(**self.model_dump(exclude={"type"}))
 
@@ -97,7 +103,7 @@ class LangGraphHookSpec(BaseModel):
     type: Literal["langgraph"]
     name: str | None = None  # None: the hook's own default
 
-    def build(self) -> Any:
+    def build(self, config_dir: Path | None = None) -> Any:
         """The hook this entry describes (its factory loaded now, from the entry point)."""
         factory = installed_hook_kind(self.type)
         return factory(**self.model_dump(exclude={"type"}, exclude_none=True))
@@ -110,10 +116,18 @@ HookSpec = Annotated[
 
 
 def build_dispatcher(
-    hooks: Sequence[HookSpec], handoff: HandoffSection | None = None, store: Store | None = None
+    hooks: Sequence[HookSpec],
+    handoff: HandoffSection | None = None,
+    store: Store | None = None,
+    source: Path | None = None,
 ) -> TransferDispatcher:
-    """A dispatcher over the configured hooks (pending requests go to ``store``)."""
-    built = [spec.build() for spec in hooks]
+    """A dispatcher over the configured hooks (pending requests go to ``store``).
+
+    ``source`` is the config file they were read from: callable hooks not importable from
+    ``sys.path`` are looked for in its folder too.
+    """
+    config_dir = Path(source).resolve().parent if source is not None else None
+    built = [spec.build(config_dir) for spec in hooks]
     names = [hook_name(h) for h in built]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
