@@ -18,7 +18,8 @@ body is never read.
 With ``secret_env`` the body is signed: ``X-Trustroute-Signature: sha256=<hex
 HMAC-SHA256 of the raw body>`` using the secret in that environment variable, read at
 send time (rotation needs no restart). The secret, headers and URL query strings never
-appear in logs or error messages.
+appear in logs or error messages; while a delivery runs, what httpx and httpcore log has
+URL credentials and queries and header values masked (``http_logs.py``).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from tenacity import (
     wait_exponential,
 )
 
+from trustroute.router.handoff.transfer.http_logs import masked_http_logs
 from trustroute.router.handoff.transfer.request import TransferRequest
 
 log = logging.getLogger(__name__)
@@ -183,7 +185,7 @@ class WebhookHook:
         }
 
     def _post(self, client: httpx.Client, body: bytes, headers: dict[str, str]) -> int:
-        with _SocketDeadline(self.settings.timeout_s) as deadline:
+        with masked_http_logs(), _SocketDeadline(self.settings.timeout_s) as deadline:
             try:
                 with client.stream(
                     "POST",
@@ -198,11 +200,14 @@ class WebhookHook:
 
     async def _apost(self, client: httpx.AsyncClient, body: bytes, headers: dict[str, str]) -> int:
         try:
-            async with (
-                asyncio.timeout(self.settings.timeout_s),
-                client.stream("POST", self.settings.url, content=body, headers=headers) as response,
-            ):
-                return self._status(response)
+            with masked_http_logs():
+                async with (
+                    asyncio.timeout(self.settings.timeout_s),
+                    client.stream(
+                        "POST", self.settings.url, content=body, headers=headers
+                    ) as response,
+                ):
+                    return self._status(response)
         except TimeoutError:
             raise self._transient(None, True) from None
         except httpx.HTTPError as exc:
