@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +17,27 @@ from trustroute.profiles.store.errors import InvalidStoreURL
 
 DEFAULT_STORE_URL = "surrealkv://.trustroute/db"
 REMOTE_SCHEMES = ("ws", "wss", "http", "https")
+# ``scheme:`` (any number of slashes, so a mistyped ``ws:/`` too), then the user:password
+# part up to the last ``@`` before a slash, a blank or a quote.
+_USERINFO = re.compile(r"\b([A-Za-z][A-Za-z0-9+.-]*:/*)[^\s/'\"]*@")
+
+
+def redact_credentials(text: str) -> str:
+    """``text`` with the user:password part of every URL in it replaced by ``***``.
+
+    Also for URLs that do not parse (``ws:/root:pw@host``), since those are the ones
+    quoted in error messages.
+    """
+    return _USERINFO.sub(r"\1***@", text)
+
+
+def _quoted(url: object) -> str:
+    """A bad URL for its error message: everything from the scheme to its last ``@`` is
+    hidden, whatever it holds (a password may contain ``/`` or blanks)."""
+    if not isinstance(url, str) or "@" not in url:
+        return repr(url)
+    scheme = re.match(r"[A-Za-z][A-Za-z0-9+.-]*:/*", url)
+    return repr(f"{scheme.group(0) if scheme else ''}***@{url.rsplit('@', 1)[1]}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +58,10 @@ class StoreLocation:
         """True for an embedded store with files (needs the process lock)."""
         return self.path is not None
 
+    def __repr__(self) -> str:
+        return (f"StoreLocation(scheme={self.scheme!r}, url={self.redacted()!r}, "
+                f"path={self.path!r})")
+
     def redacted(self) -> str:
         """The URL without any user:password part, safe for messages and logs."""
         head, sep, tail = self.url.partition("://")
@@ -49,7 +75,7 @@ def parse_store_url(url: str | None, *, base_dir: Path | None = None) -> StoreLo
     url = DEFAULT_STORE_URL if url is None else url
     if not isinstance(url, str) or "://" not in url:
         raise InvalidStoreURL(
-            f"store URL {url!r} must look like surrealkv://PATH, mem:// or ws://HOST:PORT"
+            f"store URL {_quoted(url)} must look like surrealkv://PATH, mem:// or ws://HOST:PORT"
         )
     scheme, rest = url.split("://", 1)
     scheme = scheme.lower()
@@ -57,11 +83,11 @@ def parse_store_url(url: str | None, *, base_dir: Path | None = None) -> StoreLo
         return StoreLocation("mem", "mem://")
     if scheme in REMOTE_SCHEMES:
         if not rest.strip("/"):
-            raise InvalidStoreURL(f"store URL {url!r} names no server host")
+            raise InvalidStoreURL(f"store URL {_quoted(url)} names no server host")
         return StoreLocation(scheme, url)
     if scheme in ("surrealkv", "file", "rocksdb"):
         if not rest:
-            raise InvalidStoreURL(f"store URL {url!r} names no path")
+            raise InvalidStoreURL(f"store URL {_quoted(url)} names no path")
         path = Path(rest)
         if not path.is_absolute():
             path = (base_dir or Path.cwd()) / path

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -16,6 +17,7 @@ from rich.markup import escape
 from trustroute.profiles.store import StoreError
 from trustroute.router.config import RouterConfig, load_config
 from trustroute.router.config.loader import describe_validation_error
+from trustroute.router.config.secrets import mask_credentials
 from trustroute.router.errors import RouterError
 from trustroute.router.router import AgentRouter
 from trustroute.router.strategies import available_strategies
@@ -24,6 +26,8 @@ console = Console()
 err_console = Console(stderr=True)
 
 DEFAULT_CONFIG = Path("router.yaml")
+# Credentials of the configs this command loaded: no error line shows them.
+_loaded_secrets: set[str] = set()
 
 
 class CliError(Exception):
@@ -53,9 +57,10 @@ def error_line(exc: BaseException) -> str:
 
 
 def show_error(message: str) -> None:
-    """Print ``error: message`` on stderr as exactly one line."""
-    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False,
-                      soft_wrap=True)
+    """Print ``error: message`` on stderr as exactly one line, credentials masked."""
+    secrets = {*_loaded_secrets, os.environ.get("TRUSTROUTE_DB_PASS", "")}
+    err_console.print(f"[bold red]error:[/] {escape(mask_credentials(message, secrets))}",
+                      highlight=False, soft_wrap=True)
 
 
 def run_cli(argv: list[str]) -> int:
@@ -100,6 +105,7 @@ def load_router_config(config: Path | None, store: str | None) -> RouterConfig:
         cfg = RouterConfig()
     if store is not None:
         cfg.store = cfg.store.model_copy(update={"url": store})
+    _loaded_secrets.update(cfg.secrets)
     return cfg
 
 

@@ -18,23 +18,29 @@ import os
 import re
 import tomllib
 import typing
-from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import BaseModel, ValidationError
 
-_ENV = re.compile(r"\$(\$?)\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+from trustroute.profiles.store.location import redact_credentials
+from trustroute.router.config.parsing import MAX_CONFIG_BYTES, ParseError, parse
+from trustroute.router.config.secrets import is_secret_key
 
-# Keys whose values are never echoed in error messages.
-_SECRET_MARKERS = ("password", "secret", "token", "credential", "api_key", "apikey")
+_ENV = re.compile(r"\$(\$?)\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 FORMATS = {".yaml": "YAML", ".yml": "YAML", ".toml": "TOML", ".json": "JSON"}
 
 
 class ConfigError(ValueError):
-    """A config file that cannot be read or does not validate."""
+    """A config file that cannot be read or does not validate.
+
+    The message never shows the user:password part of a URL (see ``secrets``).
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(redact_credentials(message))
 
 
 def key_path(parts: tuple[Any, ...] | list[Any]) -> str:
@@ -42,8 +48,13 @@ def key_path(parts: tuple[Any, ...] | list[Any]) -> str:
     return ".".join(str(p) for p in parts) or "<root>"
 
 
-def substitute_env(value: Any, path: str | Path, where: tuple[Any, ...] = ()) -> Any:
-    """Replace ``${NAME}`` / ``${NAME:-default}`` in every string, recursively."""
+def substitute_env(value: Any, path: str | Path, where: tuple[Any, ...] = (),
+                   secrets: set[str] | None = None) -> Any:
+    """Replace ``${NAME}`` / ``${NAME:-default}`` in every string, recursively.
+
+    ``secrets`` collects the substituted values that are credentials: those given to a
+    secret key, and those placed before an ``@`` (a URL's user:password).
+    """
     if isinstance(value, str):
         def repl(m: re.Match[str]) -> str:
             escaped, name, default = m.group(1), m.group(2), m.group(3)
@@ -51,52 +62,21 @@ def substitute_env(value: Any, path: str | Path, where: tuple[Any, ...] = ()) ->
                 return m.group(0)[1:]
             found = os.environ.get(name)
             if found is not None and (found or default is None):
-                return found
-            if default is not None:
-                return default
-            raise ConfigError(f"{path}: {key_path(where)}: environment variable {name} is not "
-                              f"set (set it, or write ${{{name}:-default}})")
+                result = found
+            elif default is not None:
+                result = default
+            else:
+                raise ConfigError(f"{path}: {key_path(where)}: environment variable {name} "
+                                  f"is not set (set it, or write ${{{name}:-default}})")
+            if secrets is not None and (is_secret_key(where) or "@" in value[m.end():]):
+                secrets.add(result)
+            return result
         return _ENV.sub(repl, value)
     if isinstance(value, dict):
-        return {k: substitute_env(v, path, (*where, k)) for k, v in value.items()}
+        return {k: substitute_env(v, path, (*where, k), secrets) for k, v in value.items()}
     if isinstance(value, list):
-        return [substitute_env(v, path, (*where, i)) for i, v in enumerate(value)]
+        return [substitute_env(v, path, (*where, i), secrets) for i, v in enumerate(value)]
     return value
-
-
-class _StrictYamlLoader(yaml.SafeLoader):
-    """SafeLoader that rejects a key given twice in one mapping (YAML keeps the last)."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        self.flatten_mapping(node)
-        seen: dict[Any, Any] = {}
-        for key_node, value_node in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if not isinstance(key, Hashable):
-                raise yaml.constructor.ConstructorError(
-                    None, None, "a mapping key must be a plain value", key_node.start_mark)
-            if key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"key {key!r} is given twice", key_node.start_mark)
-            seen[key] = self.construct_object(value_node, deep=deep)
-        return seen
-
-
-def _json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ConfigError(f"key {key!r} is given twice")
-        out[key] = value
-    return out
-
-
-def _parse(text: str, fmt: str) -> Any:
-    if fmt == "YAML":
-        return yaml.load(text, Loader=_StrictYamlLoader)  # a SafeLoader subclass: no tags
-    if fmt == "TOML":
-        return tomllib.loads(text)
-    return json.loads(text, object_pairs_hook=_json_object)
 
 
 def _syntax_error(p: Path, fmt: str, exc: Exception) -> ConfigError:
@@ -112,25 +92,39 @@ def _syntax_error(p: Path, fmt: str, exc: Exception) -> ConfigError:
     return ConfigError(f"{p}: not valid {fmt}: {detail}")
 
 
-def read_mapping(path: str | Path) -> dict[str, Any]:
-    """Parse a config file by extension into a dict (env vars substituted)."""
+def _read_text(p: Path) -> str:
+    """The file's text, refused unread past ``MAX_CONFIG_BYTES``."""
+    try:
+        with p.open("rb") as handle:
+            raw = handle.read(MAX_CONFIG_BYTES + 1)
+    except FileNotFoundError:
+        raise ConfigError(f"{p}: config file not found (create one with `trustroute init`)"
+                          ) from None
+    except OSError as exc:
+        raise ConfigError(f"{p}: cannot read config file: {exc.strerror or exc}") from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{p}: config file is larger than {MAX_CONFIG_BYTES:,} bytes; a "
+                          "router config is a few kilobytes")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{p}: not UTF-8 text (byte {exc.start})") from None
+
+
+def read_mapping(path: str | Path, secrets: set[str] | None = None) -> dict[str, Any]:
+    """Parse a config file by extension into a dict (env vars substituted).
+
+    ``secrets`` collects substituted credentials (see ``substitute_env``).
+    """
     p = Path(path)
     fmt = FORMATS.get(p.suffix.lower())
     if fmt is None:
         raise ConfigError(f"{p}: unknown config format {p.suffix or '(no extension)'!r}; "
                           "use .yaml, .yml, .toml or .json")
+    text = _read_text(p)
     try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{p}: config file not found (create one with `trustroute init`)"
-                          ) from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{p}: not UTF-8 text (byte {exc.start})") from None
-    except OSError as exc:
-        raise ConfigError(f"{p}: cannot read config file: {exc.strerror or exc}") from None
-    try:
-        data = _parse(text, fmt)
-    except ConfigError as exc:
+        data = parse(text, fmt)
+    except ParseError as exc:
         raise ConfigError(f"{p}: not valid {fmt}: {exc}") from None
     except (yaml.YAMLError, tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
         raise _syntax_error(p, fmt, exc) from None
@@ -139,7 +133,7 @@ def read_mapping(path: str | Path) -> dict[str, Any]:
     if not isinstance(data, dict):  # (a key that is not a string is validation's to report)
         raise ConfigError(f"{p}: <root>: expected a mapping of keys, got "
                           f"{type(data).__name__}")
-    return typing.cast(dict[str, Any], substitute_env(data, p))
+    return typing.cast(dict[str, Any], substitute_env(data, p, secrets=secrets))
 
 
 # -- validation errors ----------------------------------------------------------------
@@ -158,10 +152,6 @@ def _models_in(annotation: Any) -> list[type[BaseModel]]:
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return [annotation]
     return [m for arg in typing.get_args(annotation) for m in _models_in(arg)]
-
-
-def _is_secret(parts: tuple[Any, ...]) -> bool:
-    return any(m in str(p).lower() for p in parts for m in _SECRET_MARKERS)
 
 
 def _shown(value: Any) -> str:
@@ -192,7 +182,7 @@ def describe_problem(err: Any, model: type[BaseModel] | None = None) -> str:
         if msg.startswith(("greater", "less")):
             msg = "a value " + msg
         msg = "expected " + msg
-    if "input" in err and not _is_secret(loc) and err["type"] != "value_error":
+    if "input" in err and not is_secret_key(loc) and err["type"] != "value_error":
         msg = f"{msg}, got {_shown(err['input'])}"
     return f"{key_path(loc)}: {msg}"
 

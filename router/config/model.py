@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import (
     BaseModel,
@@ -27,15 +27,14 @@ from trustroute.profiles.store.location import parse_store_url
 from trustroute.profiles.store.settings import StoreSettings
 from trustroute.router.agents import AgentSpec
 from trustroute.router.config.loader import ConfigError, describe_validation_error, read_mapping
+from trustroute.router.config.secrets import mask_credentials, secret_values
 from trustroute.router.errors import RouterError
 from trustroute.router.handoff.settings import HandoffSection
 from trustroute.router.handoff.transfer.config import HookSpec, build_dispatcher
+from trustroute.router.router import AgentRouter, UnknownAgents
 from trustroute.router.strategies import DEFAULT_STRATEGY, available_strategies, make_strategy
 from trustroute.router.trust.abstention import AbstentionPolicy
 from trustroute.router.trust.options import TrustOptions
-
-if TYPE_CHECKING:
-    from trustroute.router.router import AgentRouter
 
 
 class Section(BaseModel):
@@ -67,7 +66,9 @@ class RouterConfig(Section):
     agents: list[AgentSpec] = Field(default_factory=list)
     strategy: StrategySection = Field(default_factory=StrategySection)
     profiles: ProfileSettings = Field(default_factory=ProfileSettings)
-    seed: int | None = None
+    seed: int | None = Field(default=None, ge=0)
+    #: record() of an agent not listed under ``agents``: warn, error or allow.
+    unknown_agents: UnknownAgents = "warn"
     handoff: HandoffSection = Field(default_factory=HandoffSection)
     hooks: list[HookSpec] = Field(default_factory=list)
     trust: TrustOptions = Field(default_factory=TrustOptions)
@@ -75,11 +76,20 @@ class RouterConfig(Section):
 
     # The file this config was read from (None when built in code); names it in errors.
     _source: Path | None = PrivateAttr(default=None)
+    # Credentials the file holds (see ``secrets``), masked in every message.
+    _secrets: frozenset[str] = PrivateAttr(default=frozenset())
 
     @property
     def source(self) -> Path | None:
         """The config file this was loaded from, if any."""
         return self._source
+
+    @property
+    def secrets(self) -> frozenset[str]:
+        """The credentials the file holds: values of secret keys (``store.password``) and
+        ``${VAR}`` values substituted into a URL's user:password. Error messages mask
+        them (``router.config.secrets.mask_credentials``)."""
+        return self._secrets | secret_values(self.store.model_dump())
 
     @field_validator("store", "strategy", mode="before")
     @classmethod
@@ -98,8 +108,6 @@ class RouterConfig(Section):
 
     def build_router(self, **overrides: Any) -> AgentRouter:
         """An AgentRouter configured by this file (keyword overrides win)."""
-        from trustroute.router.router import AgentRouter
-
         kwargs: dict[str, Any] = {
             "agents": self.agents,
             "store": self.store.url,
@@ -107,6 +115,7 @@ class RouterConfig(Section):
             "strategy_params": self.strategy.params,
             "exploit_only": self.strategy.exploit_only,
             "seed": self.seed,
+            "unknown_agents": self.unknown_agents,
             "settings": self.profiles,
             "store_options": self.store.model_dump(exclude={"url"}),
             "trust": self.trust,
@@ -126,7 +135,8 @@ class RouterConfig(Section):
         except (RouterError, ValueError, TypeError) as exc:
             # the name was checked on load, so the file's strategy.params are at fault
             where = f"{self._source}: " if self._source else ""
-            raise ConfigError(f"{where}strategy.params: {exc}") from None
+            raise ConfigError(mask_credentials(f"{where}strategy.params: {exc}", self.secrets)
+                              ) from None
 
 
 def load_config(path: str | Path) -> RouterConfig:
@@ -136,16 +146,20 @@ def load_config(path: str | Path) -> RouterConfig:
     config file's directory, not the working directory, so a config means the same
     store wherever the command is run from.
     """
-    data = read_mapping(path)
+    secrets: set[str] = set()
+    data = read_mapping(path, secrets)
+    secrets |= secret_values(data)
     try:
         config = RouterConfig.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(f"{path}: {describe_validation_error(exc, RouterConfig)}") from None
+        message = f"{path}: {describe_validation_error(exc, RouterConfig)}"
+        raise ConfigError(mask_credentials(message, secrets)) from None
     try:
         location = parse_store_url(config.store.url, base_dir=Path(path).resolve().parent)
     except InvalidStoreURL as exc:
-        raise ConfigError(f"{path}: store.url: {exc}") from None
+        raise ConfigError(mask_credentials(f"{path}: store.url: {exc}", secrets)) from None
     if location.is_on_disk:
         config.store = config.store.model_copy(update={"url": location.url})
     config._source = Path(path)
+    config._secrets = frozenset(secrets)
     return config

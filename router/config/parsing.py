@@ -1,0 +1,163 @@
+"""Parsing config text (YAML, TOML, JSON) within limits that no real config comes near.
+
+A config file is read before anything else a command does, so a hostile or broken one
+must fail at once, on one line, instead of costing minutes and gigabytes (a 600-byte
+YAML alias bomb expands to hundreds of millions of values) or a traceback (nesting past
+Python's recursion limit). The limits, and why these numbers:
+
+- ``MAX_CONFIG_BYTES``, 1 MiB: the complete commented example is under 4 KB and a
+  config listing a thousand agents about 100 KB. The file is read only up to the limit,
+  so a log or ``/dev/zero`` given by mistake is refused without being read.
+- ``MAX_DEPTH``, 32 levels of mappings and lists (the root mapping is level 1): the
+  deepest key a config has is 4 levels down (``hooks.0.headers.NAME``), so 32 leaves
+  strategy parameters ample room; it is also the nesting an ExecutionRecord's metadata
+  may have, and far from the 1,000 frames at which the recursive parsers, the
+  substitution and validation would fail.
+- ``MAX_CONFIG_VALUES``, 100,000 values once YAML aliases are expanded: a thousand
+  agents with ten keys each is about 20,000, and 100,000 are substituted and validated
+  in a fraction of a second. Aliases are measured on the parsed node graph, before any
+  value is built, so a bomb costs only its own size.
+
+A key given twice in one mapping is an error in every format (YAML and JSON would keep
+the last one silently); a YAML merge key (``<<: *base``) may still be overridden.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from collections.abc import Hashable
+from typing import Any
+
+import yaml
+
+MAX_CONFIG_BYTES = 1_048_576
+MAX_DEPTH = 32
+MAX_CONFIG_VALUES = 100_000
+
+TOO_DEEP = f"nested deeper than {MAX_DEPTH} levels"
+_MERGE = "tag:yaml.org,2002:merge"
+
+
+class ParseError(ValueError):
+    """Config text that parses, but breaks a limit or repeats a key (no position known)."""
+
+
+class _StrictYamlLoader(yaml.SafeLoader):
+    """SafeLoader (no tags, no code) that rejects repeated keys and enforces the limits."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        """Compose one node; a mapping or list past ``MAX_DEPTH`` stops the parse there."""
+        if not self.check_event(yaml.MappingStartEvent, yaml.SequenceStartEvent):
+            return super().compose_node(parent, index)
+        self.depth += 1
+        try:
+            if self.depth > MAX_DEPTH:
+                raise yaml.composer.ComposerError(None, None, TOO_DEEP,
+                                                  self.peek_event().start_mark)
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+    def construct_document(self, node: yaml.Node) -> Any:
+        """Measure the document with its aliases expanded before building any value."""
+        _expanded(node, 1, {}, set())
+        return super().construct_document(node)
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        own = sum(1 for key_node, _ in node.value if key_node.tag != _MERGE)
+        self.flatten_mapping(node)  # merged pairs first, then the mapping's own
+        merged = len(node.value) - own
+        built: dict[Any, Any] = {}
+        own_keys: set[Any] = set()
+        for position, (key_node, value_node) in enumerate(node.value):
+            key = self.construct_object(key_node, deep=deep)
+            if not isinstance(key, Hashable):
+                raise yaml.constructor.ConstructorError(
+                    None, None, "a mapping key must be a plain value", key_node.start_mark)
+            if position >= merged:
+                if key in own_keys:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"key {key!r} is given twice", key_node.start_mark)
+                own_keys.add(key)
+            built[key] = self.construct_object(value_node, deep=deep)
+        return built
+
+
+def _expanded(node: yaml.Node, level: int, seen: dict[int, tuple[int, int]],
+              open_nodes: set[int]) -> tuple[int, int]:
+    """(values, levels) of ``node`` as it would be built, every alias expanded.
+
+    Each distinct node is measured once (aliases share nodes), so this costs the size of
+    the text, not of the expansion; the recursion never goes past ``MAX_DEPTH``.
+    """
+    if isinstance(node, yaml.ScalarNode):
+        return 1, 0
+    key = id(node)
+    if key in open_nodes:
+        raise yaml.constructor.ConstructorError(
+            None, None, "an alias refers to itself (a loop)", node.start_mark)
+    if key not in seen:
+        if level > MAX_DEPTH:
+            raise yaml.constructor.ConstructorError(None, None, TOO_DEEP, node.start_mark)
+        open_nodes.add(key)
+        children = ([part for pair in node.value for part in pair]
+                    if isinstance(node, yaml.MappingNode) else node.value)
+        values, height = 1, 0
+        for child in children:
+            child_values, child_height = _expanded(child, level + 1, seen, open_nodes)
+            values, height = values + child_values, max(height, child_height)
+            if values > MAX_CONFIG_VALUES:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"aliases expand to more than {MAX_CONFIG_VALUES:,} values",
+                    node.start_mark)
+        open_nodes.discard(key)
+        seen[key] = (values, height + 1)
+    values, height = seen[key]
+    if level - 1 + height > MAX_DEPTH:
+        raise yaml.constructor.ConstructorError(None, None, TOO_DEEP, node.start_mark)
+    return values, height
+
+
+def _json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ParseError(f"key {key!r} is given twice")
+        out[key] = value
+    return out
+
+
+def too_deep_at(value: Any, level: int = 1, where: tuple[Any, ...] = ()
+                ) -> tuple[Any, ...] | None:
+    """The key path of a mapping or list nested past ``MAX_DEPTH``, or None."""
+    if not isinstance(value, dict | list):
+        return None
+    if level > MAX_DEPTH:
+        return where
+    items = value.items() if isinstance(value, dict) else enumerate(value)
+    for key, item in items:
+        found = too_deep_at(item, level + 1, (*where, key))
+        if found is not None:
+            return found
+    return None
+
+
+def parse(text: str, fmt: str) -> Any:
+    """Parse config text; ParseError (or the format's own error, with a position)."""
+    try:
+        if fmt == "YAML":
+            return yaml.load(text, Loader=_StrictYamlLoader)  # a SafeLoader: no tags, no code
+        data = (tomllib.loads(text) if fmt == "TOML"
+                else json.loads(text, object_pairs_hook=_json_object))
+    except RecursionError:  # the recursive TOML and JSON parsers, far past MAX_DEPTH
+        raise ParseError(TOO_DEEP) from None
+    where = too_deep_at(data)
+    if where is not None:
+        shown = ".".join(str(p) for p in where[:3])
+        raise ParseError(f"{shown}: {TOO_DEEP}" if shown else TOO_DEEP)
+    return data
