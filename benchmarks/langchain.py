@@ -23,7 +23,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.runnables import RunnableLambda
 from langchain_core.runnables.router import RouterRunnable
 
-from trustroute.integrations.langchain import RoutedRunnable
+from trustroute.integrations.langchain import RoutedRunnable, fixed_task_type
 from trustroute.router import AgentRouter
 from trustroute.router.trace import NoveltyCache, ReasoningTrace, evaluate_value
 
@@ -90,7 +90,8 @@ def _overhead() -> None:
     agent = RunnableLambda(lambda x: x)
     reference = RouterRunnable(runnables={"a": agent, "b": agent})
     with AgentRouter(agents=["a", "b"], store="mem://", seed=0) as router:
-        routed = RoutedRunnable(router=router, agents={"a": agent, "b": agent}, task_type="t")
+        routed = RoutedRunnable(router=router, agents={"a": agent, "b": agent},
+                                task_type=fixed_task_type("t"))
         def bookkeeping() -> None:
             router.record(router.select("t", acquire=True), success=True, latency_ms=1.0)
 

@@ -29,6 +29,24 @@ def failing(message: str = "boom") -> RunnableLambda:
     return RunnableLambda(fail)
 
 
+def failing_stream(message: str = "boom") -> RunnableGenerator:
+    """A streaming agent (sync and async) that raises ValueError(message) before any chunk."""
+
+    def gen(inputs: Iterator[Any]) -> Iterator[str]:
+        for _ in inputs:
+            pass
+        raise ValueError(message)
+        yield ""  # pragma: no cover - makes this a generator
+
+    async def agen(inputs: AsyncIterator[Any]) -> AsyncIterator[str]:
+        async for _ in inputs:
+            pass
+        raise ValueError(message)
+        yield ""  # pragma: no cover
+
+    return RunnableGenerator(gen, agen)
+
+
 def chat(text: str, *, usage: tuple[int, int] | None = None,
          repeat: int = 20) -> GenericFakeChatModel:
     """A fake chat model answering ``text`` (streamed word by word) ``repeat`` times."""

@@ -9,12 +9,16 @@ from typing import Any
 import pytest
 from cli_helpers import run
 from handoff_helpers import ScoredRetriever, faq_store
+from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
+from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import PromptTemplate
+from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableLambda
 from langchain_core.vectorstores import VectorStore
 from langchain_helpers import RunLog
 
+from trustroute.integrations.langchain import fixed_task_type
 from trustroute.integrations.langchain.handoff import (
     HandoffResult,
     HandoffRunnable,
@@ -70,7 +74,7 @@ def test_uncovered_question_fires_the_hooks_and_returns_a_handoff() -> None:
             confidence=CONFIDENCE,
             hooks=[CallableHook(fired.append, name="desk")],
             store=store,
-            task_type="cards",
+            task_type=fixed_task_type("cards"),
         )
         out = rag.invoke({"question": UNCOVERED, "user": "u-17"}, {"run_id": run_id})
         pending = store.repository(HandoffRepository).pending()
@@ -95,10 +99,12 @@ def test_handoff_rate_per_task_type_in_the_store_and_cli(
     config.write_text("store: surrealkv://db\nagents: [bot]\n", encoding="utf-8")
     with AgentRouter.from_config(config) as router:
         cards = HandoffRunnable(
-            faq_store(), echo_chain(), confidence=CONFIDENCE, router=router, task_type="cards"
+            faq_store(), echo_chain(), confidence=CONFIDENCE, router=router,
+            task_type=fixed_task_type("cards"),
         )
         topup = HandoffRunnable(
-            faq_store(), echo_chain(), confidence=CONFIDENCE, router=router, task_type="top-up"
+            faq_store(), echo_chain(), confidence=CONFIDENCE, router=router,
+            task_type=fixed_task_type("top-up"),
         )
         for question in (COVERED, UNCOVERED, "what is the weather on mars", COVERED):
             cards.invoke(question)
@@ -125,7 +131,7 @@ def test_retriever_with_scores_in_metadata() -> None:
     assert isinstance(rag.invoke(COVERED), str)
     assert isinstance(rag.invoke(UNCOVERED), HandoffResult)
     unscored = HandoffRunnable(store.as_retriever(), echo_chain(), confidence=CONFIDENCE)
-    with pytest.raises(ValueError, match="document 0 has no relevance score"):
+    with pytest.raises(ValueError, match="without relevance scores; pass the vector store"):
         unscored.invoke(COVERED)
 
 
@@ -244,3 +250,42 @@ def test_confidence_from_a_named_calibration_and_router_config() -> None:
 def test_bad_input(bad: Any, error: type[Exception]) -> None:
     with pytest.raises(error):
         HandoffRunnable(faq_store(), echo_chain(), confidence=CONFIDENCE).invoke(bad)
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+def test_text_output_composes_with_a_string_parser(mode: str) -> None:
+    fired: list[TransferRequest] = []
+    rag = HandoffRunnable(faq_store(), echo_chain(), confidence=CONFIDENCE,
+                          hooks=[fired.append], handoff_output="text")
+    chain = rag | StrOutputParser()
+
+    def call(question: str) -> Any:
+        return chain.invoke(question) if mode == "invoke" else asyncio.run(chain.ainvoke(question))
+
+    assert call(UNCOVERED).startswith("I'm not confident I can answer this correctly")
+    assert len(fired) == 1  # the hand-off itself still happens
+    assert call(COVERED).startswith("ANSWER<Q: my card has not arrived")
+    with pytest.raises(ValueError, match="handoff_output must be 'result' or 'text'"):
+        HandoffRunnable(faq_store(), echo_chain(), handoff_output="message")
+
+
+class PlainRetriever(BaseRetriever):
+    """A retriever whose documents carry no score at all."""
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        return [Document(page_content="Cards arrive within seven working days.")]
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+def test_a_retriever_without_scores_is_told_how_to_provide_them(mode: str) -> None:
+    def call(source: Any) -> Any:
+        rag = HandoffRunnable(source, echo_chain(), confidence=CONFIDENCE)
+        return rag.invoke(COVERED) if mode == "invoke" else asyncio.run(rag.ainvoke(COVERED))
+
+    with pytest.raises(ValueError, match=r"pass the vector store itself \(retriever\.vectorstore"):
+        call(faq_store().as_retriever())
+    with pytest.raises(ValueError, match=r"PlainRetriever returned document 0 without a relevance"
+                                         r" score.*score_key=.*or pass a vector store"):
+        call(PlainRetriever())

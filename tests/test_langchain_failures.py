@@ -14,7 +14,7 @@ import pytest
 from langchain_core.runnables import RunnableGenerator, RunnableLambda
 from langchain_helpers import RunLog, executions, failing, prefer, run, tagged, word_stream
 
-from trustroute.integrations.langchain import AllAgentsFailed, RoutedRunnable
+from trustroute.integrations.langchain import RoutedRunnable, fixed_task_type
 from trustroute.router import AgentRouter
 
 
@@ -25,7 +25,7 @@ def test_a_raising_agent_falls_back_and_both_outcomes_are_recorded(
     before = router.store.executions.count()
     a = failing("a is down") if mode in ("invoke", "ainvoke") else \
         RunnableGenerator(_broken_gen, _broken_agen)
-    routed = RoutedRunnable(router=router, task_type="code",
+    routed = RoutedRunnable(router=router, task_type=fixed_task_type("code"),
                             agents={"a": a, "b": tagged("b") if "invoke" in mode
                                     else word_stream("b")})
     assert run(routed, mode, "x") in ("b:x", "b0 b1 b2 ")
@@ -57,7 +57,7 @@ def test_the_fallback_is_a_separate_child_run(router: AgentRouter) -> None:
     prefer(router, "a", "code")
     log = RunLog()
     routed = RoutedRunnable(router=router, agents={"a": failing(), "b": tagged("b")},
-                            task_type="code")
+                            task_type=fixed_task_type("code"))
     routed.invoke("x", {"callbacks": [log]})
     (parent,) = log.named("RoutedRunnable")
     (run_a,), (run_b,) = log.named("a"), log.named("b")
@@ -66,39 +66,13 @@ def test_the_fallback_is_a_separate_child_run(router: AgentRouter) -> None:
     assert run_b["metadata"]["agent_id"] == "b"
 
 
-def test_when_every_agent_fails_the_error_lists_each(router: AgentRouter) -> None:
-    routed = RoutedRunnable(router=router, task_type="code",
-                            agents={"a": failing("disk full"), "b": failing("rate limited")})
-    with pytest.raises(AllAgentsFailed) as info:
-        routed.invoke("x")
-    err = info.value
-    assert set(err.errors) == {"a", "b"}
-    assert "a: ValueError: disk full" in str(err) and "b: ValueError: rate limited" in str(err)
-    assert isinstance(err.errors["a"], ValueError) and err.task_type == "code"
-    assert [e["success"] for e in executions(router)] == [False, False]
-    assert router.in_flight("a") == router.in_flight("b") == 0
-    with pytest.raises(AllAgentsFailed, match="disk full"):
-        asyncio.run(routed.ainvoke("x"))
-    assert router.store.executions.count() == 4
-
-
-def test_max_attempts_bounds_the_fallbacks() -> None:
-    with AgentRouter(agents=["a", "b", "c"], store="mem://", seed=0) as r:
-        routed = RoutedRunnable(router=r, task_type="t", max_attempts=2,
-                                agents={k: failing(k) for k in ("a", "b", "c")})
-        with pytest.raises(AllAgentsFailed, match="max_attempts=2") as info:
-            routed.invoke("x")
-        assert len(info.value.errors) == 2
-        assert r.store.executions.count() == 2
-
-
 def test_errors_outside_exceptions_to_handle_are_not_retried(router: AgentRouter) -> None:
     def interrupt(x: Any) -> Any:
         raise KeyError("not handled")
 
     routed = RoutedRunnable(router=router, agents={"a": RunnableLambda(interrupt),
                                                    "b": RunnableLambda(interrupt)},
-                            task_type="t", exceptions_to_handle=(ValueError,))
+                            task_type=fixed_task_type("t"), exceptions_to_handle=(ValueError,))
     with pytest.raises(KeyError):
         routed.invoke("x")
     assert router.store.executions.count() == 0  # not an outcome we judge: nothing recorded
@@ -116,7 +90,7 @@ def test_a_mid_stream_error_is_recorded_and_raised_without_fallback(
         yield "partial "
         raise ValueError("connection reset")
 
-    routed = RoutedRunnable(router=router, task_type="s",
+    routed = RoutedRunnable(router=router, task_type=fixed_task_type("s"),
                             agents={"a": RunnableGenerator(half), "b": word_stream("b")})
     got: list[str] = []
     with pytest.raises(ValueError, match="connection reset"):
@@ -132,7 +106,7 @@ def test_a_closed_sync_stream_releases_the_slot_and_records_nothing(
         router: AgentRouter) -> None:
     prefer(router, "a", "s")
     before = router.store.executions.count()
-    routed = RoutedRunnable(router=router, task_type="s",
+    routed = RoutedRunnable(router=router, task_type=fixed_task_type("s"),
                             agents={"a": word_stream("a", 50), "b": word_stream("b")})
     stream = routed.stream("x")
     assert next(stream) == "a0 "
@@ -161,7 +135,7 @@ def test_a_cancelled_async_stream_releases_the_slot(router: AgentRouter) -> None
     prefer(router, "a", "s")
     before = router.store.executions.count()
     gate = Gate()
-    routed = RoutedRunnable(router=router, task_type="s",
+    routed = RoutedRunnable(router=router, task_type=fixed_task_type("s"),
                             agents={"a": RunnableGenerator(gate.agen), "b": word_stream("b")})
 
     async def main() -> tuple[int, list[str]]:
@@ -187,7 +161,7 @@ def test_a_cancelled_async_stream_releases_the_slot(router: AgentRouter) -> None
 
 def test_an_abandoned_async_stream_releases_on_aclose(router: AgentRouter) -> None:
     prefer(router, "a", "s")
-    routed = RoutedRunnable(router=router, task_type="s",
+    routed = RoutedRunnable(router=router, task_type=fixed_task_type("s"),
                             agents={"a": word_stream("a", 50), "b": word_stream("b")})
 
     async def main() -> int:
@@ -209,7 +183,7 @@ def test_a_cancelled_ainvoke_releases_the_slot(router: AgentRouter) -> None:
         await asyncio.sleep(3600)
         return "never"
 
-    routed = RoutedRunnable(router=router, task_type="t",
+    routed = RoutedRunnable(router=router, task_type=fixed_task_type("t"),
                             agents={"a": RunnableLambda(lambda x: x, afunc=slow),
                                     "b": RunnableLambda(lambda x: x, afunc=slow)})
 
@@ -233,7 +207,7 @@ def test_an_evaluator_error_releases_the_slot(router: AgentRouter) -> None:
         raise RuntimeError("evaluator bug")
 
     routed = RoutedRunnable(router=router, agents={"a": tagged("a"), "b": tagged("b")},
-                            task_type="t", evaluator=broken)
+                            task_type=fixed_task_type("t"), evaluator=broken)
     with pytest.raises(RuntimeError, match="evaluator bug"):
         routed.invoke("x")
     assert router.in_flight("a") == router.in_flight("b") == 0
@@ -249,7 +223,7 @@ def test_async_recording_does_not_block_the_event_loop(router: AgentRouter) -> N
 
     router.store.executions.record = slow_record  # type: ignore[method-assign]
     routed = RoutedRunnable(router=router, agents={"a": tagged("a"), "b": tagged("b")},
-                            task_type="t")
+                            task_type=fixed_task_type("t"))
 
     async def main() -> tuple[str, int]:
         ticks = 0
@@ -284,7 +258,7 @@ def test_full_agents_make_callers_wait_instead_of_failing() -> None:
         return f"done:{x}"
 
     with AgentRouter(agents=[{"id": "solo", "max_concurrent": 2}], store="mem://") as r:
-        routed = RoutedRunnable(router=r, task_type="t",
+        routed = RoutedRunnable(router=r, task_type=fixed_task_type("t"),
                                 agents={"solo": RunnableLambda(lambda x: x, afunc=busy)})
         outputs = asyncio.run(routed.abatch([str(i) for i in range(8)]))
         assert outputs == [f"done:{i}" for i in range(8)]
@@ -297,7 +271,7 @@ def test_a_fallback_counts_as_one_contradiction_for_the_failed_agent(
     """The shared {"task_id", "attempt"} convention reaches the trust layer."""
     prefer(router, "a", "code")  # "a": 10 observations, no contradiction
     routed = RoutedRunnable(router=router, agents={"a": failing(), "b": tagged("b")},
-                            task_type="code")
+                            task_type=fixed_task_type("code"))
     assert routed.invoke("x") == "b:x"
     # 11 observations -> frequency base 0.85, minus 0.1 for the one contradiction
     assert router.trust("a", "code").frequency == pytest.approx(0.85 - 0.1)

@@ -12,7 +12,12 @@ from langchain_core.runnables import RunnableLambda
 from langchain_core.runnables.base import RunnableSerializable
 from langchain_helpers import chat, chunks, executions, prefer, run, tagged, word_stream
 
-from trustroute.integrations.langchain import AgentsMismatch, RoutedRunnable, TaskTypeError
+from trustroute.integrations.langchain import (
+    AgentsMismatch,
+    RoutedRunnable,
+    TaskTypeError,
+    fixed_task_type,
+)
 from trustroute.router import AgentRouter
 
 MODES = ["invoke", "batch", "stream", "ainvoke", "abatch", "astream", "astream_events"]
@@ -31,7 +36,7 @@ def test_every_path_returns_the_chosen_agents_output(router: AgentRouter, mode: 
                                                      best: str) -> None:
     prefer(router, best, "code")
     routed = RoutedRunnable(router=router, agents={"a": tagged("a"), "b": tagged("b")},
-                            task_type="code")
+                            task_type=fixed_task_type("code"))
     before = router.store.executions.count()
     assert run(routed, mode, "x") == f"{best}:x"
     assert router.store.executions.count() == before + 1
@@ -44,7 +49,7 @@ def test_every_path_returns_the_chosen_agents_output(router: AgentRouter, mode: 
 def test_streams_pass_chunks_through_unchanged(router: AgentRouter, mode: str) -> None:
     prefer(router, "b", "chat")
     routed = RoutedRunnable(router=router, agents={"a": word_stream("a"), "b": word_stream("b")},
-                            task_type="chat")
+                            task_type=fixed_task_type("chat"))
     assert chunks(routed, mode, "hi") == ["b0 ", "b1 ", "b2 "]
     assert router.store.executions.count() == 20 + 1
 
@@ -54,7 +59,7 @@ def test_fake_chat_models_as_agents(router: AgentRouter, mode: str) -> None:
     prefer(router, "a", "chat")
     routed = RoutedRunnable(router=router, agents={"a": chat("alpha says hi"),
                                                    "b": chat("beta says hi")},
-                            task_type="chat")
+                            task_type=fixed_task_type("chat"))
     if mode in ("stream", "astream"):
         parts = chunks(routed, mode, "hello")
         assert all(isinstance(c, AIMessageChunk) for c in parts) and len(parts) > 1
@@ -70,7 +75,7 @@ def test_fake_chat_models_as_agents(router: AgentRouter, mode: str) -> None:
 def test_batch_of_many_inputs_records_one_execution_each(router: AgentRouter) -> None:
     prefer(router, "a", "code")
     routed = RoutedRunnable(router=router, agents={"a": tagged("a"), "b": tagged("b")},
-                            task_type="code")
+                            task_type=fixed_task_type("code"))
     inputs = [str(i) for i in range(12)]
     assert routed.batch(inputs, {"max_concurrency": 3}) == [f"a:{i}" for i in inputs]
     assert router.store.executions.count() == 20 + 12
@@ -86,7 +91,7 @@ def test_batch_of_many_inputs_records_one_execution_each(router: AgentRouter) ->
 
 def test_task_type_fixed_key_or_callable(router: AgentRouter) -> None:
     agents = {"a": tagged("a"), "b": tagged("b")}
-    RoutedRunnable(router=router, agents=agents, task_type="code").invoke({"q": 1})
+    RoutedRunnable(router=router, agents=agents, task_type=fixed_task_type("code")).invoke({"q": 1})
     RoutedRunnable(router=router, agents=agents, task_type="kind").invoke(
         {"kind": "math", "q": 2})
     RoutedRunnable(router=router, agents=agents,
@@ -101,29 +106,29 @@ def test_task_type_fixed_key_or_callable(router: AgentRouter) -> None:
 
 def test_agents_must_match_the_router(router: AgentRouter) -> None:
     with pytest.raises(AgentsMismatch, match=r"no runnable given for router agent\(s\) \['b'\]"):
-        RoutedRunnable(router=router, agents={"a": tagged("a")}, task_type="t")
+        RoutedRunnable(router=router, agents={"a": tagged("a")}, task_type=fixed_task_type("t"))
     with pytest.raises(AgentsMismatch, match=r"does not know \['c'\]"):
         RoutedRunnable(router=router, agents={"a": tagged("a"), "b": tagged("b"),
-                                              "c": tagged("c")}, task_type="t")
+                                              "c": tagged("c")}, task_type=fixed_task_type("t"))
     with pytest.raises(ValueError, match="do not match"):  # also a ValueError
-        RoutedRunnable(router=router, agents={"x": tagged("x")}, task_type="t")
+        RoutedRunnable(router=router, agents={"x": tagged("x")}, task_type=fixed_task_type("t"))
     with pytest.raises(TypeError, match="task_type"):
         RoutedRunnable(router=router, agents={"a": tagged("a"), "b": tagged("b")},
                        task_type=3)
     with pytest.raises(TypeError, match="agents"):
-        RoutedRunnable(router=router, agents={}, task_type="t")
+        RoutedRunnable(router=router, agents={}, task_type=fixed_task_type("t"))
 
 
 def test_misspelt_options_are_rejected(router: AgentRouter) -> None:
     with pytest.raises(ValueError, match="evaluater"):
         RoutedRunnable(router=router, agents={"a": tagged("a"), "b": tagged("b")},
-                       task_type="t", evaluater=lambda i, o: True)
+                       task_type=fixed_task_type("t"), evaluater=lambda i, o: True)
 
 
 def test_plain_functions_are_coerced_to_runnables(router: AgentRouter) -> None:
     prefer(router, "b", "t")
     routed = RoutedRunnable(router=router, agents={"a": lambda x: x * 2, "b": lambda x: x * 3},
-                            task_type="t")
+                            task_type=fixed_task_type("t"))
     assert routed.invoke(2) == 6
     assert isinstance(routed.agents["a"], RunnableLambda)
 
@@ -133,7 +138,9 @@ def test_agents_missing_from_a_config_router(tmp_path: Any) -> None:
     config.write_text("store: 'mem://'\nagents: [fast, careful]\n")
     with AgentRouter.from_config(config) as r:
         with pytest.raises(AgentsMismatch, match="careful"):
-            RoutedRunnable(router=r, agents={"fast": tagged("fast")}, task_type="t")
+            RoutedRunnable(router=r, agents={"fast": tagged("fast")},
+                           task_type=fixed_task_type("t"))
         routed = RoutedRunnable(router=r, agents={"fast": tagged("fast"),
-                                                  "careful": tagged("careful")}, task_type="t")
+                                                  "careful": tagged("careful")},
+                                task_type=fixed_task_type("t"))
         assert routed.invoke("go") in ("fast:go", "careful:go")

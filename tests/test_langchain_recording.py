@@ -14,7 +14,7 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableLambda
 from langchain_helpers import chat, executions, prefer, tagged
 
-from trustroute.integrations.langchain import RoutedRunnable
+from trustroute.integrations.langchain import RoutedRunnable, fixed_task_type
 from trustroute.router import AgentRouter
 
 PRICED = [{"id": "gpt", "price_per_1k_input_tokens": 0.5, "price_per_1k_output_tokens": 1.5},
@@ -29,7 +29,7 @@ def priced() -> Any:
 
 
 def test_cost_is_tokens_times_the_agents_prices(priced: AgentRouter) -> None:
-    routed = RoutedRunnable(router=priced, task_type="t",
+    routed = RoutedRunnable(router=priced, task_type=fixed_task_type("t"),
                             agents={"gpt": chat("hello", usage=(1200, 300)),
                                     "cheap": tagged("cheap")})
     routed.invoke("hi")
@@ -44,7 +44,7 @@ def test_cost_is_tokens_times_the_agents_prices(priced: AgentRouter) -> None:
 def test_cost_through_a_chain_ending_in_a_string_parser(priced: AgentRouter) -> None:
     prompt = ChatPromptTemplate.from_messages([("human", "{q}")])
     agent = prompt | chat("forty-two", usage=(100, 20)) | StrOutputParser()
-    routed = RoutedRunnable(router=priced, task_type="t",
+    routed = RoutedRunnable(router=priced, task_type=fixed_task_type("t"),
                             agents={"gpt": agent, "cheap": tagged("cheap")})
     assert routed.invoke({"q": "meaning?"}) == "forty-two"
     assert executions(priced)[-1]["cost"] == pytest.approx(0.1 * 0.5 + 0.02 * 1.5)
@@ -53,7 +53,7 @@ def test_cost_through_a_chain_ending_in_a_string_parser(priced: AgentRouter) -> 
 def test_cost_from_an_ai_message_built_without_a_model(priced: AgentRouter) -> None:
     made = RunnableLambda(lambda x: AIMessage(content="ok", usage_metadata={
         "input_tokens": 2000, "output_tokens": 0, "total_tokens": 2000}))
-    routed = RoutedRunnable(router=priced, task_type="t",
+    routed = RoutedRunnable(router=priced, task_type=fixed_task_type("t"),
                             agents={"gpt": made, "cheap": tagged("cheap")})
     routed.invoke("x")
     assert executions(priced)[-1]["cost"] == pytest.approx(1.0)
@@ -64,7 +64,7 @@ def test_history_messages_in_the_input_are_not_charged_again(priced: AgentRouter
         "input_tokens": 9000, "output_tokens": 9000, "total_tokens": 18000})
     echo = RunnableLambda(lambda msgs: [*msgs, AIMessage(content="new", usage_metadata={
         "input_tokens": 1000, "output_tokens": 0, "total_tokens": 1000})])
-    routed = RoutedRunnable(router=priced, task_type="t",
+    routed = RoutedRunnable(router=priced, task_type=fixed_task_type("t"),
                             agents={"gpt": echo, "cheap": tagged("cheap")})
     routed.invoke([HumanMessage(content="hi"), old])
     assert executions(priced)[-1]["cost"] == pytest.approx(0.5)
@@ -72,14 +72,14 @@ def test_history_messages_in_the_input_are_not_charged_again(priced: AgentRouter
 
 def test_no_prices_or_no_usage_fall_back_to_cost_per_call(priced: AgentRouter) -> None:
     prefer(priced, "cheap", "u")
-    routed = RoutedRunnable(router=priced, task_type="u",
+    routed = RoutedRunnable(router=priced, task_type=fixed_task_type("u"),
                             agents={"gpt": chat("x", usage=(10, 10)),
                                     "cheap": chat("y", usage=(500, 500))})
     routed.invoke("q")
     assert executions(priced)[-1]["agent_id"] == "cheap"
     assert executions(priced)[-1]["cost"] == pytest.approx(0.01)  # no token prices
     prefer(priced, "gpt", "v")
-    RoutedRunnable(router=priced, task_type="v",
+    RoutedRunnable(router=priced, task_type=fixed_task_type("v"),
                    agents={"gpt": tagged("gpt"), "cheap": tagged("cheap")}).invoke("q")
     assert executions(priced)[-1].get("cost") is None  # priced agent, but no usage reported
 
@@ -89,7 +89,7 @@ def test_latency_is_the_agents_time(router: AgentRouter) -> None:
         time.sleep(0.05)
         return x
 
-    routed = RoutedRunnable(router=router, task_type="t",
+    routed = RoutedRunnable(router=router, task_type=fixed_task_type("t"),
                             agents={"a": RunnableLambda(slow), "b": RunnableLambda(slow)})
     routed.invoke("x")
     latency = executions(router)[-1]["latency_ms"]
@@ -105,11 +105,12 @@ def test_evaluator_verdicts(router: AgentRouter) -> None:
         seen.append((i, o))
         return o.endswith("good")
 
-    routed = RoutedRunnable(router=router, agents=agents, task_type="t", evaluator=judge)
+    routed = RoutedRunnable(router=router, agents=agents, task_type=fixed_task_type("t"),
+                            evaluator=judge)
     assert routed.invoke("good") == "a:good"
     assert routed.invoke("bad") == "a:bad"  # a wrong answer is returned, recorded as failure
     assert seen == [("good", "a:good"), ("bad", "a:bad")]
-    scored = RoutedRunnable(router=router, agents=agents, task_type="t",
+    scored = RoutedRunnable(router=router, agents=agents, task_type=fixed_task_type("t"),
                             evaluator=lambda i, o: 0.3 if i == "low" else 0.8)
     scored.invoke("low")
     scored.invoke("high")
@@ -126,12 +127,13 @@ def test_async_evaluator_and_bad_verdicts(router: AgentRouter) -> None:
         await asyncio.sleep(0)
         return 0.9
 
-    routed = RoutedRunnable(router=router, agents=agents, task_type="t", evaluator=judge)
+    routed = RoutedRunnable(router=router, agents=agents, task_type=fixed_task_type("t"),
+                            evaluator=judge)
     asyncio.run(routed.ainvoke("x"))
     assert executions(router)[-1]["quality"] == pytest.approx(0.9)
     with pytest.raises(TypeError, match="async"):
         routed.invoke("x")
-    bad = RoutedRunnable(router=router, agents=agents, task_type="t",
+    bad = RoutedRunnable(router=router, agents=agents, task_type=fixed_task_type("t"),
                          evaluator=lambda i, o: 1.7)
     with pytest.raises(ValueError, match=r"bool or a number in \[0, 1\], got 1.7"):
         bad.invoke("x")

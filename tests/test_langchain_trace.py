@@ -3,7 +3,9 @@ model and real tools), and RoutedRunnable(quality="trace") recording the trace s
 
 from __future__ import annotations
 
+import asyncio
 import itertools
+import warnings
 from typing import Any
 
 import pytest
@@ -14,7 +16,12 @@ from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import ToolException, tool
 from langchain_helpers import executions, failing, prefer
 
-from trustroute.integrations.langchain import RoutedRunnable, TraceCollector
+from trustroute.integrations.langchain import (
+    RoutedRunnable,
+    TraceCollector,
+    TraceQualityWarning,
+    fixed_task_type,
+)
 from trustroute.router import AgentRouter
 from trustroute.router.trace import NoveltyCache, evaluate_value
 
@@ -116,7 +123,7 @@ def test_an_error_passing_through_enclosing_runs_is_one_step_naming_the_tool() -
 def test_quality_trace_records_the_trace_score() -> None:
     with AgentRouter(agents=["tools", "plain"], store="mem://", seed=0) as r:
         prefer(r, "tools", "code")
-        routed = RoutedRunnable(router=r, task_type="code", quality="trace",
+        routed = RoutedRunnable(router=r, task_type=fixed_task_type("code"), quality="trace",
                                 agents={"tools": react(*ADD_THEN_MUL), "plain": failing()})
         routed.invoke({"messages": [("user", "compute 3*4")]})
         # thought, add, obs, mul, obs, thought: C = .5·3/4 + .2·6/20 = .435; D = 1; O = 1;
@@ -130,7 +137,7 @@ def test_quality_trace_uses_novelty_from_the_embedder() -> None:
     with AgentRouter(agents=["tools", "plain"], store="mem://", seed=0) as r:
         prefer(r, "tools", "code")
         cache = NoveltyCache()
-        routed = RoutedRunnable(router=r, task_type="code", quality="trace",
+        routed = RoutedRunnable(router=r, task_type=fixed_task_type("code"), quality="trace",
                                 embedder=DeterministicFakeEmbedding(size=64),
                                 novelty_cache=cache,
                                 agents={"tools": react(*ADD_THEN_MUL), "plain": failing()})
@@ -146,9 +153,10 @@ def test_quality_trace_of_a_plain_runnable_and_of_failures() -> None:
     with AgentRouter(agents=["a", "b"], store="mem://", seed=0) as r:
         prefer(r, "a", "chat")
         model = GenericFakeChatModel(messages=itertools.cycle([AIMessage(content="hi")]))
-        routed = RoutedRunnable(router=r, task_type="chat", quality="trace",
+        routed = RoutedRunnable(router=r, task_type=fixed_task_type("chat"), quality="trace",
                                 agents={"a": failing(), "b": model})
-        routed.invoke("hello")
+        with pytest.warns(TraceQualityWarning, match="single thought"):
+            routed.invoke("hello")
         failure, success = executions(r)[-2:]
         assert (failure["success"], failure["quality"]) == (False, 0.0)
         # a single thought: the override gives exactly 0.1
@@ -162,3 +170,24 @@ def test_collected_trace_scores_like_a_hand_built_one() -> None:
                             objective="x")
     # finance: .20/.25/.10/.45 with C .435, N .5, D 1, O .5
     assert evaluate_value(trace) == pytest.approx(0.435 * .2 + .5 * .25 + .1 + .5 * .45)
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+def test_quality_trace_warns_once_when_every_run_is_a_single_thought(mode: str) -> None:
+    with AgentRouter(agents=["a", "b"], store="mem://", seed=0) as r:
+        prefer(r, "a", "chat")
+        model = GenericFakeChatModel(messages=itertools.cycle([AIMessage(content="hi")]))
+        routed = RoutedRunnable(router=r, task_type=fixed_task_type("chat"), quality="trace",
+                                agents={"a": model, "b": failing()})
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")  # our own once-per-runnable, not the registry
+            for _ in range(3):
+                routed.invoke("hello") if mode == "invoke" else asyncio.run(routed.ainvoke("hello"))
+        (warning,) = [w for w in caught if "single thought" in str(w.message)]
+        text = str(warning.message)
+        assert "agent 'a'" in text and "scores 0.1" in text and "evaluator=" in text
+        assert [e["quality"] for e in executions(r)[-3:]] == pytest.approx([0.1] * 3)
+        other = RoutedRunnable(router=r, task_type=fixed_task_type("chat"), quality="trace",
+                               agents={"a": model, "b": failing()})
+        with pytest.warns(UserWarning, match="single thought"):  # once per runnable
+            other.invoke("hello")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from langchain_core.runnables import RunnableLambda
 
-from trustroute.integrations.langchain import RoutedRunnable
+from trustroute.integrations.langchain import RoutedRunnable, fixed_task_type
 from trustroute.router import AgentRouter
 from trustroute.router.trust.scores import Tier, frequency_score
 
@@ -18,7 +18,7 @@ def test_fallback_rescues_are_contradictions_and_end_in_deprecation(
     def down(x: str) -> str:
         raise ValueError("a is down")
 
-    routed = RoutedRunnable(router=router, task_type="code",
+    routed = RoutedRunnable(router=router, task_type=fixed_task_type("code"),
                             agents={"a": RunnableLambda(down),
                                     "b": RunnableLambda(lambda x: f"b:{x}")})
     for i in range(12):

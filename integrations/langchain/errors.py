@@ -22,8 +22,19 @@ class AgentsMismatch(RouterError, ValueError):
         super().__init__("RoutedRunnable agents do not match the router: " + "; ".join(parts))
 
 
+_ATTACHED = "trustroute_all_agents_failed"  # where ``attach`` keeps the summary
+
+
 class AllAgentsFailed(RouterError):
-    """Every agent tried on one task raised; ``errors`` maps agent id to its exception."""
+    """Every agent tried on one task raised; ``errors`` maps agent id to its exception,
+    in the order tried.
+
+    ``RoutedRunnable`` does not raise this type: like LangChain's
+    ``RunnableWithFallbacks`` it raises the first agent's own exception, so ``except``
+    clauses and ``with_retry(retry_if_exception_type=...)`` keyed on a provider's error
+    keep working. The summary is attached to that exception: its text as a note (shown
+    in the traceback) and the object itself through ``AllAgentsFailed.of(error)``.
+    """
 
     def __init__(self, task_type: str, errors: Mapping[str, BaseException],
                  detail: str = "") -> None:
@@ -33,6 +44,25 @@ class AllAgentsFailed(RouterError):
         head = (f"all {len(self.errors)} agent(s) tried for task type {task_type!r} failed"
                 + (f" ({detail})" if detail else ""))
         super().__init__("\n".join([head + ":", *lines]))
+
+    def attach(self) -> BaseException:
+        """The first agent's exception, carrying this summary; this summary itself when
+        no agent was tried."""
+        if not self.errors:
+            return self
+        first = next(iter(self.errors.values()))
+        setattr(first, _ATTACHED, self)
+        first.add_note(str(self))
+        return first
+
+    @classmethod
+    def of(cls, error: BaseException) -> AllAgentsFailed | None:
+        """The summary attached to ``error`` by a RoutedRunnable whose agents all failed
+        (None for any other error)."""
+        if isinstance(error, cls):
+            return error
+        attached = getattr(error, _ATTACHED, None)
+        return attached if isinstance(attached, cls) else None
 
 
 class TaskTypeError(RouterError, ValueError):

@@ -2,10 +2,15 @@
 
 ```python
 rag = HandoffRunnable(vectorstore, prompt | llm, confidence=RetrievalConfidence(...),
-                      hooks=[WebhookHook(url)], router=router, task_type="billing")
+                      hooks=[WebhookHook(url)], router=router,
+                      task_type=fixed_task_type("billing"))
 out = rag.invoke("Can I pay my card bill in Bitcoin?")
 if isinstance(out, HandoffResult): ...   # handed over; out.message is what the user sees
 ```
+
+``task_type`` reads as in ``RoutedRunnable`` (a string is a key of the input mapping;
+default ``fixed_task_type("rag")``). ``handoff_output="text"`` returns a hand-off's
+message as a string, so the runnable composes with ``StrOutputParser``.
 
 Retrieval carries relevance scores: a vector store is searched with
 ``similarity_search_with_relevance_scores`` (or ``similarity_search_with_score`` mapped by
@@ -24,7 +29,7 @@ import asyncio
 import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 from uuid import UUID
 
 from langchain_core.callbacks import AsyncCallbackManagerForChainRun, CallbackManagerForChainRun
@@ -35,6 +40,7 @@ from langchain_core.runnables.base import coerce_to_runnable
 from langchain_core.vectorstores import InMemoryVectorStore
 from pydantic import BaseModel, ConfigDict, Field
 
+from trustroute.integrations.langchain.task import TaskTypeSpec, fixed_task_type, resolve_task_type
 from trustroute.profiles.store.handoffs import HandoffRepository
 from trustroute.router.handoff.confidence import ConfidenceResult, RetrievalConfidence
 from trustroute.router.handoff.inputs import SCORE_KEYS
@@ -49,6 +55,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 QUERY_KEYS = ("question", "query", "input")
+DEFAULT_TASK_TYPE = fixed_task_type("rag")
+HANDOFF_OUTPUTS = ("result", "text")
 
 
 class HandoffResult(BaseModel):
@@ -105,7 +113,7 @@ class HandoffRunnable(Runnable[Any, Any]):
         hooks: Sequence[Any] | TransferDispatcher | None = None,
         router: AgentRouter | None = None,
         store: Store | None = None,
-        task_type: str | Callable[[Any], str] = "rag",
+        task_type: TaskTypeSpec = DEFAULT_TASK_TYPE,
         k: int = 4,
         search_kwargs: Mapping[str, Any] | None = None,
         score_key: str | None = None,
@@ -114,9 +122,16 @@ class HandoffRunnable(Runnable[Any, Any]):
         input_key: str | None = None,
         message: str | None = None,
         name: str | None = None,
+        handoff_output: Literal["result", "text"] = "result",
     ) -> None:
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
+        if handoff_output not in HANDOFF_OUTPUTS:
+            raise ValueError(f"handoff_output must be 'result' or 'text', got {handoff_output!r}")
+        if not ((isinstance(task_type, str) and task_type) or callable(task_type)):
+            raise TypeError("task_type must be a non-empty string (the input key holding the "
+                            "task type), a callable of the input, or fixed_task_type(name), "
+                            f"got {task_type!r}")
         self.source = retriever_or_vectorstore
         self.answer_chain = coerce_to_runnable(answer_chain)
         self.store = store if store is not None else (router.store if router else None)
@@ -133,6 +148,7 @@ class HandoffRunnable(Runnable[Any, Any]):
             router.transfer.settings.message if router and router.transfer else None
         )
         self.name = name or "HandoffRunnable"
+        self.handoff_output = handoff_output
 
     # -- construction helpers --------------------------------------------------------
     def _resolve_confidence(self, given: Any, router: AgentRouter | None) -> RetrievalConfidence:
@@ -162,7 +178,7 @@ class HandoffRunnable(Runnable[Any, Any]):
         return None  # the HandoffResult goes back to the caller, who is the hand-off
 
     def _task_type(self, input_: Any) -> str:
-        return self.task_type(input_) if callable(self.task_type) else self.task_type
+        return resolve_task_type(self.task_type, input_)
 
     # -- retrieval -------------------------------------------------------------------
     def _search(self, asynchronous: bool) -> Callable[..., Any] | None:
@@ -193,9 +209,23 @@ class HandoffRunnable(Runnable[Any, Any]):
         for key in keys:
             if key in doc.metadata:
                 return float(doc.metadata[key])
-        raise ValueError(
-            f"retrieved document {index} has no relevance score in its metadata (looked for "
-            f"{', '.join(keys)}); retrieve from a vector store or set score_key"
+        raise self._no_score(index, keys)
+
+    def _no_score(self, index: int, keys: Sequence[str]) -> ValueError:
+        """What to do about a retriever whose documents carry no relevance score."""
+        name, store = type(self.source).__name__, getattr(self.source, "vectorstore", None)
+        if store is not None:  # vectorstore.as_retriever(): the store itself has the scores
+            return ValueError(
+                f"{name} over {type(store).__name__} returns documents without relevance "
+                "scores; pass the vector store itself (retriever.vectorstore, with k= and "
+                "search_kwargs=), which HandoffRunnable searches with relevance scores"
+            )
+        return ValueError(
+            f"{name} returned document {index} without a relevance score in its metadata "
+            f"(looked for {', '.join(keys)}). HandoffRunnable needs one per document: use a "
+            "retriever that writes it into each document's metadata (rerankers write "
+            "'relevance_score'; name another key with score_key=), or pass a vector store "
+            "instead of a retriever (searched with relevance scores)"
         )
 
     def _no_relevance(self) -> ValueError:
@@ -263,7 +293,9 @@ class HandoffRunnable(Runnable[Any, Any]):
         result: ConfidenceResult,
         docs: list[Document],
         outcome: TransferOutcome | None,
-    ) -> HandoffResult:
+    ) -> HandoffResult | str:
+        """The hand-off as returned: the ``HandoffResult``, or its message with
+        ``handoff_output="text"``."""
         human = None
         if outcome is not None and self.dispatcher is not None:
             answering = {
@@ -274,7 +306,7 @@ class HandoffRunnable(Runnable[Any, Any]):
             for name, response in outcome.responses.items():
                 if name in answering:
                     human = response
-        return HandoffResult(
+        handed = HandoffResult(
             message=self.message or message("handoff_message", self.confidence.locale),
             reason=request.reason,
             confidence=result.confidence,
@@ -283,6 +315,7 @@ class HandoffRunnable(Runnable[Any, Any]):
             outcome=outcome,
             human_response=human,
         )
+        return handed.message if self.handoff_output == "text" else handed
 
     def _record(
         self,

@@ -13,12 +13,17 @@ import inspect
 import math
 import threading
 import time
+import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForChainRun,
+    BaseCallbackHandler,
+    CallbackManagerForChainRun,
+)
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import LLMResult
 from langchain_core.runnables import Runnable, RunnableConfig, patch_config
@@ -28,11 +33,32 @@ from trustroute.integrations.langchain.task import RoutedTask
 from trustroute.router.agents import AgentSpec
 from trustroute.router.decision import RoutingDecision
 from trustroute.router.trace import ReasoningTrace, aevaluate_value, evaluate_value
+from trustroute.router.trace.value import SINGLE_THOUGHT_SCORE
 
 if TYPE_CHECKING:
     from trustroute.integrations.langchain.runnable import RoutedRunnable
 
 _SCAN_DEPTH = 4
+RunManager = CallbackManagerForChainRun | AsyncCallbackManagerForChainRun
+
+
+class TraceQualityWarning(UserWarning):
+    """``quality="trace"`` is recording a score that cannot tell runs apart."""
+
+
+def single_thought_warning(agent_id: str) -> TraceQualityWarning:
+    """Why a run that is one thought step makes trace scoring useless, and what to do."""
+    return TraceQualityWarning(
+        f"RoutedRunnable(quality='trace'): agent {agent_id!r}'s run was a single thought "
+        "(one model answer, no tool call, retrieval or error), and a single thought scores "
+        f"{SINGLE_THOUGHT_SCORE} by design, so every such run records quality "
+        f"{SINGLE_THOUGHT_SCORE} whatever its answer. Trace scoring is for agents that use "
+        "tools or retrieval; for a plain model or chain pass evaluator= (a bool or a number "
+        "in [0, 1] per output) instead of quality='trace'. (Warned once per RoutedRunnable.)")
+
+
+def _single_thought(trace: ReasoningTrace) -> bool:
+    return len(trace.steps) == 1 and trace.steps[0].type == "thought"
 
 
 def ai_messages(value: Any, depth: int = _SCAN_DEPTH) -> Iterator[AIMessage]:
@@ -136,22 +162,25 @@ def objective_text(input_: Any) -> str:
 @dataclass(slots=True)
 class Attempt:
     """One agent's try at a task: its decision, the config of its child run, the
-    collectors on that run and the time spent inside the agent; records its outcome."""
+    collectors on that run and the time spent inside the agent; records its outcome and,
+    on success, credits the agent in the routed run's metadata (``parent``)."""
 
     routed: RoutedRunnable
     task: RoutedTask
     decision: RoutingDecision
     spec: AgentSpec
     config: RunnableConfig
+    parent: RunManager
     usage: UsageCollector | None  # only for an agent with token prices
     trace: TraceCollector | None  # only with quality="trace"
     seconds: float = 0.0
 
     @classmethod
     def start(cls, routed: RoutedRunnable, task: RoutedTask, decision: RoutingDecision,
-              config: RunnableConfig, callbacks: BaseCallbackManager) -> Attempt:
-        """The attempt of ``decision``: a child run named after the agent, under
-        ``callbacks``; no collector at all keeps a plain call cheap."""
+              config: RunnableConfig, parent: RunManager) -> Attempt:
+        """The attempt of ``decision``: a child run of ``parent`` named after the agent;
+        no collector at all keeps a plain call cheap."""
+        callbacks = parent.get_child()
         spec = routed.router.agent(decision.agent_id)
         priced = spec.price_per_1k_input_tokens is not None or \
             spec.price_per_1k_output_tokens is not None
@@ -162,7 +191,7 @@ class Attempt:
                 callbacks.add_handler(handler, inherit=True)
         child = task.run_config(patch_config(config, callbacks=callbacks,
                                              run_name=decision.agent_id), decision)
-        return cls(routed, task, decision, spec, child, usage, trace)
+        return cls(routed, task, decision, spec, child, parent, usage, trace)
 
     @property
     def agent(self) -> Runnable[Any, Any]:
@@ -192,6 +221,7 @@ class Attempt:
                                      cache=routed.novelty_cache, weights=routed.trace_weights)
         routed.router.record(self.decision, success=success, quality=quality,
                              **self._fields(output))
+        self._credit()
 
     async def asucceeded(self, output: Any) -> None:
         """Async ``succeeded``: the database write runs off the event loop."""
@@ -206,6 +236,7 @@ class Attempt:
                                             weights=routed.trace_weights)
         await routed.router.arecord(self.decision, success=success, quality=quality,
                                     **self._fields(output))
+        self._credit()
 
     def failed(self, error: BaseException) -> None:
         """Record an attempt whose agent raised ``error`` (tokens spent still cost)."""
@@ -216,6 +247,11 @@ class Attempt:
         """Async ``failed``."""
         await self.routed.router.arecord(self.decision, success=False, **self._fields(None))
         self.task.failed(self.decision, error)
+
+    def _credit(self) -> None:
+        """The routed run's metadata names this agent as the one whose output it returns:
+        tracers read it when the run ends (its start precedes the choice of agent)."""
+        self.parent.metadata.update(self.task.credit(self.decision))
 
     def _evaluate(self, output: Any) -> Any:
         """The evaluator's verdict (maybe awaitable); without one, success is "returned
@@ -233,7 +269,10 @@ class Attempt:
                ) -> ReasoningTrace | None:
         if self.trace is None or not success:
             return None  # a failed run records quality 0, whatever its trace looked like
-        return self.trace.trace(success=True, confidence=1.0 if quality is None else quality,
-                                objective=objective_text(self.task.input),
-                                task_domain=self.task.task_type,
-                                result_summary=objective_text(output))
+        trace = self.trace.trace(success=True, confidence=1.0 if quality is None else quality,
+                                 objective=objective_text(self.task.input),
+                                 task_domain=self.task.task_type,
+                                 result_summary=objective_text(output))
+        if _single_thought(trace) and self.routed._first_single_thought():
+            warnings.warn(single_thought_warning(self.decision.agent_id), stacklevel=2)
+        return trace

@@ -1,13 +1,16 @@
 """``RoutedRunnable``: a LangChain Runnable that routes each input to the best agent and
 records how it went.
 
-Each invocation is one task: its type comes from ``task_type``, the router chooses an
-agent (taking an in-flight slot), the agent runs as a child run named after its id, and
-the outcome (success, quality, latency, token cost) is recorded. When the agent raises,
-the failure is recorded and the next-best agent not yet tried gets the task, up to
-``max_attempts``; when every attempt fails, ``AllAgentsFailed`` lists each agent's error.
-A stream falls back only before its first chunk (after that the caller already holds
-output from that agent), so a mid-stream error is recorded and re-raised.
+Each invocation is one task and one run: inside it the task type is read from the input
+(``task_type``), the router chooses an agent (taking an in-flight slot), the agent runs
+as a child run named after its id, and the outcome (success, quality, latency, token
+cost) is recorded. A task type that cannot be read or an agent that cannot be chosen is
+therefore the run's error, seen by tracers. When the agent raises, the failure is
+recorded and the next-best agent not yet tried gets the task, up to ``max_attempts``;
+when every attempt fails, the first agent's own exception is raised (as LangChain's
+fallbacks do) with the others attached (``AllAgentsFailed.of``). A stream falls back
+only before its first chunk (after that the caller already holds output from that
+agent), so a mid-stream error is recorded and re-raised.
 
 The in-flight slot is released on every path: success, failure, exception in the
 evaluator, a closed generator, or a cancelled task. A cancelled or abandoned run records
@@ -15,9 +18,10 @@ nothing: whether the agent would have succeeded is unknown. Async paths never wa
 the database on the event loop (``router.aselect`` is in-memory, ``router.arecord``
 writes from a worker thread).
 
-Run metadata: the RoutedRunnable's own run carries the first routing decision; each
-agent's child run carries its own (task_type, task_id, agent_id, decision_id, score,
-attempt), and so does every run nested inside it.
+Run metadata: the RoutedRunnable's own run starts with the task's task_type and task_id
+and, when it ends, credits the agent whose output it returns (agent_id, decision_id,
+score, attempt); each agent's child run carries its own attempt's, and so does every run
+nested inside it.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from langchain_core.callbacks import (
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableSerializable
 from langchain_core.runnables.base import coerce_to_runnable
 from langchain_core.runnables.utils import ConfigurableFieldSpec, get_unique_config_specs
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
 from trustroute.integrations.langchain.errors import AgentsMismatch
 from trustroute.integrations.langchain.recording import Attempt
@@ -60,8 +64,9 @@ async def _aiter_one(value: Any) -> AsyncIterator[Any]:
 class RoutedRunnable(RunnableSerializable[Any, Any]):
     """Route each input to one of ``agents`` with ``router``; learn from every run.
 
-    ``task_type`` is a fixed string, the key of a dict input holding the task type (a
-    string key present in the input wins over the literal), or a callable of the input.
+    ``task_type`` is the key of the input mapping that holds the task type (a missing
+    key is a ``TaskTypeError``), a callable of the input, or ``fixed_task_type("code")``
+    for the same task type on every input.
     ``evaluator(input, output) -> bool | float`` judges outputs (a float is the
     quality, a success at ``success_threshold`` or above); ``quality="trace"`` records
     the run's trace score as quality instead. ``max_attempts`` (default: every agent)
@@ -82,6 +87,7 @@ class RoutedRunnable(RunnableSerializable[Any, Any]):
     capacity_timeout: float | None = Field(default=30.0, ge=0.0)
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+    _single_thought_seen: bool = PrivateAttr(default=False)
 
     def __init__(self, **data: Any) -> None:
         super().__init__(**data)
@@ -102,8 +108,9 @@ class RoutedRunnable(RunnableSerializable[Any, Any]):
     def _check_task_type(cls, value: Any) -> Any:
         if (isinstance(value, str) and value) or callable(value):
             return value
-        raise TypeError("task_type must be a non-empty string (a fixed task type or a key "
-                        f"of a dict input) or a callable of the input, got {value!r}")
+        raise TypeError("task_type must be a non-empty string (the input key holding the "
+                        "task type), a callable of the input, or fixed_task_type(name), "
+                        f"got {value!r}")
 
     @field_validator("embedder")
     @classmethod
@@ -119,23 +126,32 @@ class RoutedRunnable(RunnableSerializable[Any, Any]):
             spec for agent in self.agents.values() for spec in agent.config_specs)
 
     def _task(self, input_: Any) -> RoutedTask:
-        return RoutedTask(self.router, input_, resolve_task_type(self.task_type, input_),
+        """The task of ``input_``. A task type that cannot be read is kept as the task's
+        ``problem``: the run raises it once started, so tracers record the error."""
+        try:
+            task_type, problem = resolve_task_type(self.task_type, input_), None
+        except Exception as exc:
+            task_type, problem = "", exc
+        return RoutedTask(self.router, input_, task_type, problem=problem,
                           max_attempts=self.max_attempts or len(self.agents),
                           timeout=self.capacity_timeout)
+
+    def _first_single_thought(self) -> bool:
+        """True the first time a run of this runnable scores as a single thought."""
+        first, self._single_thought_seen = not self._single_thought_seen, True
+        return first
 
     # -- invoke ----------------------------------------------------------------------
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         """Run the input on the chosen agent (falling back on errors); record the outcome."""
         with self._task(input) as task:
-            config = task.run_config(config, task.next())
             return self._call_with_config(partial(self._invoke_task, task=task), input,
-                                          config, **kwargs)
+                                          task.run_config(config), **kwargs)
 
     def _invoke_task(self, input_: Any, run_manager: CallbackManagerForChainRun,
                      config: RunnableConfig, *, task: RoutedTask, **kwargs: Any) -> Any:
         while True:
-            attempt = Attempt.start(self, task, task.current or task.next(), config,
-                                    run_manager.get_child())
+            attempt = Attempt.start(self, task, task.next(), config, run_manager)
             try:
                 with attempt.timed():
                     output = attempt.agent.invoke(input_, attempt.config, **kwargs)
@@ -149,16 +165,14 @@ class RoutedRunnable(RunnableSerializable[Any, Any]):
                       **kwargs: Any) -> Any:
         """Async ``invoke``."""
         with self._task(input) as task:
-            config = task.run_config(config, await task.anext())
             return await self._acall_with_config(partial(self._ainvoke_task, task=task),
-                                                 input, config, **kwargs)
+                                                 input, task.run_config(config), **kwargs)
 
     async def _ainvoke_task(self, input_: Any, run_manager: AsyncCallbackManagerForChainRun,
                             config: RunnableConfig, *, task: RoutedTask,
                             **kwargs: Any) -> Any:
         while True:
-            attempt = Attempt.start(self, task, task.current or await task.anext(), config,
-                                    run_manager.get_child())
+            attempt = Attempt.start(self, task, await task.anext(), config, run_manager)
             try:
                 with attempt.timed():
                     output = await attempt.agent.ainvoke(input_, attempt.config, **kwargs)
@@ -173,17 +187,16 @@ class RoutedRunnable(RunnableSerializable[Any, Any]):
                **kwargs: Any) -> Iterator[Any]:
         """Stream the chosen agent's chunks; falls back only before the first chunk."""
         with self._task(input) as task:
-            config = task.run_config(config, task.next())
             yield from self._transform_stream_with_config(
-                iter([input]), partial(self._stream_task, task=task), config, **kwargs)
+                iter([input]), partial(self._stream_task, task=task), task.run_config(config),
+                **kwargs)
 
     def _stream_task(self, inputs: Iterator[Any], run_manager: CallbackManagerForChainRun,
                      config: RunnableConfig, *, task: RoutedTask,
                      **kwargs: Any) -> Iterator[Any]:
         input_ = next(inputs)
         while True:
-            attempt = Attempt.start(self, task, task.current or task.next(), config,
-                                    run_manager.get_child())
+            attempt = Attempt.start(self, task, task.next(), config, run_manager)
             chunks = attempt.agent.stream(input_, attempt.config, **kwargs)
             output: Any = _END
             try:
@@ -209,9 +222,9 @@ class RoutedRunnable(RunnableSerializable[Any, Any]):
                       **kwargs: Any) -> AsyncIterator[Any]:
         """Async ``stream``; closing or cancelling it releases the agent's slot."""
         with self._task(input) as task:
-            config = task.run_config(config, await task.anext())
             stream = cast(AsyncGenerator[Any, None], self._atransform_stream_with_config(
-                _aiter_one(input), partial(self._astream_task, task=task), config, **kwargs))
+                _aiter_one(input), partial(self._astream_task, task=task),
+                task.run_config(config), **kwargs))
             async with aclosing(stream):
                 async for chunk in stream:
                     yield chunk
@@ -222,8 +235,7 @@ class RoutedRunnable(RunnableSerializable[Any, Any]):
                             **kwargs: Any) -> AsyncIterator[Any]:
         input_ = await anext(inputs)
         while True:
-            attempt = Attempt.start(self, task, task.current or await task.anext(), config,
-                                    run_manager.get_child())
+            attempt = Attempt.start(self, task, await task.anext(), config, run_manager)
             chunks = attempt.agent.astream(input_, attempt.config, **kwargs)
             output: Any = _END
             try:

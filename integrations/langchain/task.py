@@ -27,9 +27,50 @@ from trustroute.router.router import AgentRouter
 TaskTypeSpec = str | Callable[[Any], str]
 
 
+@dataclass(frozen=True, slots=True)
+class FixedTaskType:
+    """A task type that does not depend on the input; see ``fixed_task_type``."""
+
+    name: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise TypeError(f"a fixed task type must be a non-empty string, got {self.name!r}")
+
+    def __call__(self, input_: Any) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"fixed_task_type({self.name!r})"
+
+
+def fixed_task_type(name: str) -> FixedTaskType:
+    """The task type ``name`` for every input: ``task_type=fixed_task_type("code")``.
+
+    A bare string is always a key of the input mapping, so a fixed task type is said
+    explicitly (``lambda _: "code"`` does the same, with a less readable repr)."""
+    return FixedTaskType(name)
+
+
+def _describe(input_: Any, key: str) -> str:
+    """Why ``input_`` has no value under ``key``, for the error message."""
+    if isinstance(input_, Mapping):
+        keys = ", ".join(repr(k) for k in list(input_)[:10])
+        return f"the input has no key {key!r} (its keys: {keys or 'none'})"
+    kind = type(input_).__name__
+    hint = (" (a prompt before this runnable turned the dict into a prompt value: route "
+            "first and put the prompt inside each agent, e.g. agents={'fast': prompt | "
+            "model})" if hasattr(input_, "to_messages") else "")
+    return f"the input is a {kind}, not a dict{hint}"
+
+
 def resolve_task_type(spec: TaskTypeSpec, input_: Any) -> str:
-    """The task type of ``input_``: ``spec(input_)`` for a callable; for a string, the
-    input's value under that key when the input is a dict holding it, else the string."""
+    """The task type of ``input_``: ``spec(input_)`` for a callable (``fixed_task_type``
+    included); for a string, the value under that key of the input mapping.
+
+    Raises ``TaskTypeError`` when the key is missing, the input is not a mapping, or the
+    value is not a non-empty string: a task type is never guessed from the spec itself.
+    """
     if callable(spec):
         value = spec(input_)
         origin = "the task_type callable"
@@ -37,7 +78,11 @@ def resolve_task_type(spec: TaskTypeSpec, input_: Any) -> str:
         value = input_[spec]
         origin = f"input key {spec!r}"
     else:
-        return spec
+        raise TaskTypeError(
+            f"task_type={spec!r} names the input key holding the task type, but "
+            + _describe(input_, spec)
+            + f"; for the same task type on every input pass "
+            f"task_type=fixed_task_type({spec!r})")
     if not isinstance(value, str) or not value:
         raise TaskTypeError(f"{origin} gave {value!r}; a task type must be a non-empty string")
     return value
@@ -47,7 +92,11 @@ def resolve_task_type(spec: TaskTypeSpec, input_: Any) -> str:
 class RoutedTask:
     """One invocation: chooses the agent of each attempt (waiting up to ``timeout``
     seconds for capacity), remembers the agents that failed, and holds the live
-    decision's lease until ``release`` (on leaving a ``with`` block)."""
+    decision's lease until ``release`` (on leaving a ``with`` block).
+
+    ``problem`` is an error met before the run started (the task type could not be
+    worked out); ``next`` raises it, so it happens inside the run and tracers see it.
+    """
 
     router: AgentRouter
     input: Any
@@ -58,6 +107,7 @@ class RoutedTask:
     attempt: int = 0
     errors: dict[str, BaseException] = field(default_factory=dict)
     current: RoutingDecision | None = None
+    problem: Exception | None = None
 
     def __enter__(self) -> RoutedTask:
         return self
@@ -77,14 +127,21 @@ class RoutedTask:
             self.current = None
 
     def run_config(self, config: RunnableConfig | None,
-                   decision: RoutingDecision) -> RunnableConfig:
-        """``config`` plus run metadata describing ``decision`` (nested runs inherit it)."""
+                   decision: RoutingDecision | None = None) -> RunnableConfig:
+        """``config`` plus run metadata (nested runs inherit it): the task's type and id,
+        and with ``decision`` the attempt's agent (``credit``)."""
         config = ensure_config(config)
-        config["metadata"] = {**config.get("metadata", {}), "task_type": self.task_type,
-                              "task_id": self.task_id, "agent_id": decision.agent_id,
-                              "decision_id": decision.decision_id, "score": decision.score,
-                              "attempt": self.attempt}
+        config["metadata"] = {**config.get("metadata", {}), "task_id": self.task_id}
+        if self.problem is None:
+            config["metadata"]["task_type"] = self.task_type
+        if decision is not None:
+            config["metadata"].update(self.credit(decision))
         return config
+
+    def credit(self, decision: RoutingDecision) -> dict[str, Any]:
+        """Run metadata naming the agent of ``decision`` as the current attempt's."""
+        return {"agent_id": decision.agent_id, "decision_id": decision.decision_id,
+                "score": decision.score, "attempt": self.attempt}
 
     # -- choosing the agent of the next attempt ----------------------------------------
     def next(self) -> RoutingDecision:
@@ -117,7 +174,10 @@ class RoutedTask:
         return decision
 
     def _deadline(self) -> float | None:
-        """When to stop waiting for capacity; raises once ``max_attempts`` are spent."""
+        """When to stop waiting for capacity; raises the task's ``problem``, or once
+        ``max_attempts`` are spent."""
+        if self.problem is not None:
+            raise self.problem
         if self.attempt >= self.max_attempts:
             raise self._all_failed(
                 f"max_attempts={self.max_attempts} reached" if self._untried() else "")
@@ -126,7 +186,7 @@ class RoutedTask:
     def _wait_or_raise(self, error: NoAgentAvailable | AgentAtCapacity,
                        deadline: float | None) -> float | None:
         """Seconds to wait for a released slot (None: no limit) while some untried agent
-        is merely full; otherwise raises ``error``, or ``AllAgentsFailed`` after failures."""
+        is merely full; otherwise raises ``error``, or the first failure (``_all_failed``)."""
         left = None if deadline is None else deadline - time.monotonic()
         if (isinstance(error, AgentAtCapacity) or self._at_capacity()) and \
                 (left is None or left > 0):
@@ -145,8 +205,7 @@ class RoutedTask:
         return any(self.router.in_flight(spec.id) >= spec.max_concurrent
                    for spec in self._untried())
 
-    def _all_failed(self, detail: str) -> AllAgentsFailed:
-        error = AllAgentsFailed(self.task_type, self.errors, detail)
-        if self.errors:
-            error.__cause__ = list(self.errors.values())[-1]
-        return error
+    def _all_failed(self, detail: str) -> BaseException:
+        """The first agent's own exception, with every failure attached (see
+        ``AllAgentsFailed``), as LangChain's fallbacks raise the first error."""
+        return AllAgentsFailed(self.task_type, self.errors, detail).attach()
