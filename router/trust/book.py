@@ -34,10 +34,6 @@ class TrustBook:
         """A pair's scores (a never-seen pair has the new-profile scores)."""
         return self._scores.get((agent_id, task_type), self.new_scores)
 
-    def tier(self, agent_id: str, task_type: str) -> Tier:
-        """A pair's tier (``moderate`` for a never-seen pair with default weights)."""
-        return self.scores(agent_id, task_type).tier
-
     def counts(self, agent_id: str, task_type: str) -> TrustCounts:
         """A copy of a pair's counts (empty counts for a never-seen pair)."""
         found = self._counts.get((agent_id, task_type))

@@ -267,7 +267,7 @@ class TrustLayer:
                 history = []
                 for pair, p in pending.items():
                     if not self.book.missing([pair]):
-                        p.delta.tier = str(self.book.tier(*pair))
+                        p.delta.tier = str(self.book.scores(*pair).tier)
                     if p.reasons:  # the book holds the scores after the last change
                         history.append(history_row(*pair, self.book.scores(*pair),
                                                    _describe(p.reasons), p.at))

@@ -40,7 +40,7 @@ class TierPolicy(Settings):
         trusted_only = exploit_only and self.exploit_trusted_only
         if not exclude and not trusted_only:
             return ranked  # the common case: nothing to look up
-        tiers = [book.tier(c.agent_id, task_type) for c in ranked]
+        tiers = [book.scores(c.agent_id, task_type).tier for c in ranked]
         why = ["not selected: trust tier deprecated" if exclude and t is Tier.DEPRECATED
                and book.observations(c.agent_id, task_type) >= self.new_profile_observations
                else None for c, t in zip(ranked, tiers, strict=True)]
