@@ -230,7 +230,7 @@ class TrustLayer:
             after = self._change(delta, f"{kind} {'approved' if approved else 'rejected'}", at)
             self._feedback.append({"agent_id": pair[0], "task_type": pair[1],
                                    "decision_id": decision_id, "approved": approved,
-                                   "kind": kind, "signal": None, "comment": comment, "at": at})
+                                   "kind": kind, "comment": comment, "at": at})
         self.flush()  # a person's verdict is never left in a buffer
         return after
 
