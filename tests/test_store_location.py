@@ -16,6 +16,7 @@ from trustroute.profiles.store import (
     DEFAULT_STORE_URL,
     InvalidStoreURL,
     Store,
+    StoreSettings,
     StoreUnavailableError,
     parse_store_url,
 )
@@ -60,6 +61,24 @@ def test_server_urls(url: str) -> None:
 def test_bad_urls_say_what_is_wrong(url: str, fragment: str) -> None:
     with pytest.raises(InvalidStoreURL, match=fragment):
         parse_store_url(url)
+
+
+@pytest.mark.parametrize(("url", "given"), [
+    ("ws://127.0.0.1:8000/", "ws://127.0.0.1:8000"),
+    ("wss://db.example.com/rpc/", "wss://db.example.com/rpc"),
+    ("http://localhost:8000//", "http://localhost:8000"),
+])
+def test_server_urls_lose_trailing_slashes(url: str, given: str) -> None:
+    """The SDK appends /rpc to the URL it is given: ws://host:8000/ would ask for //rpc."""
+    assert parse_store_url(url).url == given
+
+
+def test_retry_bounds_are_settings() -> None:
+    settings = StoreSettings()
+    assert (settings.retry_attempts, settings.retry_max_wait_s) == (5, 2.0)
+    assert (settings.conflict_attempts, settings.reconnect_timeout_s) == (10, 10.0)
+    with pytest.raises(ValueError, match="reconnect_timeout_s"):
+        StoreSettings(reconnect_timeout_s=-1)
 
 
 def test_credentials_never_appear_in_messages() -> None:

@@ -2,28 +2,51 @@
 
 Every statement goes through ``run``: parameters are always bound (``$name``), never
 interpolated; statement errors become ``QueryFailed`` with the database's own message.
-Remote connection failures are retried with bounded exponential backoff (tenacity) and
-end in ``StoreUnavailableError``. The same SurrealQL runs embedded and against a server.
+The same SurrealQL runs embedded and against a server. Faults, all retried with tenacity
+and all bounded:
+
+- a transaction that lost a read or write conflict ("This transaction can be retried")
+  runs again, embedded too, up to ``conflict_attempts`` tries with short random waits;
+- a server that cannot be reached when the store opens is retried ``retry_attempts``
+  times (waits growing to ``retry_max_wait_s``), then ``StoreUnavailableError``;
+- a connection that drops while the store is open is replaced: a new SDK connection,
+  signed in and ``use``d again, retried for up to ``reconnect_timeout_s`` (a server
+  restart costs retries, not a dead router);
+- refused credentials raise ``StoreAuthError`` at once, naming the URL (password masked)
+  and where credentials come from;
+- a connection opened before ``os.fork()`` refuses to run in the child
+  (``StoreForkedError``) instead of hanging there.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import logging
 import os
 import threading
+import weakref
 from typing import Any
 
 from surrealdb import Surreal
-from surrealdb.errors import ConnectionUnavailableError
+from surrealdb.errors import ConnectionUnavailableError, ServerError
 from tenacity import (
+    RetryCallState,
     RetryError,
     Retrying,
     retry_if_exception_type,
     stop_after_attempt,
     wait_exponential,
+    wait_random_exponential,
 )
 
-from trustroute.profiles.store.errors import StoreError, StoreGone, StoreUnavailableError
+from trustroute.profiles.store.errors import (
+    StoreAuthError,
+    StoreError,
+    StoreForkedError,
+    StoreGone,
+    StoreUnavailableError,
+)
 from trustroute.profiles.store.location import StoreLocation
 
 log = logging.getLogger(__name__)
@@ -41,64 +64,193 @@ try:  # the websocket client's own connection errors, when it is installed
 except ImportError:  # pragma: no cover - websockets ships with the SDK
     pass
 
+#: The engine's words for a transaction that lost a conflict and may simply run again.
+RETRYABLE = "can be retried"
+#: What a server says when the signed-in user (or nobody) may not do something.
+_REFUSED = ("Not enough permissions", "IAM error", "problem with authentication")
+_CREDENTIALS = ("store.username / store.password (store_options, config) or the "
+                "environment variables TRUSTROUTE_DB_USER / TRUSTROUTE_DB_PASS")
+
+
+#: Open connections, so that a forked child can disown the ones it inherited.
+_OPEN: weakref.WeakSet[Connection] = weakref.WeakSet()
+#: The process that started the SDK's embedded engine. Its runtime is process-wide and
+#: its threads do not survive a fork: a forked child that opens an embedded store hangs.
+_ENGINE_PID: int | None = None
+
 
 class QueryFailed(StoreError):
     """A statement was rejected by the database (ASSERT, type, parse, conflict)."""
 
 
+class RetryableConflict(QueryFailed):
+    """A transaction lost a read or write conflict; it changed nothing and may run again
+    (raised only once the retries are used up)."""
+
+
 class Connection:
-    """Thread-safe wrapper around a blocking SDK connection."""
+    """Thread-safe wrapper around a blocking SDK connection that re-opens itself."""
 
     def __init__(self, location: StoreLocation, *, namespace: str = "trustroute",
                  database: str = "trustroute", username: str | None = None,
                  password: str | None = None, retry_attempts: int = 5,
-                 retry_max_wait_s: float = 2.0) -> None:
+                 retry_max_wait_s: float = 2.0, conflict_attempts: int = 10,
+                 reconnect_timeout_s: float = 10.0) -> None:
         self.location = location
         self.namespace = namespace
         self.database = database
+        from_env = username is None and password is None
         self._username = username if username is not None else os.environ.get(
             "TRUSTROUTE_DB_USER")
         self._password = password if password is not None else os.environ.get(
             "TRUSTROUTE_DB_PASS")
-        self._attempts = retry_attempts if location.is_remote else 1
+        self._credentials_from = ("TRUSTROUTE_DB_USER / TRUSTROUTE_DB_PASS" if from_env
+                                  else "store.username / store.password")
+        self._attempts = retry_attempts
         self._max_wait = retry_max_wait_s
+        self._conflict_attempts = conflict_attempts
+        self._reconnect_s = reconnect_timeout_s
         self._lock = threading.Lock()
         self._db: Any = None
+        self._broken = False  # the SDK connection dropped: replace it before the next call
+        self._pid: int | None = None  # the process that opened the connection
         self._files: tuple[int, int] | None = None  # (device, inode) of the embedded store
 
+    # -- opening ---------------------------------------------------------------------
     def open(self) -> None:
         """Connect, sign in when credentials are given, select namespace and database."""
-        self._with_retries(self._connect, "connect")
-
-    def _connect(self) -> None:
-        db: Any = Surreal(self.location.url)  # remote kinds connect on first request
-        if self.location.is_remote and self._username:
-            db.signin({"username": self._username, "password": self._password or ""})
-        db.use(self.namespace, self.database)
-        self._db = db
-        if self.location.path is not None:
-            self._files = _identity(self.location.path)
-
-    def _with_retries(self, action: Any, what: str) -> Any:
+        global _ENGINE_PID
+        self._pid = os.getpid()
+        if not self.location.is_remote:
+            if _ENGINE_PID is not None and self._pid != _ENGINE_PID:
+                raise StoreForkedError(
+                    f"the embedded SurrealDB engine was started in process {_ENGINE_PID} "
+                    f"and this process ({self._pid}) is a child made from it by "
+                    "os.fork(); the engine cannot run in a forked child. Open stores only "
+                    "after the fork, in each worker (not at import time under gunicorn "
+                    "--preload), or start workers with 'spawn'; see docs/deploy.md")
+            _ENGINE_PID = self._pid
+        attempts = self._attempts if self.location.is_remote else 1
         try:
             for attempt in Retrying(
-                stop=stop_after_attempt(self._attempts),
+                stop=stop_after_attempt(attempts),
                 wait=wait_exponential(multiplier=0.1, max=self._max_wait),
                 retry=retry_if_exception_type(TRANSIENT_ERRORS),
                 reraise=not self.location.is_remote,
             ):
-                with attempt:
-                    return action()
+                with attempt, self._lock:
+                    self._db = self._connect()
         except RetryError as exc:
             cause = exc.last_attempt.exception()
             raise StoreUnavailableError(
-                f"could not {what} to SurrealDB at {self.location.redacted()} after "
-                f"{self._attempts} attempts: {cause}"
-            ) from cause
-        raise AssertionError("unreachable")  # pragma: no cover
+                f"could not connect to SurrealDB at {self.location.redacted()} after "
+                f"{attempts} attempts: {cause}") from cause
+        if self.location.path is not None:
+            self._files = _identity(self.location.path)
+        _OPEN.add(self)
 
+    def _connect(self) -> Any:
+        """A new SDK connection, signed in and ``use``d (the caller holds the lock)."""
+        db: Any = Surreal(self.location.url)  # remote kinds connect on first request
+        step = f"the sign-in of user {self._username!r}"
+        try:
+            if self.location.is_remote and self._username:
+                db.signin({"username": self._username, "password": self._password or ""})
+            step = f"namespace {self.namespace!r} / database {self.database!r}"
+            db.use(self.namespace, self.database)
+        except ServerError as exc:
+            with contextlib.suppress(Exception):
+                db.close()
+            raise self._refused(step, exc) from None
+        except BaseException:
+            with contextlib.suppress(Exception):
+                db.close()
+            raise
+        return db
+
+    def _refused(self, what: str, reason: object) -> StoreAuthError:
+        """The one-line error for credentials the server refused (or that are missing)."""
+        said = " ".join(str(getattr(reason, "message", "") or reason).split())
+        if self._username:
+            hint = f"check the credentials given by {self._credentials_from}"
+        else:
+            hint = f"no credentials were given; set {_CREDENTIALS}"
+        return StoreAuthError(f"SurrealDB at {self.location.redacted()} refused {what} "
+                              f"({said}); {hint}")
+
+    # -- running ---------------------------------------------------------------------
     def run(self, sql: str, params: dict[str, Any] | None = None) -> list[Any]:
         """Run SurrealQL with bound ``params``; returns each statement's result."""
+        bound = params or {}
+        try:  # the common case pays for no tenacity round (~20 us of a ~600 us write)
+            return self._attempt(sql, bound)
+        except RetryableConflict as first:
+            if self._conflict_attempts <= 1:
+                raise
+            failure: BaseException = first
+        except TRANSIENT_ERRORS as first:
+            if not self.location.is_remote:
+                raise
+            failure = first
+        log.info("retrying a query on %s after: %s", self.location.redacted(), failure)
+        try:
+            for attempt in Retrying(stop=self._stop, wait=self._wait,
+                                    retry=self._retryable, reraise=True):
+                with attempt:
+                    return self._attempt(sql, bound)
+        except TRANSIENT_ERRORS as exc:
+            raise StoreUnavailableError(
+                f"lost the connection to SurrealDB at {self.location.redacted()} and could "
+                f"not re-open it within {self._reconnect_s:g} s: {exc}") from exc
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _attempt(self, sql: str, params: dict[str, Any]) -> list[Any]:
+        """One try: re-open a dropped connection, send, check every statement."""
+        with self._lock:
+            db = self._usable()
+            if self._broken:
+                with contextlib.suppress(Exception):
+                    db.close()
+                self._db = db = self._connect()
+                self._broken = False
+                log.info("re-opened the connection to %s", self.location.redacted())
+            try:
+                response = db.query_raw(sql, params)
+            except TRANSIENT_ERRORS:
+                self._broken = self.location.is_remote
+                raise
+            except RuntimeError as exc:
+                raise self._failed(str(exc)) from exc
+        if "error" in response:
+            error = response["error"]
+            if isinstance(error, dict) and (error.get("kind") == "NotAllowed" or any(
+                    word in str(error.get("message")) for word in _REFUSED)):
+                raise self._refused("a query", error.get("message"))
+            raise self._failed(str(error.get("message", error) if isinstance(error, dict)
+                                   else error))
+        statements = response.get("result", [])
+        errors = [str(s["result"]) for s in statements if s.get("status") != "OK"]
+        if errors:
+            specific = [e for e in errors if "failed transaction" not in e]
+            message = (specific or errors)[0]
+            if self.location.is_remote and any(word in message for word in _REFUSED):
+                raise self._refused("a query", message)
+            raise self._failed(message)
+        return [s.get("result") for s in statements]
+
+    @staticmethod
+    def _failed(message: str) -> QueryFailed:
+        return (RetryableConflict if RETRYABLE in message else QueryFailed)(message)
+
+    def _usable(self) -> Any:
+        """The SDK connection, unless closed, crossed a fork, or its files are gone."""
+        if self._pid is not None and os.getpid() != self._pid:
+            raise StoreForkedError(
+                f"this store ({self.location.redacted()}) was opened in process {self._pid} "
+                f"and is used in process {os.getpid()}, a child made by os.fork(); a store "
+                "or router cannot cross a fork. Open the router after the fork, in each "
+                "worker (gunicorn: without --preload, or in a post_fork hook; uvicorn: "
+                "the app's lifespan); see docs/deploy.md")
         if self._db is None:
             raise StoreError("the store is closed")
         if self._files is not None and _identity(self.location.path) != self._files:
@@ -106,37 +258,61 @@ class Connection:
                 f"the embedded store at {self.location.path} was deleted or replaced while "
                 "it was open; nothing more is written to it. Close this router and open it "
                 "again (a deleted store starts empty)")
+        return self._db
 
-        def call() -> Any:
-            with self._lock:
-                return self._db.query_raw(sql, params or {})
+    # -- the retry policy of run() ---------------------------------------------------
+    @staticmethod
+    def _retryable(state: RetryCallState) -> bool:
+        exc = state.outcome.exception() if state.outcome else None
+        return isinstance(exc, (RetryableConflict, *TRANSIENT_ERRORS))
 
-        try:
-            # An embedded engine has no transient failures to retry: call it directly
-            # (a tenacity round costs about 20 us of a 600 us one-record write).
-            response = (self._with_retries(call, "query") if self.location.is_remote
-                        else call())
-        except RuntimeError as exc:
-            if isinstance(exc, StoreError):
-                raise
-            raise QueryFailed(str(exc)) from exc
-        if "error" in response:
-            raise QueryFailed(str(response["error"]))
-        statements = response.get("result", [])
-        errors = [s["result"] for s in statements if s.get("status") != "OK"]
-        if errors:
-            specific = [e for e in errors if "failed transaction" not in str(e)]
-            raise QueryFailed(str((specific or errors)[0]))
-        return [s.get("result") for s in statements]
+    def _stop(self, state: RetryCallState) -> bool:
+        """Conflicts: ``conflict_attempts`` tries in all (the first was before tenacity).
+        A dropped connection: until ``reconnect_timeout_s`` would be exceeded."""
+        exc = state.outcome.exception() if state.outcome else None
+        if isinstance(exc, RetryableConflict):
+            return state.attempt_number + 1 >= self._conflict_attempts
+        waited = state.seconds_since_start or 0.0
+        return waited + self._backoff(state) > self._reconnect_s
+
+    def _wait(self, state: RetryCallState) -> float:
+        """Short random waits for conflicts (the other writer is done within
+        milliseconds), exponential ones up to ``retry_max_wait_s`` for a server."""
+        exc = state.outcome.exception() if state.outcome else None
+        if isinstance(exc, RetryableConflict):
+            return float(wait_random_exponential(multiplier=0.01, max=self._max_wait)(state))
+        return self._backoff(state)
+
+    def _backoff(self, state: RetryCallState) -> float:
+        return float(wait_exponential(multiplier=0.1, max=self._max_wait)(state))
 
     def close(self) -> None:
-        """Close the SDK connection (idempotent)."""
+        """Close the SDK connection (idempotent). In a forked child nothing of the
+        parent's connection is touched (see ``_disown``): it is only forgotten."""
         with self._lock:
-            if self._db is not None:
-                try:
-                    self._db.close()
-                finally:
-                    self._db = None
+            db, self._db = self._db, None
+            if db is not None and os.getpid() == self._pid:
+                db.close()
+        _OPEN.discard(self)
+
+    def _disown(self) -> None:
+        """In a child made by ``os.fork()``: the inherited SDK connection must never be
+        closed or freed here. Closing a WebSocket would end the parent's session, and
+        freeing the embedded engine waits forever for threads the child does not have
+        (the child would hang at exit). So it is kept alive, and a lock a parent thread
+        held at the fork is replaced."""
+        self._lock = threading.Lock()
+        if self._db is not None:
+            ctypes.pythonapi.Py_IncRef(ctypes.py_object(self._db))  # never freed here
+
+
+def _disown_inherited() -> None:
+    for conn in list(_OPEN):
+        conn._disown()
+    _OPEN.clear()
+
+
+os.register_at_fork(after_in_child=_disown_inherited)
 
 
 def _identity(path: Any) -> tuple[int, int] | None:

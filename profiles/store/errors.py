@@ -35,3 +35,12 @@ class DuplicateRecord(StoreError):
 
 class StoreGone(StoreError):
     """The embedded store's files were deleted or replaced while it was open."""
+
+
+class StoreAuthError(StoreError):
+    """A SurrealDB server refused the store's credentials (or needs some and got none)."""
+
+
+class StoreForkedError(StoreError):
+    """A store (or the router holding it) opened before ``os.fork()`` was used in the
+    child; open it after the fork, in each worker."""

@@ -84,7 +84,8 @@ def parse_store_url(url: str | None, *, base_dir: Path | None = None) -> StoreLo
     if scheme in REMOTE_SCHEMES:
         if not rest.strip("/"):
             raise InvalidStoreURL(f"store URL {_quoted(url)} names no server host")
-        return StoreLocation(scheme, url)
+        # the SDK appends /rpc to the URL as given: ws://host:8000/ would ask for //rpc
+        return StoreLocation(scheme, url.rstrip("/"))
     if scheme in ("surrealkv", "file", "rocksdb"):
         if not rest:
             raise InvalidStoreURL(f"store URL {_quoted(url)} names no path")

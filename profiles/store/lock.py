@@ -22,6 +22,7 @@ class PathLock:
         self.path = path
         self.lock_path = path.with_name(path.name + ".lock")
         self._fd: int | None = None
+        self._pid: int | None = None  # the process that took the lock
 
     def acquire(self) -> None:
         """Take the lock or raise StoreLockedError naming the path and the way out."""
@@ -44,11 +45,13 @@ class PathLock:
             ) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
-        self._fd = fd
+        self._fd, self._pid = fd, os.getpid()
 
     def release(self) -> None:
-        """Drop the lock (idempotent)."""
+        """Drop the lock (idempotent). A forked child shares the parent's lock (one open
+        file): it only closes its copy of the descriptor, and the parent keeps the lock."""
         if self._fd is not None:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            if os.getpid() == self._pid:
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = None

@@ -21,8 +21,17 @@ class StoreSettings(BaseModel):
     database: str = "trustroute"
     username: str | None = None
     password: str | None = Field(default=None, repr=False)
+    #: Tries to reach a server when the store opens, waits growing up to retry_max_wait_s.
     retry_attempts: int = Field(default=5, ge=1)
     retry_max_wait_s: float = Field(default=2.0, ge=0, allow_inf_nan=False)
+    #: Tries of a transaction that lost a read or write conflict to a concurrent writer
+    #: (embedded or server). The waits are random and short, 10 ms doubling per try up to
+    #: retry_max_wait_s: the other writer has committed within milliseconds.
+    conflict_attempts: int = Field(default=10, ge=1)
+    #: How long an open store keeps re-opening a dropped server connection before a
+    #: call fails: a server restart takes a few seconds, and 10 s stays well inside the
+    #: request timeouts a caller usually has (gunicorn kills a silent worker after 30 s).
+    reconnect_timeout_s: float = Field(default=10.0, ge=0, allow_inf_nan=False)
 
     def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
         """The URL's user:password part is never shown (the password field is hidden)."""

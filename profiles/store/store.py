@@ -46,7 +46,9 @@ class Store:
         self.conn = Connection(self.location, namespace=s.namespace, database=s.database,
                                username=s.username, password=s.password,
                                retry_attempts=s.retry_attempts,
-                               retry_max_wait_s=s.retry_max_wait_s)
+                               retry_max_wait_s=s.retry_max_wait_s,
+                               conflict_attempts=s.conflict_attempts,
+                               reconnect_timeout_s=s.reconnect_timeout_s)
         if self._lock:
             self._lock.acquire()
         try:
