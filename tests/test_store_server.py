@@ -1,0 +1,254 @@
+"""The store against a SurrealDB server, through the SDK's real WebSocket client: refused
+credentials, URLs, a server that goes away and comes back, an unanswered commit, and
+writers in several OS processes whose transactions conflict."""
+
+from __future__ import annotations
+
+import contextlib
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from surreal_fixtures import EXTERNAL_URL, Target, serve
+from surreal_server import available
+
+from trustroute import AgentRouter
+from trustroute.profiles.store import (
+    DuplicateRecord,
+    Store,
+    StoreAuthError,
+    StoreUnavailableError,
+)
+
+TESTS = Path(__file__).resolve().parent
+WORKER = TESTS / "server_workers.py"
+SERVER = TESTS / "surreal_server.py"
+
+
+@pytest.fixture(name="surreal")
+def surreal_fixture() -> Iterator[Target]:
+    yield from serve(serialized=True)
+
+
+@pytest.fixture(name="surreal_concurrent")
+def surreal_concurrent_fixture() -> Iterator[Target]:
+    yield from serve(serialized=False)
+
+
+def test_wrong_password_is_one_line_auth_error(surreal: Target) -> None:
+    with pytest.raises(StoreAuthError) as info:
+        Store(surreal.url, **surreal.options(password="not-the-password"))
+    message = str(info.value)
+    assert "\n" not in message
+    assert surreal.url in message and "not-the-password" not in message
+    assert "store.username / store.password" in message
+    if surreal.server is not None:  # refused at once: no retries, no second connection
+        assert surreal.server.connections == 1
+
+
+def test_credentials_from_the_environment_are_named(surreal: Target,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRUSTROUTE_DB_USER", surreal.user)
+    monkeypatch.setenv("TRUSTROUTE_DB_PASS", "wrong-from-env")
+    with pytest.raises(StoreAuthError, match="TRUSTROUTE_DB_USER / TRUSTROUTE_DB_PASS"):
+        Store(surreal.url, database=surreal.database)
+
+
+def test_no_credentials_says_where_they_come_from(surreal: Target,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TRUSTROUTE_DB_USER", raising=False)
+    monkeypatch.delenv("TRUSTROUTE_DB_PASS", raising=False)
+    with pytest.raises(StoreAuthError) as info:
+        Store(surreal.url, database=surreal.database)
+    message = str(info.value)
+    assert "\n" not in message and surreal.url in message
+    assert "TRUSTROUTE_DB_USER / TRUSTROUTE_DB_PASS" in message
+    assert "store.username / store.password" in message
+
+
+@pytest.mark.parametrize("suffix", ["/", "/rpc", "/rpc/"])
+def test_url_with_a_trailing_slash_or_rpc_works(surreal: Target, suffix: str) -> None:
+    with AgentRouter(agents=["a"], store=surreal.url + suffix,
+                     store_options=surreal.options()) as router:
+        router.record(router.select("code"), success=True)
+        assert router.store.executions.count() == 1
+        assert router.store.url == surreal.url + suffix.rstrip("/")
+
+
+@pytest.mark.slow
+def test_router_writes_resume_after_a_server_restart(surreal: Target) -> None:
+    """The server is stopped for 2 s while a router records in a thread: the writes
+    wait, the connection is re-opened, nothing acknowledged is lost."""
+    server = surreal.fixture
+    acked: list[str] = []
+    errors: list[BaseException] = []
+    with AgentRouter(agents=["a", "b"], store=surreal.url,
+                     store_options=surreal.options(retry_max_wait_s=0.5)) as router:
+        started = threading.Event()
+
+        def write() -> None:
+            try:
+                for n in range(200):
+                    rec = router.record(router.select("code"), success=True, quality=0.9)
+                    acked.append(rec.record_id)
+                    if n == 20:
+                        started.set()
+                    time.sleep(0.005)
+            except BaseException as exc:  # reported below
+                errors.append(exc)
+                started.set()
+
+        writer = threading.Thread(target=write)
+        writer.start()
+        assert started.wait(30)
+        server.stop()
+        time.sleep(2.0)
+        server.start()
+        writer.join(60)
+        assert not errors and len(acked) == 200
+        router.refresh()
+        assert sum(p.executions_total for p in router.profiles("code")) == 200
+    assert server.connections >= 2  # the router re-opened its connection
+    with Store(surreal.url, **surreal.options()) as store:
+        assert store.executions.stored_ids(acked) == set(acked)
+        assert store.executions.count() == 200
+
+
+def test_a_server_gone_past_the_budget_fails_the_call_not_the_router(
+        surreal: Target) -> None:
+    """Reconnecting is bounded by reconnect_timeout_s; the router still works once the
+    server is back."""
+    server = surreal.fixture
+    with AgentRouter(agents=["a"], store=surreal.url, store_options=surreal.options(
+            reconnect_timeout_s=0.5, retry_max_wait_s=0.1)) as router:
+        server.stop()
+        started = time.monotonic()
+        with pytest.raises(StoreUnavailableError) as info:
+            router.record(agent_id="a", task_type="code", success=True)
+        assert time.monotonic() - started < 3
+        assert surreal.url in str(info.value) and "0.5 s" in str(info.value)
+        server.start()
+        router.record(agent_id="a", task_type="code", success=True)
+        assert router.store.executions.count() == 1
+
+
+def test_an_unanswered_commit_is_stored_once(surreal: Target) -> None:
+    """The connection drops right after a commit: the write is retried on a new
+    connection under the same record id and the store holds it once."""
+    server = surreal.fixture
+    with AgentRouter(agents=["a"], store=surreal.url,
+                     store_options=surreal.options()) as router:
+        server.drop_after_commits(1)
+        with contextlib.suppress(DuplicateRecord):  # the retry finds its own commit
+            router.record(agent_id="a", task_type="code", success=True, record_id="r-1")
+        assert router.store.executions.stored_ids(["r-1"]) == {"r-1"}
+        assert router.store.executions.count() == 1
+        router.record(agent_id="a", task_type="code", success=True, record_id="r-2")
+        assert router.store.executions.count() == 2
+    assert server.connections == 2
+
+
+def start_workers(target: Target, files: list[Path], count: int) -> list[subprocess.Popen[str]]:
+    """One worker process per file, started at once, each recording ``count`` outcomes."""
+    return [subprocess.Popen([sys.executable, str(WORKER), target.url, str(count), str(f),
+                              "--database", target.database],
+                             env=target.env(), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True) for f in files]
+
+
+def finish(workers: list[subprocess.Popen[str]], files: list[Path],
+           timeout: float = 120) -> list[str]:
+    """Wait for every worker; all must succeed. Returns every acknowledged id."""
+    failures = []
+    for worker in workers:
+        _, err = worker.communicate(timeout=timeout)
+        if worker.returncode:
+            failures.append(err[-2000:])
+    assert not failures, failures
+    return [line for f in files for line in f.read_text().split()]
+
+
+def run_workers(target: Target, tmp_path: Path, processes: int, count: int) -> list[str]:
+    files = [tmp_path / f"acked-{i}.txt" for i in range(processes)]
+    return finish(start_workers(target, files, count), files)
+
+
+@pytest.mark.slow
+def test_conflicting_writers_in_several_processes_are_retried(
+        surreal_concurrent: Target, tmp_path: Path) -> None:
+    """4 processes open routers and record at once on a server that runs them
+    concurrently: schema creation and writes conflict, and every conflict is retried
+    (no worker sees "This transaction can be retried"); every acknowledged record is
+    stored, once."""
+    acked = run_workers(surreal_concurrent, tmp_path, processes=4, count=150)
+    assert len(acked) == len(set(acked)) == 600
+    with Store(surreal_concurrent.url, **surreal_concurrent.options()) as store:
+        assert store.executions.stored_ids(acked) == set(acked)
+        assert store.executions.count() == 600
+    if surreal_concurrent.server is not None:
+        assert surreal_concurrent.server.conflicts > 0  # there was something to retry
+
+
+def server_process(port: int, storage: str) -> tuple[subprocess.Popen[str], str]:
+    """``python tests/surreal_server.py`` as its own process; returns it and its URL."""
+    proc = subprocess.Popen([sys.executable, str(SERVER), "--port", str(port),
+                             "--storage", storage], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    ready, _, _ = select.select([proc.stdout], [], [], 30)
+    url = proc.stdout.readline().strip() if ready else ""
+    if not url:
+        proc.kill()
+        pytest.fail("the test server process did not start")
+    return proc, url
+
+
+def stop_process(proc: subprocess.Popen[str]) -> None:
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(EXTERNAL_URL is not None or not available(),
+                    reason="restarts the test server's own process")
+def test_workers_finish_when_the_server_process_restarts(tmp_path: Path) -> None:
+    """Worker processes record while the server process is stopped (SIGTERM) and, 2 s
+    later, a new one is started on the same port and data, as a deploy restarts a
+    server: every worker finishes (default retry settings) and every acknowledged
+    record is stored."""
+    storage = f"surrealkv://{tmp_path / 'server-data'}"
+    first, url = server_process(0, storage)
+    target = Target(url, "root", "root", "trustroute", None)
+    files = [tmp_path / f"acked-{i}.txt" for i in range(2)]
+    workers: list[subprocess.Popen[str]] = []
+    try:
+        workers = start_workers(target, files, count=150)
+        deadline = time.monotonic() + 60
+        while sum(len(f.read_text().split()) for f in files if f.exists()) < 40:
+            assert time.monotonic() < deadline and all(w.poll() is None for w in workers)
+            time.sleep(0.01)
+        stop_process(first)
+        time.sleep(2.0)
+        second, _ = server_process(int(url.rsplit(":", 1)[1]), storage)
+        try:
+            acked = finish(workers, files)
+            assert len(acked) == len(set(acked)) == 300
+            with Store(url, **target.options()) as store:
+                assert store.executions.stored_ids(acked) == set(acked)
+                assert store.executions.count() == 300
+        finally:
+            stop_process(second)
+    finally:
+        stop_process(first)
+        for worker in workers:
+            if worker.poll() is None:
+                worker.kill()
