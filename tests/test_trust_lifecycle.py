@@ -130,11 +130,18 @@ def test_cli_review_needs_a_verdict(kv_url: str, capsys: pytest.CaptureFixture[s
     assert _cli("decay", "--now", "yesterday", "-s", kv_url) == 2
 
 
-def test_deprecated_by_its_own_old_evidence_counts_from_that_evidence() -> None:
+def test_old_history_is_deleted_only_30_days_after_the_job_deprecated_it() -> None:
+    """Importing old history must not archive a pair on the first run: the 30 days count
+    from when the job marked it, not from its last evidence."""
     with AgentRouter(agents=["good", "bad"], store="mem://", seed=0) as r:
-        _seed(r)  # 'bad' failed twice at T0: deprecated by its own evidence back then
-        report = r.decay(now=T0 + timedelta(days=40))
-        assert (report.deprecated, report.deleted, report.archived_executions) == (1, 1, 2)
-        assert report.retired == [("bad", "code")]
+        _seed(r)  # 'bad' failed twice at T0, 40 days before the first run
+        first = r.decay(now=T0 + timedelta(days=40))
+        assert (first.deprecated, first.deleted, first.archived_executions) == (1, 0, 0)
+        assert r.trust("bad", "code").tier == Tier.DEPRECATED
+        assert r.profile("bad", "code").executions_total == 2  # kept during its grace
+        assert r.decay(now=T0 + timedelta(days=40 + 28)).deleted == 0
+        last = r.decay(now=T0 + timedelta(days=40 + 35))
+        assert (last.deleted, last.archived_executions) == (1, 2)
+        assert last.retired == [("bad", "code")]
         assert r.trust("good", "code").tier != Tier.DEPRECATED  # decayed, still kept
         assert r.profile("good", "code").executions_total == 25

@@ -5,9 +5,8 @@
 a second run in the same week changes nothing. For every pair unseen for
 ``unseen_days`` it adds one week of decay to the offsets subtracted from the three
 scores; a pair whose composite falls below ``deprecate_below`` is marked deprecated
-(since its last evidence when that evidence already put it there, else from now; the
-tier policy stops selecting it at once); a pair deprecated for more than
-``delete_after_days`` is retired: its executions are moved to ``execution_archive`` and
+as of this run (the tier policy stops selecting it at once); a pair the job marked more
+than ``delete_after_days`` ago is retired: its executions are moved to ``execution_archive`` and
 its profile and counts to ``trust_archive`` in one transaction. Every score change is
 appended to the confidence history.
 """
@@ -88,11 +87,10 @@ def _decay(repo: TrustRepository, now: datetime, settings: DecaySettings,
         reasons = ["decay: unseen"] if after != before else []
         below = after.composite < settings.deprecate_below
         if below and counts.deprecated_at is None:
-            # Already below before this week's decay: its own evidence put it there, so it
-            # has been deprecated since that evidence; otherwise it fell just now.
-            was_below = before.composite < settings.deprecate_below
-            counts.deprecated_at = (counts.last_seen or now) if was_below else now
-            marks.append({**pair, "at": counts.deprecated_at})
+            # The deletion clock starts when the job marks the pair, never earlier: a pair
+            # imported with old history gets its full grace period before it is deleted.
+            counts.deprecated_at = now
+            marks.append({**pair, "at": now})
             reasons.append("deprecated")
             report.deprecated += 1
         if below and due_for_deletion(counts, now, settings):
