@@ -37,6 +37,8 @@ def jsonl_rows(path: Path) -> Iterator[Row]:
                     row = json.loads(text)
                 except json.JSONDecodeError as exc:
                     raise RowFileError(path, line_no, f"not valid JSON: {exc.msg}") from None
+                except RecursionError:  # past the parser's ~1,000 levels; no row needs 10
+                    raise RowFileError(path, line_no, "nested too deeply to read") from None
                 if not isinstance(row, dict):
                     raise RowFileError(path, line_no,
                                        f"expected a JSON object, got {type(row).__name__}")

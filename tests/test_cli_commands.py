@@ -177,9 +177,11 @@ def test_profiles_table_and_filters(capsys: pytest.CaptureFixture[str], kv_url: 
             r.record(agent_id=agent, task_type=task, success=ok, latency_ms=1500.0)
     table = run(capsys, "profiles", "--store", kv_url)
     assert table.code == 0
-    for header in ("agent", "task type", "runs", "success", "quality", "expertise", "conf.",
-                   "adjusted", "latency", "updated"):
+    for header in ("agent", "runs", "success", "quality", "expertise", "conf.", "adjusted",
+                   "latency", "updated"):
         assert header in table.out
+    titles = [line.strip() for line in table.out.splitlines() if line.strip() in ("code", "math")]
+    assert titles == ["code", "math"]  # one table per task type
     assert "1.50s" in table.out and "ago" in table.out
     code_only = run(capsys, "profiles", "-t", "code", "--store", kv_url, "--json").json()
     assert [(p["agent_id"], p["executions_total"]) for p in code_only] == [("b", 2), ("a", 1)]

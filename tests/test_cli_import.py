@@ -46,7 +46,7 @@ def test_jsonl_import_updates_profiles_and_skips_duplicates(
     assert stored(kv_url) == {("a", "code"): 1, ("b", "code"): 4, ("a", "math"): 1}
     again = run(capsys, "import", str(path), "--store", kv_url)
     assert again.code == 0
-    assert "imported 0 execution(s)" in again.out and "skipped 6 duplicate(s)" in again.out
+    assert "imported 0 executions" in again.out and "skipped 6 duplicates" in again.out
     assert stored(kv_url) == {("a", "code"): 1, ("b", "code"): 4, ("a", "math"): 1}
     with AgentRouter(store=kv_url) as r:
         p = r.profile("a", "code")

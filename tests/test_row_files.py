@@ -16,6 +16,16 @@ def test_jsonl_rows_skip_blank_lines_and_keep_line_numbers(tmp_path: Path) -> No
     assert list(jsonl_rows(path)) == [(1, {"a": 1}), (4, {"a": 2})]
 
 
+@pytest.mark.parametrize("depth", [1_000, 100_000])
+def test_a_jsonl_line_nested_past_the_parser_is_an_error_naming_the_line(
+        tmp_path: Path, depth: int) -> None:
+    path = tmp_path / "x.jsonl"
+    path.write_text('{"a": 1}\n' + "[" * depth + "]" * depth + "\n", encoding="utf-8")
+    with pytest.raises(RowFileError) as info:
+        list(jsonl_rows(path))
+    assert (info.value.line, info.value.problem) == (2, "nested too deeply to read")
+
+
 def test_csv_rows_strip_header_names_and_accept_a_bom(tmp_path: Path) -> None:
     path = tmp_path / "x.csv"
     path.write_bytes(b"\xef\xbb\xbf a ,b\n1,2\n")

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -56,19 +58,45 @@ def error_line(exc: BaseException) -> str:
     return text or type(exc).__name__
 
 
+def _one_line(label: str, message: str) -> None:
+    secrets = {*_loaded_secrets, os.environ.get("TRUSTROUTE_DB_PASS", "")}
+    text = mask_credentials(" ".join(message.split()), secrets)
+    err_console.print(f"{label} {escape(text)}", highlight=False, soft_wrap=True)
+
+
 def show_error(message: str) -> None:
     """Print ``error: message`` on stderr as exactly one line, credentials masked."""
-    secrets = {*_loaded_secrets, os.environ.get("TRUSTROUTE_DB_PASS", "")}
-    err_console.print(f"[bold red]error:[/] {escape(mask_credentials(message, secrets))}",
-                      highlight=False, soft_wrap=True)
+    _one_line("[bold red]error:[/]", message)
+
+
+def show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                 file: Any = None, line: str | None = None) -> None:
+    """``warnings.showwarning`` while a command runs: ``warning: message``, one line."""
+    _one_line("[yellow]warning:[/]", str(message))
+
+
+def exclusive(**given: bool) -> str | None:
+    """The option given among mutually exclusive ones (``--name``), None when none is;
+    two or more are a usage error (exit 2) raised before anything is done."""
+    names = [f"--{name.replace('_', '-')}" for name, on in given.items() if on]
+    if len(names) > 1:
+        raise click.UsageError(f"{', '.join(names[:-1])} and {names[-1]} contradict each "
+                               "other; give one", ctx=click.get_current_context(silent=True))
+    return names[0] if names else None
 
 
 def run_cli(argv: list[str]) -> int:
     """Run the group; expected errors become one line on stderr, never a traceback.
 
     Exit codes: 0 success, 1 aborted, 2 bad input (usage, config, data, store),
-    130 interrupted.
+    130 interrupted. Warnings are printed as one ``warning:`` line each.
     """
+    with warnings.catch_warnings():
+        warnings.showwarning = show_warning
+        return _run(argv)
+
+
+def _run(argv: list[str]) -> int:
     try:
         cli.main(args=argv, prog_name="trustroute", standalone_mode=False)
     except click.exceptions.NoArgsIsHelpError as exc:  # bare `trustroute`: just help
@@ -88,6 +116,9 @@ def run_cli(argv: list[str]) -> int:
         return 1
     except EXPECTED_ERRORS as exc:
         show_error(error_line(exc))
+        return 2
+    except RecursionError:  # input nested past every parser's limit
+        show_error("input nested too deeply to process")
         return 2
     except KeyboardInterrupt:
         err_console.print("interrupted")
@@ -114,9 +145,21 @@ def open_router(config: Path | None, store: str | None, **overrides: Any) -> Age
     return load_router_config(config, store).build_router(**overrides)
 
 
+def finite(data: Any) -> Any:
+    """``data`` with NaN and infinities as None: JSON has no such numbers, and null says
+    "no value" (a mean over nothing, a percentage of zero)."""
+    if isinstance(data, float):
+        return data if math.isfinite(data) else None
+    if isinstance(data, dict):
+        return {key: finite(value) for key, value in data.items()}
+    if isinstance(data, list | tuple):
+        return [finite(value) for value in data]
+    return data
+
+
 def print_json(data: Any) -> None:
-    """Machine-readable output on stdout."""
-    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+    """Machine-readable output on stdout: strict JSON (non-finite numbers are null)."""
+    sys.stdout.write(json.dumps(finite(data), indent=2, default=str, allow_nan=False) + "\n")
 
 
 F = TypeVar("F", bound=Callable[..., Any])

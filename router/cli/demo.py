@@ -30,6 +30,7 @@ from trustroute.router.cli.tables import (
     leaderboard_heading,
     leaderboard_table,
     pct,
+    plural,
 )
 from trustroute.router.demo import DEFAULT_WORKLOAD, DemoSummary, TaskResult, run_demo, summarize
 
@@ -59,7 +60,7 @@ def _report(summary: DemoSummary, store_url: str, store_given: bool) -> None:
 @cli.command()
 @click.option("--tasks", "-n", type=click.IntRange(1, 1_000_000), default=400,
               show_default=True, help="Number of simulated tasks.")
-@click.option("--seed", type=int, default=0, show_default=True,
+@click.option("--seed", type=click.IntRange(0), default=0, show_default=True,
               help="Seed of the task stream, the outcomes and the router's randomness.")
 @strategy_option
 @router_options
@@ -81,10 +82,11 @@ def demo(tasks: int, seed: int, strategy: str | None, config: Path | None, store
     with open_router(config, store, **overrides) as router:
         url = router.store.url
         if not as_json:
-            console.print(f"[bold]trustroute demo[/]: {tasks:,} simulated tasks over "
-                          f"{len(workload.task_types)} task types, {len(workload.agents)} agents "
-                          f"with hidden skill; strategy {router.strategy.name}, store "
-                          f"{escape(url)}, seed {seed}", highlight=False)
+            console.print(f"[bold]trustroute demo[/]: {plural(tasks, 'simulated task')} over "
+                          f"{plural(len(workload.task_types), 'task type')}, "
+                          f"{plural(len(workload.agents), 'agent')} with hidden skill; "
+                          f"strategy {router.strategy.name}, store {escape(url)}, seed {seed}",
+                          highlight=False)
         with Progress(TextColumn("routing"), BarColumn(), MofNCompleteColumn(),
                       TextColumn("mean quality {task.fields[quality]:.3f}"),
                       TimeElapsedColumn(), console=err_console, disable=as_json) as progress:
@@ -102,6 +104,6 @@ def demo(tasks: int, seed: int, strategy: str | None, config: Path | None, store
         print_json({"store": url, **summary.as_dict()})
         return
     if summary.executions_before:
-        console.print(f"(the store already held {summary.executions_before:,} executions; "
-                      "this run continued learning from them)", highlight=False)
+        console.print(f"(the store already held {plural(summary.executions_before, 'execution')}"
+                      "; this run continued learning from them)", highlight=False)
     _report(summary, url, store is not None)

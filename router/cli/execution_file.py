@@ -19,12 +19,13 @@ import json
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from trustroute.profiles.records import ExecutionRecord
+from trustroute.profiles.records import MAX_METADATA_DEPTH, ExecutionRecord
 from trustroute.router.config.loader import describe_problem
 from trustroute.router.row_files import RowFileError, csv_rows, jsonl_rows
 
@@ -85,13 +86,33 @@ def _metadata(value: Any) -> Any:
         return json.loads(value) if isinstance(value, str) else value
     except json.JSONDecodeError:
         raise ValueError("expected a JSON object") from None
+    except RecursionError:  # far past what ExecutionRecord accepts
+        raise ValueError(f"nested deeper than {MAX_METADATA_DEPTH} levels") from None
 
 
-# Other columns are text. Timestamps go to ExecutionRecord as given: pydantic reads ISO
-# 8601 and POSIX seconds, and the record rejects a time without a timezone.
+def _timestamp(value: Any) -> Any:
+    """POSIX seconds (a number, or a number as text) as a UTC datetime; anything else is
+    left to ExecutionRecord, which reads ISO 8601 and rejects a time without a timezone.
+
+    Converted here rather than by pydantic, which takes numbers past 2e10 for
+    milliseconds: the docs promise seconds.
+    """
+    if isinstance(value, bool):
+        raise ValueError(f"expected an ISO 8601 time or POSIX seconds, got {value!r}")
+    try:
+        seconds = float(value) if isinstance(value, int | float) else float(str(value).strip())
+    except ValueError:
+        return value  # not a number: ISO 8601 text
+    try:
+        return datetime.fromtimestamp(seconds, UTC)
+    except (OverflowError, OSError, ValueError):
+        raise ValueError(f"{value} POSIX seconds is out of range") from None
+
+
+# Other columns are text.
 _CONVERT: dict[str, Callable[[Any], Any]] = {
     "success": _success, "quality": _number, "latency_ms": _number, "cost": _number,
-    "metadata": _metadata, "timestamp": lambda value: value}
+    "metadata": _metadata, "timestamp": _timestamp}
 
 
 def _check_columns(names: Iterable[str]) -> None:

@@ -25,13 +25,14 @@ from trustroute.router.cli.base import (
     CliError,
     cli,
     console,
+    exclusive,
     json_option,
     load_router_config,
     open_router,
     print_json,
     router_options,
 )
-from trustroute.router.cli.tables import age, compact_table, num, pct
+from trustroute.router.cli.tables import age, compact_table, num, pct, plural
 from trustroute.router.handoff.calibration import CalibrationReport
 from trustroute.router.handoff.confidence import RetrievalConfidence
 from trustroute.router.row_files import RowFileError, jsonl_rows
@@ -79,14 +80,15 @@ def calibration_table(base: RetrievalConfidence, tuned: RetrievalConfidence) -> 
 
 def _guarantee_line(report: CalibrationReport) -> str:
     if report.guarantee_met:
+        cases = "case transfers" if report.required_transfers == 1 else "cases transfer"
         return (
-            f"{report.needs_human} needs-human and {report.covered} covered examples; the "
-            f"{report.required_transfers} lowest-confidence needs-human cases transfer, so "
-            f"recall on new data is >= {report.target_recall:.0%} with probability "
+            f"{plural(report.needs_human, 'needs-human example')} and {report.covered} "
+            f"covered; the {report.required_transfers} lowest-confidence needs-human {cases}, "
+            f"so recall on new data is >= {report.target_recall:.0%} with probability "
             f"{report.recall_confidence:.0%}."
         )
     return (
-        f"only {report.needs_human} needs-human examples: too few for recall >= "
+        f"only {plural(report.needs_human, 'needs-human example')}: too few for recall >= "
         f"{report.target_recall:.0%} with probability {report.recall_confidence:.0%}; every "
         "one of them transfers. Label more needs-human cases for a tighter threshold."
     )
@@ -167,8 +169,8 @@ def pending_table(rows: list[dict[str, Any]], title: str) -> Table:
     table = Table(title=title, box=box.SIMPLE)
     table.add_column("request", no_wrap=True)
     table.add_column("age", no_wrap=True)
-    table.add_column("hook")
-    table.add_column("task type")
+    table.add_column("hook", overflow="fold")
+    table.add_column("task type", overflow="fold")
     table.add_column("tries", justify="right")
     table.add_column("reason / last error", overflow="fold", ratio=1)
     for r in rows:
@@ -258,6 +260,7 @@ def handoffs(
     with the last error. --retry sends pending requests again through the configured
     hook of the same name; --resolve REQUEST_ID closes one a person has taken care of.
     """
+    exclusive(stats=stats, retry=retry, resolve=resolve is not None)
     with open_router(config, store) as router:
         repo = router.store.repository(HandoffRepository)
         url = router.store.url
@@ -273,7 +276,11 @@ def handoffs(
         if resolve is not None:
             full = resolve_id(repo, resolve)
             changed = repo.set_status(full, "resolved")
-            console.print(f"resolved {escape(full)} ({changed} hook row(s))", highlight=False)
+            if as_json:
+                print_json({"resolved": full, "hook_rows": changed})
+            else:
+                console.print(f"resolved {escape(full)} ({plural(changed, 'hook row')})",
+                              highlight=False)
             return
         if retry:
             if router.transfer is None:
@@ -290,4 +297,5 @@ def handoffs(
     elif rows:
         console.print(pending_table(rows, f"{status} hand-offs in {escape(url)}"))
     else:
-        console.print(f"no {status} hand-offs in {escape(url)}", highlight=False)
+        which = "" if status == "all" else f"{status} "  # not "no all hand-offs"
+        console.print(f"no {which}hand-offs in {escape(url)}", highlight=False)

@@ -18,6 +18,7 @@ from trustroute.router.cli.base import (
     router_options,
 )
 from trustroute.router.cli.execution_file import read_executions
+from trustroute.router.cli.tables import plural
 
 
 @cli.command(name="import")
@@ -55,5 +56,5 @@ def import_executions(file: Path, fmt: str | None, batch_size: int, config: Path
         print_json({"file": str(file), "store": url, "rows": len(records),
                     "imported": imported, "duplicates_skipped": skipped})
         return
-    console.print(f"imported {imported:,} execution(s) from {escape(str(file))} into "
-                  f"{escape(url)}; skipped {skipped:,} duplicate(s)", highlight=False)
+    console.print(f"imported {plural(imported, 'execution')} from {escape(str(file))} into "
+                  f"{escape(url)}; skipped {plural(skipped, 'duplicate')}", highlight=False)

@@ -16,7 +16,7 @@ from trustroute.router.cli.base import (
     router_options,
 )
 from trustroute.router.cli.handoff import handoff_rates, stats_table
-from trustroute.router.cli.tables import profiles_table
+from trustroute.router.cli.tables import PROFILES_LEGEND, profiles_tables
 
 
 @cli.command(name="profiles")
@@ -26,7 +26,7 @@ from trustroute.router.cli.tables import profiles_table
 @json_option
 def show_profiles(task_type: str | None, agent: str | None, config: Path | None,
                   store: str | None, as_json: bool) -> None:
-    """Show the learned profiles, by task type, best adjusted score first.
+    """Show the learned profiles, one table per task type, best adjusted score first.
 
     Per (agent, task type): runs, success rate, average quality, expertise
     (recency-weighted quality), confidence (min(1, runs / ramp)), adjusted score
@@ -47,6 +47,10 @@ def show_profiles(task_type: str | None, agent: str | None, config: Path | None,
                       "`trustroute record`, `trustroute import` or `trustroute demo`",
                       highlight=False)
         return
-    console.print(profiles_table(found, f"profiles in {escape(url)}"))
+    console.print(f"profiles in {escape(url)}", highlight=False)
+    for table in profiles_tables(found):
+        console.print()
+        console.print(table)
+    console.print(PROFILES_LEGEND, style="dim", highlight=False)
     if rates:  # logged by HandoffRunnable; details: trustroute handoffs --stats
         console.print(stats_table(rates, "hand-off rate by task type"))

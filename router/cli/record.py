@@ -11,20 +11,21 @@ from trustroute.profiles.store import DuplicateRecord
 from trustroute.router.cli.base import (
     cli,
     console,
+    exclusive,
     json_option,
     open_router,
     print_json,
     router_options,
 )
-from trustroute.router.cli.tables import num
+from trustroute.router.cli.tables import num, plural
 from trustroute.router.recording import build_record
 
 
 @cli.command()
 @click.argument("agent")
 @click.argument("task_type")
-@click.option("--success/--failure", "success", default=None,
-              help="How the execution went (one of the two is required).")
+@click.option("--success", is_flag=True, help="It went well (this or --failure is required).")
+@click.option("--failure", is_flag=True, help="It went badly.")
 @click.option("--quality", "-q", type=float, default=None,
               help="Quality in [0, 1]; default 1.0 on success, 0.0 on failure.")
 @click.option("--latency-ms", type=float, default=0.0, show_default=True,
@@ -37,7 +38,7 @@ from trustroute.router.recording import build_record
               help="The decision this execution followed, if any.")
 @router_options
 @json_option
-def record(agent: str, task_type: str, success: bool | None, quality: float | None,
+def record(agent: str, task_type: str, success: bool, failure: bool, quality: float | None,
            latency_ms: float, cost: float | None, record_id: str | None,
            decision_id: str | None, config: Path | None, store: str | None,
            as_json: bool) -> None:
@@ -46,8 +47,9 @@ def record(agent: str, task_type: str, success: bool | None, quality: float | No
     The profile of (AGENT, TASK_TYPE) is updated in the store at once; the updated
     profile is printed.
     """
-    if success is None:
-        raise click.UsageError("say how it went: --success or --failure")
+    if exclusive(success=success, failure=failure) is None:
+        raise click.UsageError("say how it went: --success or --failure",
+                               ctx=click.get_current_context())
     with open_router(config, store) as router:
         rec = build_record(None, router.agents, agent_id=agent, task_type=task_type,
                            success=success, quality=quality, latency_ms=latency_ms, cost=cost,
@@ -69,7 +71,7 @@ def record(agent: str, task_type: str, success: bool | None, quality: float | No
         outcome = "[green]success[/]" if rec.success else "[red]failure[/]"
         console.print(f"recorded {escape(agent)} on {escape(task_type)}: {outcome}, quality "
                       f"{num(rec.quality, 2)}, {rec.latency_ms:,.0f} ms", highlight=False)
-    console.print(f"profile: {profile.executions_total} runs, success "
+    console.print(f"profile: {plural(profile.executions_total, 'run')}, success "
                   f"{100 * profile.success_rate:.0f}%, expertise {num(profile.expertise)}, "
                   f"confidence {num(profile.confidence, 2)}, adjusted "
                   f"{num(profile.adjusted_score)}", highlight=False)

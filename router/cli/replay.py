@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import math
 from pathlib import Path
 from typing import Any
 
@@ -10,9 +11,9 @@ import click
 import yaml
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-from rich.table import Table
 
 from trustroute.router.cli.base import CliError, cli, console, err_console, json_option, print_json
+from trustroute.router.cli.tables import compact_table, plural
 from trustroute.router.replay import ReplayReport, load_outcomes, replay, total_steps
 from trustroute.router.strategies import DEFAULT_STRATEGY, available_strategies
 
@@ -44,7 +45,7 @@ def parse_params(items: tuple[str, ...], strategies: list[str]) -> dict[str, dic
                    f"({', '.join(available_strategies())}).")
 @click.option("--runs", "-n", type=click.IntRange(1, 10_000), default=20, show_default=True,
               help="Shuffled orderings of the tasks (each strategy replays the same ones).")
-@click.option("--seed", type=int, default=0, show_default=True,
+@click.option("--seed", type=click.IntRange(0), default=0, show_default=True,
               help="Seed of the orderings, agent samples and routers.")
 @click.option("--agents", "-k", type=click.IntRange(1), default=None,
               help="Sample K agents per run (default: every agent in the log).")
@@ -107,20 +108,20 @@ def show_report(report: ReplayReport, file: Path) -> None:
     log = s["log"]
     summaries = list(report.summaries.values())
     oracle = summaries[0].oracle_quality
-    console.print(f"{escape(str(file))}: {log['agents']} agents, {log['tasks']} tasks, "
-                  f"{log['task_types']} task types; {s['runs']} runs x {s['agents']} agents "
+    console.print(f"{escape(str(file))}: {plural(log['agents'], 'agent')}, "
+                  f"{plural(log['tasks'], 'task')}, {plural(log['task_types'], 'task type')}; "
+                  f"{plural(s['runs'], 'run')} x {plural(s['agents'], 'agent')} "
                   f"(seed {s['seed']}){', drift' if s['drift'] else ''}", highlight=False)
     console.print(f"{'regression-aware ' if s['drift'] else ''}per-task-type oracle: mean "
                   f"quality {oracle:.3f}", highlight=False)
-    table = Table(show_edge=False)
-    table.add_column("strategy", no_wrap=True)
-    for header in ("mean quality", "% of oracle", "final regret", "oracle's pick"):
-        table.add_column(header, justify="right")
-    table.add_column("most chosen agents")
+    table = compact_table(("strategy", "mean\nquality", "% of\noracle", "final\nregret",
+                           "oracle's\npick", "most chosen agents"),
+                          names=("strategy", "most chosen agents"))
     for summary in summaries:
         pct, quality, regret = summary.pct_oracle, summary.mean_quality, summary.final_regret
         top = ", ".join(f"{escape(a)} {share:.0%}" for a, share in summary.choice_share(2))
-        table.add_row(escape(summary.strategy), f"{quality['mean']:.3f}",
-                      f"{pct['mean']:.1f} ± {pct['ci95']:.1f}", f"{regret['mean']:.1f}",
-                      f"{summary.oracle_share['mean']:.0%}", top)
+        share = (f"{pct['mean']:.1f} ± {pct['ci95']:.1f}" if math.isfinite(pct["mean"])
+                 else "—")  # undefined when the oracle's quality is 0
+        table.add_row(escape(summary.strategy), f"{quality['mean']:.3f}", share,
+                      f"{regret['mean']:.1f}", f"{summary.oracle_share['mean']:.0%}", top)
     console.print(table)

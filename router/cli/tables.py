@@ -1,12 +1,17 @@
 """Rich tables for what the CLI shows: decisions, profiles and the demo leaderboard.
 
 Rendering only; the numbers come from the library. Kept in one place so every command
-formats scores, latencies and times the same way.
+formats scores, latencies, times and counts the same way.
+
+Every table fits an 80-column terminal without cutting a header or a number: number
+columns are never narrower than their header and never wrap, and name columns (agents,
+task types) take what is left, folding a long name onto a second line rather than
+cutting it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from datetime import datetime
 from typing import Any
 
@@ -30,6 +35,11 @@ def pct(value: float) -> str:
     return f"{100.0 * value:.0f}%"
 
 
+def plural(count: int, noun: str, many: str | None = None) -> str:
+    """``1 run``, ``2 runs``, ``1,000 runs`` (``many`` for irregular plurals)."""
+    return f"{count:,} {noun if count == 1 else many or noun + 's'}"
+
+
 def age(moment: datetime | None, now: datetime | None = None) -> str:
     """How long ago, compactly: ``45s``, ``12m``, ``3h``, ``5d`` (``—`` when never)."""
     if moment is None:
@@ -41,13 +51,24 @@ def age(moment: datetime | None, now: datetime | None = None) -> str:
     return f"{seconds:.0f}s ago"
 
 
-def compact_table(headers: Iterable[str], **options: Any) -> Table:
-    """A table without padding, numbers right-aligned and never wrapped, ids on the left."""
+NAME_COLUMNS = frozenset({"agent", "task type"})
+
+
+def compact_table(headers: Iterable[str], names: Collection[str] = NAME_COLUMNS,
+                  **options: Any) -> Table:
+    """A table without padding or edges: numbers right-aligned, never wrapped and never
+    narrower than their header (a header may be given on two lines, ``"mean\\nquality"``);
+    the ``names`` columns on the left, folded when long."""
+    options.setdefault("show_edge", False)
     table = Table(title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 0), pad_edge=False,
                   **options)
     for header in headers:
-        table.add_column(header, justify="left" if header in ("agent", "task type") else
-                         "right", no_wrap=True)
+        if header in names:  # "task type" may wrap to two lines, a word is never cut
+            table.add_column(header, justify="left", overflow="fold",
+                             min_width=max(len(word) for word in header.split()))
+        else:
+            table.add_column(header, justify="right", no_wrap=True,
+                             min_width=max(len(line) for line in header.splitlines()))
     return table
 
 
@@ -69,25 +90,38 @@ def decision_table(decision: RoutingDecision) -> Table:
     return table
 
 
-def profiles_table(profiles: Iterable[TaskTypeProfile], title: str) -> Table:
-    """One row per (agent, task type)."""
-    rows = list(profiles)
-    table = compact_table(("agent", "task type", "runs", "success", "quality", "expertise",
-                           "conf.", "adjusted", "latency", "updated"), title=title)
-    agents, task_types = table.columns[:2]  # ids up to 24 characters are never squeezed
-    agents.min_width = min(24, max((len(p.agent_id) for p in rows), default=5))
-    task_types.min_width = min(24, max((len(p.task_type) for p in rows), default=9))
+PROFILES_LEGEND = ("quality: mean; expertise: recency-weighted quality; conf.: min(1, runs / "
+                   "ramp); adjusted: expertise x conf.; latency: mean; updated: last "
+                   "execution (--json for exact times)")
+#: The agent column of every profiles table is as wide as the longest name up to this, so
+#: the tables of one listing line up; 16 keeps the table within 80 columns.
+AGENT_WIDTH = 16
+
+
+def profiles_tables(profiles: Iterable[TaskTypeProfile]) -> list[Table]:
+    """One table per task type (titled with it, in the order given), one row per agent.
+
+    The task type is the title rather than a column, so the table fits 80 columns.
+    """
+    groups: dict[str, list[TaskTypeProfile]] = {}
+    for p in profiles:
+        groups.setdefault(p.task_type, []).append(p)
+    width = min(AGENT_WIDTH, max((len(p.agent_id) for g in groups.values() for p in g),
+                                 default=5))
     now = utc_now()
-    for p in rows:
-        table.add_row(escape(p.agent_id), escape(p.task_type), str(p.executions_total),
-                      pct(p.success_rate), num(p.avg_quality, 2), num(p.expertise, 2),
-                      num(p.confidence, 2), num(p.adjusted_score, 2),
-                      f"{p.avg_latency_ms / 1000:.2f}s", age(p.last_updated, now))
-    table.caption = ("quality: mean; expertise: recency-weighted quality; conf.: min(1, runs "
-                     "/ ramp); adjusted: expertise x conf.; latency: mean; updated: last "
-                     "execution (--json for exact times)")
-    table.caption_justify = "left"
-    return table
+    tables = []
+    for task_type, rows in groups.items():
+        table = compact_table(("agent", "runs", "success", "quality", "expertise", "conf.",
+                               "adjusted", "latency", "updated"),
+                              title=f"[bold]{escape(task_type)}[/]")
+        table.columns[0].min_width = width
+        for p in rows:
+            table.add_row(escape(p.agent_id), str(p.executions_total), pct(p.success_rate),
+                          num(p.avg_quality, 2), num(p.expertise, 2), num(p.confidence, 2),
+                          num(p.adjusted_score, 2), f"{p.avg_latency_ms / 1000:.2f}s",
+                          age(p.last_updated, now))
+        tables.append(table)
+    return tables
 
 
 LEADERBOARD_LEGEND = ("routed: tasks sent to the agent in this run (share); quality: mean "
@@ -104,7 +138,7 @@ def leaderboard_heading(task_type: str, rows: list[LeaderboardRow],
         return heading
     mark = "[green]✓[/]" if preferred.is_best else "[yellow]✗[/]"
     return (f"{heading}: settled on {escape(preferred.agent_id)} ({pct(preferred.share)} of "
-            f"its last {preferred.tasks} tasks); hidden best {escape(best)} {mark}")
+            f"its last {plural(preferred.tasks, 'task')}); hidden best {escape(best)} {mark}")
 
 
 def leaderboard_table(rows: list[LeaderboardRow]) -> Table:

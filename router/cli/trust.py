@@ -14,12 +14,13 @@ from trustroute.router.cli.base import (
     CliError,
     cli,
     console,
+    exclusive,
     json_option,
     open_router,
     print_json,
     router_options,
 )
-from trustroute.router.cli.tables import compact_table
+from trustroute.router.cli.tables import compact_table, plural
 from trustroute.router.trust.calibration import CalibrationReport, calibration_report
 from trustroute.router.trust.lifecycle import run_decay
 from trustroute.router.trust.scores import trust_scores
@@ -28,19 +29,20 @@ from trustroute.router.trust.scores import trust_scores
 @cli.command(name="review")
 @click.argument("agent_id", metavar="AGENT")
 @click.argument("task_type")
-@click.option("--approve/--reject", "approved", default=None,
-              help="The verdict: approval pins the human score at 0.95; rejection counts "
-                   "one rejection and withdraws an earlier approval.")
+@click.option("--approve", is_flag=True,
+              help="The verdict: approval pins the human score at 0.95.")
+@click.option("--reject", is_flag=True,
+              help="Or: rejection counts one rejection and withdraws an earlier approval.")
 @click.option("--comment", "-m", default=None, help="Why (kept with the review).")
 @router_options
 @json_option
-def review(agent_id: str, task_type: str, approved: bool | None, comment: str | None,
+def review(agent_id: str, task_type: str, approve: bool, reject: bool, comment: str | None,
            config: Path | None, store: str | None, as_json: bool) -> None:
     """Record an explicit human review of AGENT on TASK_TYPE."""
-    if approved is None:
-        raise click.UsageError("say --approve or --reject")
+    if exclusive(approve=approve, reject=reject) is None:
+        raise click.UsageError("say --approve or --reject", ctx=click.get_current_context())
     with open_router(config, store) as router:
-        s = router.review(agent_id, task_type, approved, comment)
+        s = router.review(agent_id, task_type, approve, comment)
     if as_json:
         print_json({"agent_id": agent_id, "task_type": task_type, **s.as_dict()})
         return
@@ -68,6 +70,10 @@ def decay(now_text: str | None, config: Path | None, store: str | None, as_json:
             raise CliError(f"--now: {now_text!r} is not an ISO date/time") from None
         if now.tzinfo is None:
             now = now.replace(tzinfo=UTC)
+        try:
+            now = now.astimezone(UTC)
+        except OverflowError:
+            raise CliError(f"--now: {now_text!r} is out of range in UTC") from None
     with open_router(config, store) as router:
         report = run_decay(router, now=now)
     if as_json:
@@ -78,8 +84,9 @@ def decay(now_text: str | None, config: Path | None, store: str | None, as_json:
                       highlight=False)
         return
     console.print(f"decay {report.week}: {report.decayed} decayed, {report.deprecated} "
-                  f"deprecated, {report.deleted} deleted ({report.archived_executions} "
-                  "executions archived)", highlight=False)
+                  f"deprecated, {report.deleted} deleted "
+                  f"({plural(report.archived_executions, 'execution')} archived)",
+                  highlight=False)
 
 
 def print_calibration(report: CalibrationReport, title: str) -> None:

@@ -1,0 +1,117 @@
+"""What the commands print: tables that fit 80 columns whole, and counted nouns in English."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from cli_helpers import Result, run
+
+from trustroute import AgentRouter
+from trustroute.profiles.store.handoffs import HandoffRepository
+from trustroute.router.handoff.transfer import TransferDispatcher, TransferRequest
+
+LONG_AGENT = "a-rather-long-agent-name-x"  # 26 characters
+LONG_TASK = "customer-support-escalation"  # 27 characters
+
+
+@pytest.fixture(autouse=True)
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.delenv("TRUSTROUTE_STORE", raising=False)
+    return tmp_path
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A store with long names, reviews, hand-off decisions and a pending request."""
+    url = f"surrealkv://{tmp_path_factory.mktemp('history') / 'db'}"
+    agents = ["generalist", LONG_AGENT, "coder"]
+    with AgentRouter(agents, store=url, seed=1) as router:
+        for i in range(12):
+            for task_type in ("code", LONG_TASK):
+                decision = router.select(task_type)
+                router.record(decision, success=i % 3 != 0, quality=0.7,
+                              latency_ms=123_456.0)
+        router.review("coder", "code", False, "broke the build")
+        repo = router.store.repository(HandoffRepository)
+        for task_type in ("code", LONG_TASK):
+            repo.record_decision(task_type=task_type, transferred=True, confidence=0.4,
+                                 insufficient=False, reason="low confidence")
+        TransferDispatcher(store=router.store).dispatch(
+            TransferRequest(reason="no hook", task_type=LONG_TASK))
+    return url
+
+
+def fits(result: Result, *headers: str) -> str:
+    """The output, checked: nothing cut, no line past 80 columns, every header whole."""
+    assert result.code == 0, result.err
+    assert "…" not in result.out, result.out
+    assert max(len(line) for line in result.out.splitlines()) <= 80, result.out
+    words = result.out.split()
+    for header in headers:
+        for word in header.split():
+            assert word in words, f"header {header!r} cut or missing:\n{result.out}"
+    return result.out
+
+
+def test_store_tables_fit_80_columns(capsys: pytest.CaptureFixture[str], history: str) -> None:
+    store = ("--store", history)
+    out = fits(run(capsys, "profiles", *store), "agent", "runs", "success", "quality",
+               "expertise", "conf.", "adjusted", "latency", "updated", "decisions",
+               "handed off", "rate", "mean confidence")
+    assert "123.46s" in out
+    fits(run(capsys, "trust", *store), "task type", "agent", "obs", "contra", "freq",
+         "effect", "human", "composite", "tier")
+    fits(run(capsys, "route", "code", *store), "agent", "final", "score", "expertise",
+         "conf.", "adjusted", "runs", "load")
+    fits(run(capsys, "calibration", *store), "bucket", "predicted", "realised", "count",
+         "gap")
+    fits(run(capsys, "handoffs", "--stats", *store), "task type", "decisions",
+         "handed off", "rate", "mean confidence")
+    for status in ("pending", "all"):
+        out = fits(run(capsys, "handoffs", "--status", status, *store), "request", "age",
+                   "hook", "task type", "tries")
+        assert "customer-support" in out and "escalation" in out  # folded, not cut
+
+
+def test_demo_and_replay_tables_fit_80_columns(capsys: pytest.CaptureFixture[str],
+                                               workdir: Path) -> None:
+    fits(run(capsys, "demo", "-n", "60", "--store", "mem://"), "agent", "routed", "quality",
+         "hidden", "runs", "expertise", "conf.", "adjusted")
+    log = workdir / "outcomes.csv"
+    log.write_text("agent,task_type,task,quality\n" + "".join(
+        f"{agent},{LONG_TASK},t{t},{0.9 if agent == 'coder' else 0.4}\n"
+        for t in range(10) for agent in ("coder", LONG_AGENT, "generalist")))
+    fits(run(capsys, "replay", str(log), "--runs", "2"), "strategy", "mean quality",
+         "% of oracle", "final regret", "oracle's pick", "most chosen agents")
+
+
+def test_counts_are_singular_when_one(capsys: pytest.CaptureFixture[str],
+                                      workdir: Path, kv_url: str) -> None:
+    recorded = run(capsys, "record", "a", "t", "--success", "--store", kv_url)
+    assert "profile: 1 run, success 100%" in recorded.out
+    log = workdir / "one.jsonl"
+    log.write_text(json.dumps({"agent_id": "b", "task_type": "t", "success": True}) + "\n")
+    imported = run(capsys, "import", str(log), "--store", kv_url)
+    assert imported.out.startswith("imported 1 execution from ")
+    assert imported.out.rstrip().endswith("skipped 0 duplicates")
+    again = run(capsys, "import", str(log), "--store", kv_url)
+    assert again.out.startswith("imported 0 executions from ")
+    assert again.out.rstrip().endswith("skipped 1 duplicate")
+    decay = run(capsys, "decay", "--store", kv_url)
+    assert "(0 executions archived)" in decay.out
+    outcomes = workdir / "outcomes.csv"
+    outcomes.write_text("agent,task_type,task,quality\na,x,t1,1\n")
+    replayed = run(capsys, "replay", str(outcomes), "--runs", "1", "-S", "random")
+    assert "1 agent, 1 task, 1 task type; 1 run x 1 agent" in " ".join(replayed.out.split())
+
+
+def test_no_handoffs_of_any_status_reads_as_english(capsys: pytest.CaptureFixture[str],
+                                                    kv_url: str) -> None:
+    listed = run(capsys, "handoffs", "--status", "all", "--store", kv_url)
+    assert listed.out.startswith("no hand-offs in ")
+    pending = run(capsys, "handoffs", "--store", kv_url)
+    assert pending.out.startswith("no pending hand-offs in ")
