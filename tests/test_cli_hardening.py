@@ -8,6 +8,9 @@ from pathlib import Path
 import pytest
 from cli_helpers import run
 
+from trustroute import AgentRouter
+from trustroute.profiles.records import ExecutionRecord, utc_now
+
 DEEP = 1_000
 
 
@@ -186,6 +189,23 @@ def test_every_json_output_is_strict_json(capsys: pytest.CaptureFixture[str],
     assert result.code == 0, result.err
     data = json.loads(result.out, parse_constant=lambda name: pytest.fail(name))
     assert data["strategies"][0]["pct_oracle"]["mean"] is None
+
+
+def test_profiles_json_of_an_overflowed_mean_is_null(capsys: pytest.CaptureFixture[str],
+                                                     kv_url: str) -> None:
+    # records from before latencies were bounded: their mean latency overflows to inf
+    with AgentRouter(store=kv_url) as router:
+        for n in range(2):
+            router.record(ExecutionRecord.model_construct(
+                agent_id="a", task_type="t", success=True, quality=1.0, latency_ms=1.7e308,
+                cost=None, timestamp=utc_now(), record_id=f"old-{n}", decision_id=None,
+                metadata={}))
+    result = run(capsys, "profiles", "--store", kv_url, "--json")
+    assert result.code == 0, result.err
+    (profile,) = json.loads(result.out, parse_constant=lambda name: pytest.fail(name))
+    assert profile["avg_latency_ms"] is None
+    table = run(capsys, "profiles", "--store", kv_url)
+    assert "inf" not in table.out and "—" in table.out
 
 
 def test_handoffs_resolve_with_json_prints_json(capsys: pytest.CaptureFixture[str],

@@ -11,6 +11,7 @@ cutting it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Iterable
 from datetime import datetime
 from typing import Any
@@ -38,6 +39,12 @@ def pct(value: float) -> str:
 def plural(count: int, noun: str, many: str | None = None) -> str:
     """``1 run``, ``2 runs``, ``1,000 runs`` (``many`` for irregular plurals)."""
     return f"{count:,} {noun if count == 1 else many or noun + 's'}"
+
+
+def seconds(milliseconds: float) -> str:
+    """A latency in seconds; an em dash when not finite (a store written before latencies
+    were bounded may hold a mean that overflowed)."""
+    return f"{milliseconds / 1000:.2f}s" if math.isfinite(milliseconds) else "—"
 
 
 def age(moment: datetime | None, now: datetime | None = None) -> str:
@@ -118,7 +125,7 @@ def profiles_tables(profiles: Iterable[TaskTypeProfile]) -> list[Table]:
         for p in rows:
             table.add_row(escape(p.agent_id), str(p.executions_total), pct(p.success_rate),
                           num(p.avg_quality, 2), num(p.expertise, 2), num(p.confidence, 2),
-                          num(p.adjusted_score, 2), f"{p.avg_latency_ms / 1000:.2f}s",
+                          num(p.adjusted_score, 2), seconds(p.avg_latency_ms),
                           age(p.last_updated, now))
         tables.append(table)
     return tables

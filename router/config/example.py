@@ -51,6 +51,10 @@ agents:
     cost_per_call: 0.001
     enabled: true
 
+# An outcome recorded for an agent not listed above (a typo?): warn (the default),
+# error (refuse it) or allow (record it silently).
+unknown_agents: warn
+
 # How candidates are ranked. Leave name unset to use the library default; set it to
 # choose one explicitly (`trustroute route --help` lists them), e.g. confidence_weighted
 # (the reference ranking: expertise x min(1, runs / confidence_ramp)).

@@ -113,7 +113,7 @@ def _expanded(node: yaml.Node, level: int, seen: dict[int, tuple[int, int]],
             values, height = values + child_values, max(height, child_height)
             if values > MAX_CONFIG_VALUES:
                 raise yaml.constructor.ConstructorError(
-                    None, None, f"aliases expand to more than {MAX_CONFIG_VALUES:,} values",
+                    None, None, f"more than {MAX_CONFIG_VALUES:,} values once aliases are expanded",
                     node.start_mark)
         open_nodes.discard(key)
         seen[key] = (values, height + 1)
