@@ -82,7 +82,7 @@ def parse_store_url(url: str | None, *, base_dir: Path | None = None) -> StoreLo
     if scheme in ("mem", "memory"):
         return StoreLocation("mem", "mem://")
     if scheme in REMOTE_SCHEMES:
-        if not rest.strip("/"):
+        if not rest.split("/", 1)[0].rpartition("@")[2]:  # no host after user:password@
             raise InvalidStoreURL(f"store URL {_quoted(url)} names no server host")
         # the SDK appends /rpc to the URL as given: ws://host:8000/ would ask for //rpc
         return StoreLocation(scheme, url.rstrip("/"))
