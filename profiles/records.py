@@ -150,14 +150,9 @@ def check_metadata(value: Any, where: str, depth: int) -> None:
     elif isinstance(value, list | tuple):
         for i, item in enumerate(value):
             check_metadata(item, f"{where}[{i}]", depth + 1)
-    elif isinstance(value, bool) or value is None:
-        return
-    elif isinstance(value, int):
-        if not INT64[0] <= value <= INT64[1]:
-            raise ValueError(f"{where}: integer {value} does not fit in 64 bits")
-    elif isinstance(value, float):
-        if not math.isfinite(value):
-            raise ValueError(f"{where}: {value} is not a finite number")
-    elif isinstance(value, str):
-        if "\x00" in value:
-            raise ValueError(f"{where}: strings must not contain a NUL character")
+    elif isinstance(value, int) and not INT64[0] <= value <= INT64[1]:
+        raise ValueError(f"{where}: integer {value} does not fit in 64 bits")
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{where}: {value} is not a finite number")
+    elif isinstance(value, str) and "\x00" in value:
+        raise ValueError(f"{where}: strings must not contain a NUL character")
