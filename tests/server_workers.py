@@ -1,7 +1,7 @@
 """Worker processes for the server tests: each opens its own router on a server URL and
 routes and records, as one worker of a multi-process app would.
 
-``python tests/server_workers.py URL COUNT ACKED_FILE [--task-type T] [--database D]`` records COUNT
+``python tests/server_workers.py URL COUNT ACKED_FILE [--database D] [--pause S]`` records COUNT
 outcomes (``select`` then ``record``), each under a record id chosen before the first
 try, and appends each acknowledged id to ACKED_FILE as soon as ``record`` returns. A
 ``DuplicateRecord`` for an id this worker chose means its own earlier try committed and
@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import time
 import uuid
 
 from trustroute import AgentRouter
@@ -27,6 +28,7 @@ def main() -> None:
     parser.add_argument("acked")
     parser.add_argument("--task-type", default="code")
     parser.add_argument("--database", default="trustroute")
+    parser.add_argument("--pause", type=float, default=0.0, help="seconds between records")
     args = parser.parse_args()
     with AgentRouter(agents=["a", "b", "c"], store=args.url, seed=os.getpid(),
                      store_options={"database": args.database}) as router, \
@@ -39,6 +41,7 @@ def main() -> None:
                               record_id=record_id)
             acked.write(record_id + "\n")
             acked.flush()
+            time.sleep(args.pause)
 
 
 if __name__ == "__main__":
