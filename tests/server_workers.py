@@ -1,7 +1,8 @@
 """Worker processes for the server tests: each opens its own router on a server URL and
 routes and records, as one worker of a multi-process app would.
 
-``python tests/server_workers.py URL COUNT ACKED_FILE [--database D] [--pause S]`` records COUNT
+``python tests/server_workers.py URL COUNT ACKED_FILE [--database D] [--pause S]
+[--start-at T]`` records COUNT
 outcomes (``select`` then ``record``), each under a record id chosen before the first
 try, and appends each acknowledged id to ACKED_FILE as soon as ``record`` returns. A
 ``DuplicateRecord`` for an id this worker chose means its own earlier try committed and
@@ -29,7 +30,10 @@ def main() -> None:
     parser.add_argument("--task-type", default="code")
     parser.add_argument("--database", default="trustroute")
     parser.add_argument("--pause", type=float, default=0.0, help="seconds between records")
+    parser.add_argument("--start-at", type=float, default=0.0,
+                        help="open the router at this time.time(), with the other workers")
     args = parser.parse_args()
+    time.sleep(max(0.0, args.start_at - time.time()))
     with AgentRouter(agents=["a", "b", "c"], store=args.url, seed=os.getpid(),
                      store_options={"database": args.database}) as router, \
             open(args.acked, "a", encoding="utf-8") as acked:

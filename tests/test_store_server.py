@@ -154,12 +154,13 @@ def test_an_unanswered_commit_is_stored_once(surreal: Target) -> None:
     assert server.connections == 2
 
 
-def start_workers(target: Target, files: list[Path], count: int,
-                  pause: float = 0.0) -> list[subprocess.Popen[str]]:
+def start_workers(target: Target, files: list[Path], count: int, pause: float = 0.0,
+                  start_at: float = 0.0) -> list[subprocess.Popen[str]]:
     """One worker process per file, started at once, each recording ``count`` outcomes
-    (``pause`` seconds apart)."""
+    (``pause`` seconds apart; opening its router at ``start_at``, a ``time.time()``)."""
     return [subprocess.Popen([sys.executable, str(WORKER), target.url, str(count), str(f),
-                              "--database", target.database, "--pause", str(pause)],
+                              "--database", target.database, "--pause", str(pause),
+                              "--start-at", str(start_at)],
                              env=target.env(), stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True) for f in files]
 
@@ -179,6 +180,16 @@ def finish(workers: list[subprocess.Popen[str]], files: list[Path],
 def run_workers(target: Target, tmp_path: Path, processes: int, count: int) -> list[str]:
     files = [tmp_path / f"acked-{i}.txt" for i in range(processes)]
     return finish(start_workers(target, files, count), files)
+
+
+@pytest.mark.slow
+def test_routers_opened_at_the_same_moment_all_open(surreal_concurrent: Target,
+                                                    tmp_path: Path) -> None:
+    """4 processes open routers on a new database at the same instant: their schema
+    definitions conflict, are retried, and every process opens and records."""
+    files = [tmp_path / f"acked-{i}.txt" for i in range(4)]
+    workers = start_workers(surreal_concurrent, files, count=1, start_at=time.time() + 1.5)
+    assert len(finish(workers, files)) == 4
 
 
 @pytest.mark.slow
