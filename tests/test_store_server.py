@@ -169,10 +169,16 @@ def finish(workers: list[subprocess.Popen[str]], files: list[Path],
            timeout: float = 120) -> list[str]:
     """Wait for every worker; all must succeed. Returns every acknowledged id."""
     failures = []
-    for worker in workers:
-        _, err = worker.communicate(timeout=timeout)
-        if worker.returncode:
-            failures.append(err[-2000:])
+    try:
+        for worker in workers:
+            _, err = worker.communicate(timeout=timeout)
+            if worker.returncode:
+                failures.append(err[-2000:])
+    finally:
+        for worker in workers:
+            if worker.poll() is None:
+                worker.kill()
+                worker.wait()
     assert not failures, failures
     return [line for f in files for line in f.read_text().split()]
 
