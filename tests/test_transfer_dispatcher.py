@@ -343,7 +343,7 @@ def test_dispatch_retries_come_from_the_handoff_section_and_keywords_win() -> No
 def test_handoff_section_overrides_are_retrieval_confidence_settings() -> None:
     overridable = set(HandoffSection.model_fields) - {
         "calibration", "message", "dispatch_attempts", "dispatch_backoff_s",
-        "dispatch_max_backoff_s",
+        "dispatch_max_backoff_s", "dispatch_close_timeout_s",
     }
     assert overridable <= set(RetrievalConfidenceConfig.model_fields)
     section = HandoffSection(score_threshold=0.55, locale="zh-CN", message="hi")

@@ -1,8 +1,9 @@
 """Hand-off persistence: pending transfers, the decision log, saved calibrations.
 
-- ``handoff_pending``: a transfer request a hook could not deliver even after retries,
-  one row per (request, hook), with the error, so no request to a person is ever lost;
-  ``trustroute handoffs`` lists them, and they can be retried or resolved.
+- ``handoff_pending``: one row per (request, hook), written *pending* before the hook is
+  tried and marked *delivered* when it succeeds, so no request to a person is ever lost
+  (not even to SIGKILL); what failed keeps its error; ``trustroute handoffs`` lists the
+  pending ones, and they can be retried or resolved.
 - ``handoff_decision``: one row per answer-or-transfer decision, with its task type, so
   the hand-off rate per task type can be shown next to the agents' profiles.
 - ``handoff_calibration``: named threshold settings learned by ``calibrate``, so a
@@ -115,6 +116,16 @@ DEFINE FIELD IF NOT EXISTS created_at ON handoff_calibration TYPE datetime;
             {"status": status, "rid": request_id, "hook": hook},
         )[0]
         return len(rows or [])
+
+    def mark_delivered(self, request_id: str, hook: str) -> bool:
+        """Mark one (request, hook) row delivered, by its record id, in one statement; only
+        a pending row changes (a resolved one stays resolved). True when it changed."""
+        rows = self._conn.run(
+            "UPDATE type::thing('handoff_pending', [$rid, $hook]) SET status = 'delivered', "
+            "updated_at = time::now() WHERE status = 'pending' RETURN AFTER;",
+            {"rid": request_id, "hook": hook},
+        )[0]
+        return bool(rows)
 
     # -- decision log ------------------------------------------------------------------
     def record_decision(

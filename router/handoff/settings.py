@@ -133,7 +133,8 @@ class HandoffSection(BaseModel):
     Precedence for the thresholds: reference defaults, then the named ``calibration``
     from the store, then any threshold or locale given here (a setting left out or null
     is not overridden). ``dispatch_*`` are the TransferDispatcher's retries per hook
-    (hooks that retry themselves, like the webhook, are tried once).
+    (hooks that retry themselves, like the webhook, are tried once);
+    ``dispatch_close_timeout_s`` bounds how long ``close()`` waits for deliveries.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -150,6 +151,10 @@ class HandoffSection(BaseModel):
     dispatch_attempts: int = Field(default=3, ge=1)
     dispatch_backoff_s: NonNegative = 0.2
     dispatch_max_backoff_s: NonNegative = 2.0
+    # how long ``close()`` waits for hand-offs in flight; what is unfinished stays pending.
+    # 5 s: one default webhook attempt (timeout_s 5) fits, and it is half of the 10 s a
+    # container runtime (docker stop) gives a process between SIGTERM and SIGKILL
+    dispatch_close_timeout_s: NonNegative = 5.0
 
     def overrides(self) -> dict[str, Any]:
         """The RetrievalConfidence settings this section sets explicitly."""

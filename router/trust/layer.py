@@ -9,9 +9,11 @@ out, counts and history from every committed outcome.
   ``TrustVerdict`` (pure: nothing is buffered);
 - ``settle``: the decision built from that verdict is buffered for the decision log and
   an abstention is acted on (``on_abstain``: ``route_anyway`` returns it flagged,
-  ``raise`` releases its slot and raises ``Abstained``, ``human`` hands it to people
-  through the router's transfer hooks on a worker thread, because hooks may do network
-  I/O and ``select()`` must stay fast).
+  ``raise`` releases its slot and raises ``Abstained``, ``human`` stores the hand-off
+  request as pending on the caller's thread, so it survives a crash once ``select()``
+  returned, then hands it to people through the router's transfer hooks on a worker
+  thread, because hooks may do network I/O and ``select()`` must stay fast; ``close()``
+  waits for those deliveries at most ``dispatch_close_timeout_s``).
 
 As a ``Learner`` (``trustroute.router.learner``) it ``fold``s committed records into the
 trust counts, contradictions and the calibration map, and ``rebuild``s from the store.
@@ -24,11 +26,11 @@ reviews are written at once: a person's verdict is never left in a buffer.
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 import time
 from collections import Counter
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -95,8 +97,8 @@ class TrustLayer:
         self.repo = store.repository(TrustRepository)
         self.decisions = DecisionLog(store.repository(DecisionRepository), strategy, self.options)
         self.transfer = transfer  # where ``on_abstain: human`` hands decisions over
-        # hooks may do network I/O: hand-offs run on a worker (started on first use)
-        self._handoffs = ThreadPoolExecutor(1, thread_name_prefix="trustroute-handoff")
+        # hooks may do network I/O: hand-offs are delivered on a worker (started on first use)
+        self._handoffs = _HandoffWorker()
         self._lock = threading.Lock()  # the book and the buffers change together
         self._flush_lock = threading.Lock()  # one flush or prefetch at a time
         self._pending: dict[Pair, _Pending] = {}
@@ -138,8 +140,9 @@ class TrustLayer:
             log.warning("on_abstain is 'human' but the router has no transfer dispatcher; "
                         "decision %s routed anyway", decision.decision_id)
             return
-        self._handoffs.submit(_hand_off, self.transfer, decision, detail).add_done_callback(
-            _log_failure)
+        request = self.transfer.accept(TransferRequest.from_decision(  # stored first
+            decision, reason=f"{decision.abstain_reason}: {detail}" if detail else None))
+        self._handoffs.submit(self.transfer, request)
 
     # -- learning -----------------------------------------------------------------
     def fold(self, batch: Sequence[tuple[ExecutionRecord, int]]) -> None:
@@ -287,11 +290,15 @@ class TrustLayer:
                 raise
 
     def close(self) -> None:
-        """Flush, wait for hand-offs in flight and stop their worker (idempotent)."""
+        """Flush, wait for hand-offs in flight at most the dispatcher's
+        ``dispatch_close_timeout_s`` and stop their worker (idempotent); what is not
+        delivered by then stays pending in the store (``trustroute handoffs --retry``)."""
         try:
             self.flush()
         finally:
-            self._handoffs.shutdown(wait=True)
+            bound = None if self.transfer is None else (
+                self.transfer.settings.dispatch_close_timeout_s)
+            self._handoffs.close(bound or 0.0)
 
     # -- reading --------------------------------------------------------------------
     def trust(self, agent_id: str, task_type: str) -> TrustScores:
@@ -311,14 +318,46 @@ def _describe(reasons: Counter[str]) -> str:
     return ", ".join(f"{name} x{n}" if n > 1 else name for name, n in sorted(reasons.items()))
 
 
-def _hand_off(transfer: TransferDispatcher, decision: RoutingDecision, detail: str) -> Any:
-    """Deliver an abstained decision to people through the transfer hooks."""
-    request = TransferRequest.from_decision(
-        decision, reason=f"{decision.abstain_reason}: {detail}" if detail else None)
-    return transfer.dispatch(request)
+class _HandoffWorker:
+    """One daemon thread delivering stored hand-off requests in order. Daemon, so a hook
+    that hangs delays neither ``close()`` past its bound nor the interpreter's exit: the
+    request was stored before it was queued and stays pending."""
 
+    def __init__(self) -> None:
+        self._queue: queue.Queue[tuple[TransferDispatcher, TransferRequest] | None] = (
+            queue.Queue())
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._closed = False
 
-def _log_failure(future: Future[Any]) -> None:
-    exc = future.exception()
-    if exc is not None:
-        log.error("hand-off after abstention failed: %s", exc)
+    def submit(self, transfer: TransferDispatcher, request: TransferRequest) -> None:
+        with self._lock:
+            if self._closed:
+                log.warning("hand-off %s stored pending: the router is closed, it is not "
+                            "delivered now", request.request_id)
+                return
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, daemon=True,
+                                                name="trustroute-handoff")
+                self._thread.start()
+            self._queue.put((transfer, request))
+
+    def _run(self) -> None:
+        while (item := self._queue.get()) is not None:
+            try:
+                item[0].deliver(item[1])
+            except Exception as exc:  # the worker must outlive a failing hook
+                log.error("hand-off %s after abstention failed (it stays pending): %s",
+                          item[1].request_id, exc)
+
+    def close(self, timeout_s: float) -> None:
+        with self._lock:
+            thread, self._closed = self._thread, True
+        if thread is None:
+            return
+        self._queue.put(None)  # after everything queued: deliver what fits in the bound
+        thread.join(timeout_s)
+        if thread.is_alive():
+            log.warning("close(): hand-off deliveries still running after %.1f s; what they "
+                        "did not deliver stays pending (trustroute handoffs --retry)",
+                        timeout_s)

@@ -1,11 +1,17 @@
 """TransferDispatcher: deliver a TransferRequest to every hook, and never lose it.
 
-Each hook is tried (with tenacity retries, exponential backoff) independently; one
-failing hook does not stop the others. When a hook still fails, the request is written
-to the store as *pending* for that hook with the error, where ``trustroute handoffs``
-lists it and ``retry_pending`` tries again. With no hooks at all the request is stored
-pending too: a hand-off that reaches nobody must at least be visible. Without a store the
-undelivered request is logged at ERROR level and kept in ``undelivered``.
+Stored first, then delivered: ``accept`` writes the request to the store as *pending*, one
+row per hook, before any hook is tried, so a process killed mid-delivery (or before it)
+leaves it where ``trustroute handoffs`` lists it and ``retry_pending`` tries again.
+``deliver`` then tries each hook (with tenacity retries, exponential backoff)
+independently; one failing hook does not stop the others. A hook that delivers has its
+row marked *delivered* at once (one statement, by record id); one that still fails keeps
+its row pending with the error. ``dispatch`` is ``accept`` then ``deliver``. With no hooks
+at all the request stays pending: a hand-off that reaches nobody must at least be visible.
+Without a store (or when the store fails) an undelivered request is logged at ERROR level
+and kept in ``undelivered``. A request can still reach a hook twice (killed after the hook
+answered, before the mark; a ``--retry`` racing a delivery): receivers de-duplicate on
+``request_id``.
 
 Control-flow exceptions a hook declares in ``passthrough`` (LangGraph's interrupt) are
 re-raised at once: pausing a graph for a person is the hook working, not failing.
@@ -38,6 +44,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 NO_HOOK = "(no hook)"
+NO_HOOKS_ERROR = "no transfer hooks configured"
+NOT_YET = "not delivered yet (stored before delivery)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,17 +157,40 @@ class TransferDispatcher:
         retrying = Retrying(**self._retry_options(hook))
         try:
             response: Any = retrying(call_hook, hook, request)
+        except passthrough_of(hook):
+            self._mark_delivered(request, hook_name(hook))  # the hook working: paused
+            raise
         except Exception as exc:
             return self._delivery(hook, retrying, error=exc)
+        self._mark_delivered(request, hook_name(hook))
         return self._delivery(hook, retrying, response)
 
     async def _adeliver(self, hook: Any, request: TransferRequest) -> HookDelivery:
         retrying = AsyncRetrying(**self._retry_options(hook))
         try:
             response: Any = await retrying(acall_hook, hook, request)
+        except passthrough_of(hook):
+            self._mark_delivered(request, hook_name(hook))  # the hook working: paused
+            raise
         except Exception as exc:
             return self._delivery(hook, retrying, error=exc)
+        self._mark_delivered(request, hook_name(hook))
         return self._delivery(hook, retrying, response)
+
+    def _mark_delivered(self, request: TransferRequest, hook: str) -> None:
+        if self.store is None:
+            return
+        try:
+            self.store.repository(HandoffRepository).mark_delivered(request.request_id, hook)
+        except Exception as exc:  # delivered all the same; the row stays pending
+            log.warning(
+                "hand-off %s was delivered by %s but could not be marked delivered (a retry "
+                "will deliver it again): %s: %s",
+                request.request_id,
+                hook,
+                type(exc).__name__,
+                exc,
+            )
 
     @staticmethod
     def _delivery(
@@ -193,26 +224,59 @@ class TransferDispatcher:
                 )
         return request
 
-    def dispatch(self, request: TransferRequest) -> TransferOutcome:
-        """Deliver ``request`` to every hook (blocking); failures are stored pending.
-
-        The outcome's ``request`` is the one delivered (see ``prepare_request``)."""
+    def accept(self, request: TransferRequest) -> TransferRequest:
+        """Prepare ``request`` (see ``prepare_request``) and store it pending for every hook
+        before any delivery; returns the request to ``deliver``. Never raises for the
+        store: when it fails, the request is kept in memory if delivery fails too."""
         request = self._prepared(request)
+        if self.store is None:
+            return request
+        names = [hook_name(h) for h in self._ordered()]
+        repo = self.store.repository(HandoffRepository)
+        try:
+            for name in names or [NO_HOOK]:
+                repo.save_pending(
+                    request.payload(),
+                    hook=name,
+                    error=NOT_YET if names else NO_HOOKS_ERROR,
+                    attempts=0,
+                )
+        except Exception as exc:
+            log.error(
+                "hand-off %s could not be stored before delivery: %s: %s",
+                request.request_id,
+                type(exc).__name__,
+                exc,
+            )
+        return request
+
+    def deliver(self, request: TransferRequest) -> TransferOutcome:
+        """Deliver an ``accept``ed request to every hook (blocking): each delivery is marked
+        delivered, each failure stays pending with its error."""
         deliveries = tuple(self._deliver(h, request) for h in self._ordered())
         return self._settle(request, deliveries)
 
-    async def adispatch(self, request: TransferRequest) -> TransferOutcome:
-        """Async ``dispatch``: async hooks awaited, sync ones run in worker threads."""
-        request = self._prepared(request)
+    async def adeliver(self, request: TransferRequest) -> TransferOutcome:
+        """Async ``deliver``: async hooks awaited, sync ones run in worker threads."""
         deliveries = tuple([await self._adeliver(h, request) for h in self._ordered()])
         return self._settle(request, deliveries)
+
+    def dispatch(self, request: TransferRequest) -> TransferOutcome:
+        """Store ``request`` pending, then deliver it to every hook (blocking).
+
+        The outcome's ``request`` is the one delivered (see ``prepare_request``)."""
+        return self.deliver(self.accept(request))
+
+    async def adispatch(self, request: TransferRequest) -> TransferOutcome:
+        """Async ``dispatch``: async hooks awaited, sync ones run in worker threads."""
+        return await self.adeliver(self.accept(request))
 
     def _settle(
         self, request: TransferRequest, deliveries: Sequence[HookDelivery]
     ) -> TransferOutcome:
         failed = [d for d in deliveries if not d.delivered]
         if not deliveries:
-            failed = [HookDelivery(NO_HOOK, False, 0, error="no transfer hooks configured")]
+            failed = [HookDelivery(NO_HOOK, False, 0, error=NO_HOOKS_ERROR)]
         if not failed:
             return TransferOutcome(request, tuple(deliveries))
         stored = all(self._store_pending(request, d) for d in failed)
@@ -261,9 +325,8 @@ class TransferDispatcher:
                 still += 1
                 continue
             request = TransferRequest.model_validate(row["request"])
-            result = self._deliver(hook, request)
+            result = self._deliver(hook, request)  # marks the row delivered when it is
             if result.delivered:
-                repo.set_status(request.request_id, "delivered", hook=row["hook"])
                 delivered += 1
             else:
                 self._store_pending(request, result)
