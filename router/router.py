@@ -1,11 +1,9 @@
 """AgentRouter: choose an agent for each task, record how it went, learn.
 
 ``select`` reads only in-memory state (never the database), so a decision costs
-microseconds. ``record`` writes to the store and, once the transaction commits, folds
-the committed record into every learner (``trustroute.router.learner``): the profile
-book, the strategy and the trust layer, in that order. Every method that touches the
-store has an async twin (``arecord``, ``afeedback``, ...) that runs it in a worker
-thread, so an event loop is never blocked.
+microseconds. ``record`` writes to the store, then folds the committed record into
+every learner (``trustroute.router.learner``): the profile book, the strategy and the
+trust layer, in order. Store methods have async twins (``arecord``, ...) in a thread.
 """
 
 from __future__ import annotations
@@ -15,6 +13,7 @@ import threading
 import warnings
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from datetime import datetime
+from itertools import islice
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
@@ -31,6 +30,7 @@ from trustroute.router.errors import NoAgentAvailable, UnknownAgent
 from trustroute.router.learner import Committed, Learner, StrategyLearner
 from trustroute.router.load import InFlightTracker, Lease
 from trustroute.router.recording import build_record
+from trustroute.router.report import write_report
 from trustroute.router.strategies import (
     DEFAULT_STRATEGY,
     Arm,
@@ -318,12 +318,11 @@ class AgentRouter:
 
     arecord = in_thread(record)
 
-    def record_many(self, records: Sequence[ExecutionRecord], *, batch_size: int = 500
+    def record_many(self, records: Iterable[ExecutionRecord], *, batch_size: int = 500
                     ) -> int:
-        """Bulk-write records in batched transactions; returns how many were new."""
-        written = 0
-        for start in range(0, len(records), batch_size):
-            chunk = records[start:start + batch_size]
+        """Bulk-write any iterable, one transaction per batch drawn; returns how many were new."""
+        written, pending = 0, iter(records)
+        while chunk := list(islice(pending, batch_size)):
             for agent_id in {r.agent_id for r in chunk}:
                 self._check_agent(agent_id)
             self.trust_layer.prefetch([(r.agent_id, r.task_type) for r in chunk])
@@ -392,6 +391,7 @@ class AgentRouter:
         return run_decay(self, now=now)
 
     adecay = in_thread(decay)
+    report = write_report  # report(path="report.html", task_type=, since=): the HTML page
 
 
 def _discounted(score: float, load: float) -> float:

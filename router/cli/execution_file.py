@@ -1,7 +1,8 @@
 """Reading execution logs (JSONL or CSV) into validated ExecutionRecords.
 
-The whole file is validated before anything is written, so a bad row leaves the store
-untouched; the error names the file, the line and the field. Columns: ``agent_id`` (or
+Files are streamed, one row in memory at a time. The importer validates the whole file
+in a first pass before anything is written, so a bad row leaves the store untouched; the
+error names the file, the line and the field. Columns: ``agent_id`` (or
 ``agent``), ``task_type``, ``success`` (required); ``quality``, ``latency_ms``, ``cost``,
 ``timestamp``, ``record_id``, ``decision_id``, ``metadata`` (optional). Unknown columns
 are an error, so a misspelt ``qualty`` is not silently dropped.
@@ -18,7 +19,7 @@ import hashlib
 import json
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -168,19 +169,34 @@ def _check_header(header: Sequence[str]) -> None:
         raise ValueError(f"{missing[0]}: missing column")
 
 
-def read_executions(path: Path, fmt: str | None = None) -> list[ExecutionRecord]:
-    """Every row of ``path`` as a record, or ExecutionFileError naming the first bad one."""
+def iter_executions(path: Path, fmt: str | None = None) -> Iterator[ExecutionRecord]:
+    """Each row of ``path`` as a record, streamed (one row in memory at a time), or
+    ExecutionFileError naming the first bad one when the reader reaches it.
+
+    A stream may fail part-way, so the importer makes a first pass through
+    ``check_executions`` before it writes anything.
+    """
     fmt = detect_format(path, fmt)
     rows = jsonl_rows(path) if fmt == "jsonl" else csv_rows(path, check_header=_check_header)
     seen: Counter[bytes] = Counter()
-    records = []
     try:
         for line_no, row in rows:
             try:
-                records.append(row_to_record(row, seen))
+                record = row_to_record(row, seen)
             except ValueError as exc:
                 raise ExecutionFileError(f"{path}: line {line_no}: {exc}") from None
+            yield record
     except RowFileError as exc:
         where = f"line {exc.line}: " if exc.line else ""
         raise ExecutionFileError(f"{exc.path}: {where}{exc.problem}") from None
-    return records
+
+
+def check_executions(path: Path, fmt: str | None = None) -> int:
+    """Validate every row of ``path`` without keeping any; the number of rows, or
+    ExecutionFileError naming the first bad one."""
+    return sum(1 for _ in iter_executions(path, fmt))
+
+
+def read_executions(path: Path, fmt: str | None = None) -> list[ExecutionRecord]:
+    """Every row of ``path`` as a record, or ExecutionFileError naming the first bad one."""
+    return list(iter_executions(path, fmt))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from itertools import islice
 from pathlib import Path
 
 import click
@@ -17,7 +18,7 @@ from trustroute.router.cli.base import (
     print_json,
     router_options,
 )
-from trustroute.router.cli.execution_file import read_executions
+from trustroute.router.cli.execution_file import check_executions, iter_executions
 from trustroute.router.cli.tables import plural
 
 
@@ -35,25 +36,26 @@ def import_executions(file: Path, fmt: str | None, batch_size: int, config: Path
 
     Columns: agent_id (or agent), task_type, success, and optionally quality,
     latency_ms, cost, timestamp (ISO 8601 with a timezone, or POSIX seconds),
-    record_id, decision_id, metadata. The whole file is checked first: a bad row stops
-    the import before anything is written, naming its line and field. Rows already in
-    the store (same record_id) are skipped, so importing a file twice is safe.
+    record_id, decision_id, metadata. The file is streamed twice, so memory stays flat
+    however long it is: the first pass checks every row, and a bad row stops the import
+    before anything is written, naming its line and field; the second writes in batches.
+    Rows already in the store (same record_id) are skipped, so importing twice is safe.
     """
-    records = read_executions(file, fmt)
+    rows = check_executions(file, fmt)  # pass 1: a bad row stops here, nothing written
     with open_router(config, store) as router:
         imported = 0
         with Progress(TextColumn("importing"), BarColumn(), MofNCompleteColumn(),
                       TimeRemainingColumn(), console=err_console,
-                      disable=as_json or not records) as progress:
-            task = progress.add_task("import", total=len(records))
-            for start in range(0, len(records), batch_size):
-                chunk = records[start:start + batch_size]
+                      disable=as_json or not rows) as progress:
+            task = progress.add_task("import", total=rows)
+            records = iter_executions(file, fmt)  # pass 2: streamed, one batch at a time
+            while chunk := list(islice(records, batch_size)):
                 imported += router.record_many(chunk, batch_size=batch_size)
                 progress.advance(task, len(chunk))
         url = router.store.url
-    skipped = len(records) - imported
+    skipped = rows - imported
     if as_json:
-        print_json({"file": str(file), "store": url, "rows": len(records),
+        print_json({"file": str(file), "store": url, "rows": rows,
                     "imported": imported, "duplicates_skipped": skipped})
         return
     console.print(f"imported {plural(imported, 'execution')} from {escape(str(file))} into "
