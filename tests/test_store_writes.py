@@ -141,11 +141,9 @@ def test_small_windows_stay_exact_through_trims_and_reopen(kv_url: str, window: 
         assert [e.seq for e in in_memory] == list(range(61 - window, 61))
     with AgentRouter(agents=["a"], store=kv_url, settings=settings) as r:
         assert list(r.book.get("a", "code").window) == in_memory  # type: ignore[union-attr]
-        tail, older = r.store.run("SELECT VALUE recent FROM profile;"
-                                  " SELECT VALUE recent FROM profile_window;")
-        # the row every record() rewrites holds a short tail; the rest is trimmed
-        assert len(parse_window(tail[0])) < r.store.executions.seal_every
-        assert len(parse_window(older[0])) <= window
+        stored = r.store.run("SELECT VALUE recent FROM profile;")[0]
+        # every write trims the stored window to the window size
+        assert [e.seq for e in parse_window(stored[0])] == list(range(61 - window, 61))
 
 
 def test_last_updated_is_the_latest_timestamp_not_the_last_written(kv_url: str) -> None:
@@ -256,19 +254,29 @@ def test_a_store_written_with_a_task_clock_table_still_loads_and_counts_on(
         assert r.profile("a", "code").executions_total == 3
 
 
-def test_retiring_a_pair_removes_both_parts_of_its_window(kv_url: str) -> None:
+def test_an_older_store_with_a_split_window_loads_and_retires_whole(kv_url: str) -> None:
+    """Stores written before 2026-11-23 kept the older part of a window in
+    profile_window: it is joined before the profile's own entries, and retiring the pair
+    removes it too."""
     from trustroute.profiles.store.trust import TrustRepository
 
+    records = [rec("a", "code", i=i) for i in range(30)]
     with Store(kv_url) as store:
-        store.executions.record_many([rec("a", "code", i=i) for i in range(30)])
-        store.executions.record(rec("a", "code", i=31))
+        store.executions.record_many(records[20:])
+        older = ";".join(f"{window_entry(r)} {seq}" for seq, r in
+                         enumerate(records[:20], start=1))
+        store.run("UPSERT profile_window:['a', 'code'] SET recent = $older;",
+                  {"older": older})
         store.executions.record(rec("b", "code", i=32))
-        assert len(store.run("SELECT * FROM profile_window;")[0]) == 1
+        states, _ = store.executions.load()
+        window = {s.agent_id: s.window for s in states}["a"]
+        assert [e.timestamp for e in window] == \
+            [r.timestamp.timestamp() for r in records]
         repo = store.repository(TrustRepository)
         history = {"agent_id": "a", "task_type": "code", "frequency": 0.0,
                    "effectiveness": 0.0, "human": 0.5, "composite": 0.1,
                    "tier": "deprecated", "reason": "deleted", "at": T0}
-        assert repo.retire("a", "code", history, T0) == 31
+        assert repo.retire("a", "code", history, T0) == 10
         assert store.run("SELECT * FROM profile_window;")[0] == []
         states, _ = store.executions.load()
         assert [(s.agent_id, len(s.window)) for s in states] == [("b", 1)]

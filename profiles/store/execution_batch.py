@@ -6,8 +6,9 @@ computed here, once, in Python:
 - duplicates inside the batch are dropped (the first occurrence wins);
 - each record gets its ordinal among the batch's records of its task type; its seq is
   the task clock's value before the batch plus that ordinal, so seqs stay contiguous;
-- per (agent, task type) the profile deltas are summed and the window text of its last
-  ``window_size`` records is built (older ones would be trimmed anyway).
+- per (agent, task type) the batch's records are folded into a fresh ``ProfileState``
+  (the same arithmetic as the profile's), whose sums are the deltas and whose window
+  holds the last ``window_size`` entries (older ones would be trimmed anyway).
 
 The transaction applies the deltas as server-side increments (``+=``), never as values
 read earlier by Python, so writers in several processes against one server add up.
@@ -16,29 +17,23 @@ read earlier by Python, so writers in several processes against one server add u
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass
 from typing import Any
 
+from trustroute.profiles.profile import ProfileState
 from trustroute.profiles.records import ExecutionRecord
 from trustroute.profiles.store.window_format import SEPARATOR, window_entry
 
 
-def record_params(record: ExecutionRecord, seq: int) -> dict[str, Any]:
-    """Bound parameters of a single-record write: the columns, its seq, its profile
-    deltas and its window entry (with the separator that appends it).
-
-    Absent optional columns are left out (the statement reads them as NONE): encoding
-    parameters is Python work inside the SDK, a tenth of a one-record write.
-    """
+def row_params(record: ExecutionRecord, seq: int) -> dict[str, Any]:
+    """An execution's columns as bound parameters. Absent optional columns are left out
+    (the statement reads them as NONE): encoding parameters is Python work inside the
+    SDK, a tenth of a one-record write."""
     row: dict[str, Any] = {
         "record_id": record.record_id, "agent_id": record.agent_id,
         "task_type": record.task_type, "success": record.success,
         "quality": record.effective_quality, "latency_ms": record.latency_ms,
         "timestamp": record.timestamp, "seq": seq,
-        "entry": f"{SEPARATOR}{window_entry(record)} {seq}",
-        "successes": int(record.success),
-        "cost_sum": record.cost or 0.0, "cost_count": int(record.cost is not None),
     }
     if record.cost is not None:
         row["cost"] = record.cost
@@ -49,50 +44,27 @@ def record_params(record: ExecutionRecord, seq: int) -> dict[str, Any]:
     return row
 
 
-@dataclass(slots=True)
-class PairDelta:
-    """What one batch adds to one (agent, task type) profile."""
+def record_params(record: ExecutionRecord, seq: int) -> dict[str, Any]:
+    """Bound parameters of a single-record write: the columns, its profile deltas and its
+    window entry (with the separator that appends it)."""
+    return {**row_params(record, seq), "successes": int(record.success),
+            "cost_sum": record.cost or 0.0, "cost_count": int(record.cost is not None),
+            "entry": f"{SEPARATOR}{window_entry(record)} {seq}"}
 
-    agent_id: str
-    task_type: str
-    task: int  # index of the task type in the batch's task list
-    executions: int = 0
-    successes: int = 0
-    quality_sum: float = 0.0
-    latency_sum_ms: float = 0.0
-    cost_sum: float = 0.0
-    cost_count: int = 0
-    last_updated: datetime | None = None
-    tail: list[tuple[ExecutionRecord, int]] = field(default_factory=list)
-    """The pair's latest records with their ordinals (at most twice the window)."""
 
-    def add(self, record: ExecutionRecord, ordinal: int, window_size: int) -> None:
-        """Fold one record in."""
-        self.executions += 1
-        self.successes += int(record.success)
-        self.quality_sum += record.effective_quality
-        self.latency_sum_ms += record.latency_ms
-        if record.cost is not None:
-            self.cost_sum += record.cost
-            self.cost_count += 1
-        if self.last_updated is None or record.timestamp > self.last_updated:
-            self.last_updated = record.timestamp
-        self.tail.append((record, ordinal))
-        if len(self.tail) > 2 * window_size:  # trim in chunks: amortised O(1) per record
-            del self.tail[:-window_size]
-
-    def params(self, window_size: int, base: int, seal: bool) -> dict[str, Any]:
-        """The profile deltas and window entries as bound parameters; ``base`` is the
-        pair's task clock before the batch, ``seal`` whether its tail is sealed."""
-        return {
-            "agent_id": self.agent_id, "task_type": self.task_type, "task": self.task,
-            "executions": self.executions, "successes": self.successes,
-            "quality_sum": self.quality_sum, "latency_sum_ms": self.latency_sum_ms,
-            "cost_sum": self.cost_sum, "cost_count": self.cost_count,
-            "last_updated": self.last_updated, "seal": seal,
-            "entries": "".join(f"{SEPARATOR}{window_entry(record)} {base + ordinal}"
-                               for record, ordinal in self.tail[-window_size:]),
-        }
+def pair_params(delta: ProfileState, base: int) -> dict[str, Any]:
+    """What one batch adds to one pair's profile, as bound parameters: ``delta`` is the
+    batch's records of the pair folded into a fresh profile state, their seqs counted from
+    the pair's task clock ``base`` before the batch."""
+    return {
+        "agent_id": delta.agent_id, "task_type": delta.task_type,
+        "executions": delta.executions_total, "successes": delta.executions_successful,
+        "quality_sum": delta.quality_sum, "latency_sum_ms": delta.latency_sum_ms,
+        "cost_sum": delta.cost_sum, "cost_count": delta.cost_count,
+        "last_updated": delta.last_updated,
+        "entries": "".join(f"{SEPARATOR}{e.timestamp!r} {e.quality!r} {int(e.success)} "
+                           f"{base + e.seq}" for e in delta.window),
+    }
 
 
 @dataclass(slots=True)
@@ -104,35 +76,18 @@ class BatchPlan:
     task_types: list[str]
     task_counts: list[int]
     placements: list[tuple[int, int]]  # per record: (task index, ordinal from 1)
-    pairs: list[PairDelta]
+    pairs: list[ProfileState]  # per pair, its records of the batch (seq = ordinal)
+    pair_tasks: list[int]  # per pair: the index of its task type
     window_size: int
 
-    def params(self, bases: Sequence[int], seals: Sequence[bool]) -> dict[str, Any]:
-        """Bound parameters of the batch write, given each task clock before it and
-        whether each pair's tail is sealed.
-
-        Rows are kept small (encoding them is a large share of a bulk write): absent
-        optional columns are left out.
-        """
-        rows = []
-        for record, (task, ordinal) in zip(self.records, self.placements, strict=True):
-            row: dict[str, Any] = {
-                "record_id": record.record_id, "agent_id": record.agent_id,
-                "task_type": record.task_type, "seq": bases[task] + ordinal,
-                "success": record.success, "quality": record.effective_quality,
-                "latency_ms": record.latency_ms, "timestamp": record.timestamp,
-            }
-            if record.cost is not None:
-                row["cost"] = record.cost
-            if record.decision_id is not None:
-                row["decision_id"] = record.decision_id
-            if record.metadata:
-                row["metadata"] = record.metadata
-            rows.append(row)
+    def params(self, bases: Sequence[int]) -> dict[str, Any]:
+        """Bound parameters of the batch write, given each task clock before it."""
         return {
-            "rows": rows,
-            "pairs": [p.params(self.window_size, bases[p.task], seal)
-                      for p, seal in zip(self.pairs, seals, strict=True)],
+            "rows": [row_params(record, bases[task] + ordinal)
+                     for record, (task, ordinal) in zip(self.records, self.placements,
+                                                        strict=True)],
+            "pairs": [pair_params(p, bases[task])
+                      for p, task in zip(self.pairs, self.pair_tasks, strict=True)],
             "w": self.window_size,
         }
 
@@ -166,7 +121,8 @@ def plan_batch(records: Sequence[ExecutionRecord], window_size: int,
     task_index: dict[str, int] = {}
     task_counts: list[int] = []
     pair_index: dict[tuple[str, str], int] = {}
-    pairs: list[PairDelta] = []
+    pairs: list[ProfileState] = []
+    pair_tasks: list[int] = []
     placements: list[tuple[int, int]] = []
     for record in unique:
         task = task_index.setdefault(record.task_type, len(task_counts))
@@ -175,8 +131,9 @@ def plan_batch(records: Sequence[ExecutionRecord], window_size: int,
         task_counts[task] += 1
         pair = pair_index.setdefault((record.agent_id, record.task_type), len(pairs))
         if pair == len(pairs):
-            pairs.append(PairDelta(record.agent_id, record.task_type, task))
+            pairs.append(ProfileState(record.agent_id, record.task_type, window_size))
+            pair_tasks.append(task)
         placements.append((task, task_counts[task]))
-        pairs[pair].add(record, task_counts[task], window_size)
+        pairs[pair].apply(record, task_counts[task])
     return BatchPlan(unique, kept, list(task_index), task_counts, placements, pairs,
-                     window_size)
+                     pair_tasks, window_size)

@@ -61,18 +61,14 @@ DEFINE FIELD IF NOT EXISTS latency_sum_ms ON profile TYPE float ASSERT $value >=
 DEFINE FIELD IF NOT EXISTS cost_sum ON profile TYPE float ASSERT $value >= 0;
 DEFINE FIELD IF NOT EXISTS cost_count ON profile TYPE int ASSERT $value >= 0;
 DEFINE FIELD IF NOT EXISTS last_updated ON profile TYPE datetime;
--- The newest entries of the recency window (its tail), oldest first: ';'-separated
--- entries "POSIX-seconds quality success(0/1) seq" (window_format.py). The rest of the
--- window lives in profile_window. The engine rewrites a whole row on every update, so
--- the row written by every record() is kept small: its tail holds at most a few
--- entries (ExecutionRepository.seal_every) before they are moved, in the same
--- transaction as the record that fills it, to profile_window. Text, because in this
--- engine a typed array field costs milliseconds per update and a row per entry
--- doubles every write and makes opening a store scan them all.
+-- The recency window, oldest first: ';'-separated entries "POSIX-seconds quality
+-- success(0/1) seq" (window_format.py), trimmed to the window size by every write. Text,
+-- because in this engine a typed array field costs milliseconds per update and a row per
+-- entry doubles every write and makes opening a store scan them all.
 DEFINE FIELD IF NOT EXISTS recent ON profile TYPE string;
 
--- The older part of each pair's window, trimmed to the window size when a tail is
--- sealed into it (same text format). Loading joins it with the profile's tail.
+-- Stores written before 2026-11-23 kept the older part of each window here; it is still
+-- read (joined before the profile's own entries) but no longer written.
 DEFINE TABLE IF NOT EXISTS profile_window SCHEMAFULL;
 DEFINE FIELD IF NOT EXISTS recent ON profile_window TYPE string;
 """
@@ -89,13 +85,9 @@ _AGGREGATES = """
     last_updated = IF last_updated = NONE OR {p}.{at} > last_updated
         THEN {p}.{at} ELSE last_updated END"""
 
-# Move a pair's tail plus $new (entries, each starting with ';') into its profile_window
-# row, keeping the last $w entries, and empty the tail. Run before the profile UPSERT of
-# the same transaction, which sets ``recent = ''``.
-_SEAL = """
-LET $tail = (SELECT VALUE recent FROM type::thing('profile', {key}))[0] ?? '';
-UPSERT type::thing('profile_window', {key}) SET recent = array::join(array::slice(
-    string::split((recent ?? '') + $tail + {new}, ';'), -$w), ';') RETURN NONE;"""
+# A pair's window text with {new} (entries, each starting with ';') appended, trimmed to
+# its last $w entries.
+_WINDOW = "recent = array::join(array::slice(string::split((recent ?? '') + {new}, ';'), -$w), ';')"
 
 _CREATE_ONE = """
 CREATE type::thing('execution', $r.record_id) CONTENT {
@@ -107,27 +99,17 @@ CREATE type::thing('execution', $r.record_id) CONTENT {
 _ONE_AGGREGATES = _AGGREGATES.format(p="$r", executions="1", quality="quality",
                                      latency="latency_ms", at="timestamp")
 
-# One record, one transaction ($r: see execution_batch.record_params), appending its
-# window entry to the profile's tail. An id that is already stored makes the CREATE, and
-# so the whole transaction, fail: the caller then checks whether the id is stored (an
-# idempotent retry) or re-raises.
+# One record, one transaction ($r: see execution_batch.record_params). An id that is
+# already stored makes the CREATE, and so the whole transaction, fail: the caller then
+# checks whether the id is stored (an idempotent retry) or re-raises.
 RECORD_ONE = ("BEGIN TRANSACTION;" + _CREATE_ONE
               + "\nUPSERT type::thing('profile', [$r.agent_id, $r.task_type]) SET"
-              + _ONE_AGGREGATES + ",\n    recent = (recent ?? '') + $r.entry RETURN NONE;"
-              + "\nCOMMIT TRANSACTION;")
+              + _ONE_AGGREGATES + ",\n    " + _WINDOW.format(new="$r.entry")
+              + " RETURN NONE;\nCOMMIT TRANSACTION;")
 
-# The same, for the record that fills its pair's tail: the tail and the record's entry
-# are sealed into profile_window.
-RECORD_ONE_SEALING = ("BEGIN TRANSACTION;" + _CREATE_ONE
-                      + _SEAL.format(key="[$r.agent_id, $r.task_type]", new="$r.entry")
-                      + "\nUPSERT type::thing('profile', [$r.agent_id, $r.task_type]) SET"
-                      + _ONE_AGGREGATES + ",\n    recent = '' RETURN NONE;"
-                      + "\nCOMMIT TRANSACTION;")
-
-# A batch, one transaction ($rows, $pairs: see execution_batch.py). A pair's entries go
-# to its tail, or, when they would fill it ($p.seal), are sealed with it into
-# profile_window. The INSERT fails, and with it the whole transaction, when an id is
-# already stored: the caller then asks which (STORED_IDS), drops them and writes the rest.
+# A batch, one transaction ($rows, $pairs: see execution_batch.py). The INSERT fails, and
+# with it the whole transaction, when an id is already stored: the caller then asks
+# which (STORED_IDS), drops them and writes the rest.
 RECORD_BATCH = """
 BEGIN TRANSACTION;
 INSERT INTO execution (
@@ -137,12 +119,10 @@ INSERT INTO execution (
     FROM $rows
 ) RETURN NONE;
 FOR $p IN $pairs {
-    IF $p.seal {""" + _SEAL.format(key="[$p.agent_id, $p.task_type]", new="$p.entries") + """
-    };
     UPSERT type::thing('profile', [$p.agent_id, $p.task_type]) SET"""\
     + _AGGREGATES.format(p="$p", executions="$p.executions", quality="quality_sum",
                          latency="latency_sum_ms", at="last_updated") + """,
-        recent = IF $p.seal THEN '' ELSE (recent ?? '') + $p.entries END RETURN NONE;
+        """ + _WINDOW.format(new="$p.entries") + """ RETURN NONE;
 };
 COMMIT TRANSACTION;
 """
@@ -156,43 +136,27 @@ SELECT VALUE [record::id(id), recent] FROM profile_window;
 """
 
 
-def seal_every(window_size: int) -> int:
-    """How many entries a profile's tail takes before it is sealed into profile_window.
-
-    A longer tail means fewer window rewrites (one per this many records of a pair) but
-    a bigger row for every record() to rewrite; 16 entries are about 700 bytes. Never
-    more than a sixth of the window, so small windows stay small on disk too.
-    """
-    return max(1, min(16, window_size // 6))
-
-
 class ExecutionRepository:
     """Writes executions (numbering them per task type) and reads profile aggregates."""
 
     def __init__(self, conn: Connection, window_size: int = 100) -> None:
         self._conn = conn
         self.window_size = window_size
-        self.seal_every = seal_every(window_size)
         self._clocks: dict[str, int] = {}  # task type -> seq of its last written execution
-        self._tails: dict[tuple[str, str], int] = {}  # pair -> entries in its profile tail
         self._write_lock = threading.Lock()  # a seq is taken and committed atomically
 
     def record(self, record: ExecutionRecord) -> int | None:
         """Write one execution; returns its seq, or None if its id was already stored."""
-        pair = (record.agent_id, record.task_type)
         with self._write_lock:
             seq = self._clocks.get(record.task_type, 0) + 1
-            tail = self._tails.get(pair, 0) + 1
-            sealing = tail >= self.seal_every
             try:
-                self._conn.run(RECORD_ONE_SEALING if sealing else RECORD_ONE,
-                               {"r": record_params(record, seq), "w": self.window_size})
+                self._conn.run(RECORD_ONE, {"r": record_params(record, seq),
+                                            "w": self.window_size})
             except QueryFailed:
                 if self.stored_ids([record.record_id]):
                     return None
                 raise
             self._clocks[record.task_type] = seq
-            self._tails[pair] = 0 if sealing else tail
             return seq
 
     def record_many(self, records: Sequence[ExecutionRecord]) -> list[int | None]:
@@ -208,11 +172,8 @@ class ExecutionRepository:
             plan = plan_batch(records, self.window_size)
             while plan.records:
                 bases = [self._clocks.get(t, 0) for t in plan.task_types]
-                tails = [self._tails.get((p.agent_id, p.task_type), 0) + p.executions
-                         for p in plan.pairs]
-                seals = [tail >= self.seal_every for tail in tails]
                 try:
-                    self._conn.run(RECORD_BATCH, plan.params(bases, seals))
+                    self._conn.run(RECORD_BATCH, plan.params(bases))
                 except QueryFailed:
                     stored = self.stored_ids(plan.record_ids)
                     if not stored:
@@ -224,8 +185,6 @@ class ExecutionRepository:
                 for task_type, base, count in zip(plan.task_types, bases, plan.task_counts,
                                                   strict=True):
                     self._clocks[task_type] = base + count
-                for pair, tail, sealed in zip(plan.pairs, tails, seals, strict=True):
-                    self._tails[(pair.agent_id, pair.task_type)] = 0 if sealed else tail
                 break
         return seqs
 
@@ -235,11 +194,8 @@ class ExecutionRepository:
         profiles, sealed_rows = self._conn.run(LOAD)
         sealed = {(key[0], key[1]): text for key, text in sealed_rows}
         states: list[ProfileState] = []
-        tails: dict[tuple[str, str], int] = {}
         for (agent_id, task_type, total, successful, quality_sum, latency_sum_ms,
              cost_sum, cost_count, last_updated, recent) in profiles:
-            tail = parse_window(recent)
-            tails[(agent_id, task_type)] = len(tail)
             older = parse_window(sealed.get((agent_id, task_type)))
             states.append(ProfileState(
                 agent_id=agent_id, task_type=task_type, window_size=self.window_size,
@@ -247,7 +203,7 @@ class ExecutionRepository:
                 quality_sum=float(quality_sum), latency_sum_ms=float(latency_sum_ms),
                 cost_sum=float(cost_sum), cost_count=int(cost_count),
                 last_updated=last_updated,
-                window=deque(older + tail, maxlen=self.window_size),
+                window=deque(older + parse_window(recent), maxlen=self.window_size),
             ))
         executed: dict[str, int] = {}
         newest: dict[str, int] = {}
@@ -258,7 +214,6 @@ class ExecutionRepository:
         clocks = {t: max(n, newest[t]) for t, n in executed.items()}
         with self._write_lock:
             self._clocks = dict(clocks)
-            self._tails = tails
         return states, clocks
 
     def stored_ids(self, record_ids: Sequence[str]) -> set[str]:
