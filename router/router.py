@@ -1,11 +1,9 @@
 """AgentRouter: choose an agent for each task, record how it went, learn.
 
 ``select`` reads only in-memory state (never the database), so a decision costs
-microseconds. ``record`` writes to the store and, once the transaction commits, folds
-the committed record into every learner (``trustroute.router.learner``): the profile
-book, the strategy and the trust layer, in that order. Every method that touches the
-store has an async twin (``arecord``, ``afeedback``, ...) that runs it in a worker
-thread, so an event loop is never blocked.
+microseconds. ``record`` writes to the store, then folds the committed record into
+every learner (``trustroute.router.learner``): the profile book, the strategy and the
+trust layer, in order. Store methods have async twins (``arecord``, ...) in a thread.
 """
 
 from __future__ import annotations
@@ -32,6 +30,7 @@ from trustroute.router.errors import NoAgentAvailable, UnknownAgent
 from trustroute.router.learner import Committed, Learner, StrategyLearner
 from trustroute.router.load import InFlightTracker, Lease
 from trustroute.router.recording import build_record
+from trustroute.router.report import write_report
 from trustroute.router.strategies import (
     DEFAULT_STRATEGY,
     Arm,
@@ -392,6 +391,7 @@ class AgentRouter:
         return run_decay(self, now=now)
 
     adecay = in_thread(decay)
+    report = write_report  # report(path="report.html", task_type=, since=): the HTML page
 
 
 def _discounted(score: float, load: float) -> float:

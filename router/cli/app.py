@@ -18,6 +18,7 @@ from trustroute.router.cli import (  # noqa: F401
     profiles,
     record,
     replay,
+    report,
     route,
     trust,
 )

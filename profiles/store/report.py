@@ -1,0 +1,65 @@
+"""Read-only queries of ``trustroute report``: trust history and the hand-off log over
+every pair at once (the other repositories read one pair or aggregate)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+from trustroute.profiles.store.connection import Connection
+from trustroute.profiles.store.handoffs import HandoffRepository
+
+
+def _where(task_type: str | None, since: datetime | None, time_field: str
+           ) -> tuple[str, dict[str, Any]]:
+    clauses: list[str] = []
+    params: dict[str, Any] = {}
+    if task_type is not None:
+        clauses.append("task_type = $task_type")
+        params["task_type"] = task_type
+    if since is not None:
+        clauses.append(f"{time_field} >= $since")
+        params["since"] = since
+    return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
+
+
+class ReportRepository:
+    """Paged reads for the report; the hand-off tables are defined by their owner."""
+
+    SCHEMA = HandoffRepository.SCHEMA  # idempotent: a fresh store has the tables to read
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+
+    def _paged(self, sql: str, params: dict[str, Any], batch: int) -> Iterator[dict[str, Any]]:
+        start = 0
+        while True:
+            page = self._conn.run(f"{sql} LIMIT $lim START $start;",
+                                  {**params, "lim": batch, "start": start})[0]
+            yield from page
+            if len(page) < batch:
+                return
+            start += batch
+
+    def trust_history(self, task_type: str | None = None, since: datetime | None = None,
+                      batch: int = 5000) -> Iterator[dict[str, Any]]:
+        """Every pair's composite and tier over time, oldest first."""
+        where, params = _where(task_type, since, "at")
+        return self._paged("SELECT agent_id, task_type, composite, tier, at FROM "
+                           f"trust_history{where} ORDER BY at", params, batch)
+
+    def handoff_decisions(self, task_type: str | None = None, since: datetime | None = None,
+                          batch: int = 5000) -> Iterator[dict[str, Any]]:
+        """Answer-or-transfer decisions (task type, transferred, reason, time), oldest first."""
+        where, params = _where(task_type, since, "created_at")
+        return self._paged("SELECT task_type, transferred, reason, created_at FROM "
+                           f"handoff_decision{where} ORDER BY created_at", params, batch)
+
+    def pending_handoffs(self, task_type: str | None = None) -> list[dict[str, Any]]:
+        """Count of transfers still pending per reason (every hook's row counts once)."""
+        where = " AND task_type = $task_type" if task_type is not None else ""
+        return list(self._conn.run(
+            "SELECT reason, count() AS n FROM (SELECT request_id, reason FROM handoff_pending "
+            f"WHERE status = 'pending'{where} GROUP BY request_id, reason) GROUP BY reason "
+            "ORDER BY reason;", {"task_type": task_type})[0])

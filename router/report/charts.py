@@ -1,0 +1,134 @@
+"""The report's pictures as base64 PNG (matplotlib: the optional ``plot`` extra).
+
+Imported only when matplotlib is installed (``trustroute.router.report.html`` catches
+the ImportError and renders the tables with a hint instead).
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import math
+from collections.abc import Sequence
+
+from matplotlib.axes import Axes
+from matplotlib.dates import AutoDateFormatter, AutoDateLocator, date2num
+from matplotlib.figure import Figure
+
+from trustroute.router.report.data import Bucket, RateBucket, TrendSeries
+from trustroute.router.trust.calibration import CalibrationReport
+from trustroute.router.trust.scores import TrustScores
+
+DPI = 96
+TIER_BANDS = (("deprecated", 0.0, 0.2, "#f4cccc"), ("tentative", 0.2, 0.4, "#fce5cd"),
+              ("moderate", 0.4, 0.6, "#fff2cc"), ("strong", 0.6, 0.8, "#d9ead3"),
+              ("core", 0.8, 1.0, "#b6d7a8"))
+
+
+def time_axis(ax: Axes) -> None:
+    """Dates on the x axis (the values are matplotlib date numbers)."""
+    locator = AutoDateLocator()
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(AutoDateFormatter(locator))
+    ax.tick_params(axis="x", labelsize=7, rotation=30)
+
+
+def png(fig: Figure) -> str:
+    """The figure as base64 PNG text."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=DPI)
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _figure(width: float = 7.5, height: float = 3.0) -> tuple[Figure, Axes]:
+    fig = Figure(figsize=(width, height), layout="constrained")
+    return fig, fig.subplots()
+
+
+def routing_chart(buckets: Sequence[Bucket]) -> str:
+    """Stacked share of tasks per agent per bucket, mean quality as a line."""
+    fig, ax = _figure()
+    agents = sorted({a for b in buckets for a in b.shares})
+    xs = list(range(len(buckets)))
+    bottom = [0.0] * len(buckets)
+    for agent in agents:
+        heights = [b.shares.get(agent, 0.0) for b in buckets]
+        ax.bar(xs, heights, bottom=bottom, label=agent, width=0.85)
+        bottom = [lo + h for lo, h in zip(bottom, heights, strict=True)]
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("share of tasks")
+    ax.set_xticks(xs, [f"{b.start:%H:%M:%S}" if (buckets[-1].end - buckets[0].start).days < 1
+                       else f"{b.start:%m-%d}" for b in buckets], fontsize=7, rotation=30)
+    quality = ax.twinx()
+    quality.plot(xs, [math.nan if b.mean_quality is None else b.mean_quality for b in buckets],
+                 color="black", marker="o", label="mean quality")
+    quality.set_ylim(0, 1)
+    quality.set_ylabel("mean quality")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.1, 1.0), fontsize=7)
+    return png(fig)
+
+
+def radar_chart(agents: Sequence[tuple[str, TrustScores]]) -> str:
+    """Frequency, effectiveness and human scores of each agent on three axes."""
+    fig = Figure(figsize=(4.0, 3.4), layout="constrained")
+    ax = fig.add_subplot(projection="polar")
+    labels = ["frequency", "effectiveness", "human"]
+    angles = [2 * math.pi * i / 3 for i in range(3)] + [0.0]
+    for agent, s in agents:
+        values = [s.frequency, s.effectiveness, s.human, s.frequency]
+        ax.plot(angles, values, marker="o", label=f"{agent} ({s.composite:.2f}, {s.tier})")
+        ax.fill(angles, values, alpha=0.12)
+    ax.set_xticks(angles[:3], labels, fontsize=8)
+    ax.set_ylim(0, 1)
+    ax.tick_params(axis="y", labelsize=6)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.08), fontsize=7)
+    return png(fig)
+
+
+def trend_chart(series: Sequence[TrendSeries]) -> str:
+    """Composite trust per pair over time over the shaded tier bands."""
+    fig, ax = _figure()
+    for name, lo, hi, colour in TIER_BANDS:
+        ax.axhspan(lo, hi, color=colour, alpha=0.6, linewidth=0)
+        ax.text(1.01, (lo + hi) / 2, name, transform=ax.get_yaxis_transform(), fontsize=7,
+                va="center")
+    for s in series:
+        ax.step(date2num(s.times), s.composites, where="post", label=s.agent_id)
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("composite trust")
+    time_axis(ax)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.12, 1.0), fontsize=7)
+    return png(fig)
+
+
+def reliability_chart(report: CalibrationReport) -> str:
+    """Realised success against stated confidence per bucket; the diagonal is honest."""
+    fig, ax = _figure(4.5, 4.0)
+    ax.plot([0, 1], [0, 1], color="grey", linestyle="--", label="perfectly honest")
+    rows = [r for r in report.table if r.count]
+    ax.plot([r.predicted for r in rows], [r.realised for r in rows], marker="o",
+            label="router")
+    for r in rows:
+        ax.annotate(str(r.count), (r.predicted, r.realised), fontsize=6,
+                    textcoords="offset points", xytext=(4, -8))
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("stated confidence")
+    ax.set_ylabel("realised success rate")
+    ax.set_title(f"ECE {report.ece:.4f}  Brier {report.brier:.4f}", fontsize=9)
+    ax.legend(loc="upper left", fontsize=7)
+    return png(fig)
+
+
+def handoff_chart(rates: dict[str, list[RateBucket]]) -> str:
+    """Hand-off rate per task type over time."""
+    fig, ax = _figure()
+    for task_type, buckets in rates.items():
+        ax.plot(date2num([b.start for b in buckets]),
+                [math.nan if b.rate is None else b.rate for b in buckets],
+                marker="o", label=task_type)
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("hand-off rate")
+    time_axis(ax)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7)
+    return png(fig)

@@ -1,0 +1,247 @@
+"""What ``trustroute report`` shows, gathered from the store: plain data, no HTML.
+
+Every figure is computed by the code the other commands use, so the numbers agree:
+the leaderboard is ``router.profiles()`` (``trustroute profiles``), trust is
+``trust_scores`` over the stored counts (``trustroute trust``), and the calibration is
+``calibration_report`` over the decision log (``trustroute calibration``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict, deque
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from trustroute.profiles.profile import TaskTypeProfile
+from trustroute.profiles.store.decisions import DecisionRepository
+from trustroute.profiles.store.report import ReportRepository
+from trustroute.profiles.trust_counts import TrustCounts
+from trustroute.router.trust.calibration import CalibrationReport, calibration_report
+from trustroute.router.trust.scores import TrustScores, trust_scores
+
+if TYPE_CHECKING:
+    from trustroute.router.router import AgentRouter
+
+RECENT = 100  # the last executions per task type that count as "recent routing"
+BUCKETS = 10  # time buckets of the charts over time
+TOP_AGENTS = 3  # agents per task type on the trust radar
+Progress = Callable[[int], None]
+
+
+@dataclass(frozen=True)
+class LeaderRow:
+    """One agent on a task type's leaderboard."""
+
+    profile: TaskTypeProfile
+    share: float | None  # of the task type's last RECENT executions; None: none yet
+    trust: TrustScores
+
+
+@dataclass(frozen=True)
+class Bucket:
+    """One time bucket: tasks, each agent's share of them and their mean quality."""
+
+    start: datetime
+    end: datetime
+    tasks: int
+    shares: dict[str, float]
+    mean_quality: float | None
+
+
+@dataclass(frozen=True)
+class RateBucket:
+    """One time bucket of the hand-off log."""
+
+    start: datetime
+    end: datetime
+    decisions: int
+    transferred: int
+
+    @property
+    def rate(self) -> float | None:
+        """Share handed to a person; None without decisions."""
+        return self.transferred / self.decisions if self.decisions else None
+
+
+@dataclass(frozen=True)
+class TrendSeries:
+    """A pair's composite trust over time (from ``trust_history``)."""
+
+    agent_id: str
+    times: list[datetime]
+    composites: list[float]
+    tiers: list[str]
+
+
+@dataclass
+class Handoffs:
+    """The hand-off section: rate over time per task type, pending, reasons."""
+
+    rates: dict[str, list[RateBucket]] = field(default_factory=dict)
+    totals: dict[str, tuple[int, int]] = field(default_factory=dict)  # decisions, transferred
+    reasons: Counter[str] = field(default_factory=Counter)  # of transferred decisions
+    pending: int = 0
+    pending_reasons: Counter[str] = field(default_factory=Counter)
+
+
+@dataclass
+class ReportData:
+    """Everything the report shows."""
+
+    store_url: str
+    generated_at: datetime
+    task_type: str | None
+    since: datetime | None
+    executions: int  # read from the log (after the filters)
+    leaderboards: dict[str, list[LeaderRow]]
+    routing: dict[str, list[Bucket]]
+    radar: dict[str, list[tuple[str, TrustScores]]]
+    trend: dict[str, list[TrendSeries]]
+    calibration: CalibrationReport
+    handoffs: Handoffs
+
+
+def edges(times: Sequence[datetime], buckets: int = BUCKETS) -> list[datetime]:
+    """``buckets + 1`` equal-width bucket edges over the span of ``times`` (one bucket
+    when every time is the same); empty without times."""
+    if not times:
+        return []
+    first, last = min(times), max(times)
+    if first == last:
+        return [first, last]
+    step = (last - first) / buckets
+    return [first + step * i for i in range(buckets)] + [last]
+
+
+def bucket_index(t: datetime, bounds: Sequence[datetime]) -> int:
+    """Index of the bucket of ``t`` (the last bucket includes its upper edge)."""
+    span = (bounds[-1] - bounds[0]).total_seconds()
+    if span <= 0:
+        return 0
+    n = len(bounds) - 1
+    return min(n - 1, int((t - bounds[0]).total_seconds() / span * n))
+
+
+def routing_buckets(rows: Sequence[tuple[datetime, str, float]], bounds: Sequence[datetime]
+                    ) -> list[Bucket]:
+    """(time, agent, quality) rows in the buckets of ``bounds``."""
+    n = max(0, len(bounds) - 1)
+    agents: list[Counter[str]] = [Counter() for _ in range(n)]
+    quality = [0.0] * n
+    for t, agent, q in rows:
+        i = bucket_index(t, bounds)
+        agents[i][agent] += 1
+        quality[i] += q
+    out = []
+    for i in range(n):
+        tasks = sum(agents[i].values())
+        out.append(Bucket(bounds[i], bounds[i + 1], tasks,
+                          {a: c / tasks for a, c in agents[i].most_common()},
+                          quality[i] / tasks if tasks else None))
+    return out
+
+
+def rate_buckets(rows: Sequence[tuple[datetime, bool]], bounds: Sequence[datetime]
+                 ) -> list[RateBucket]:
+    """(time, transferred) rows in the buckets of ``bounds``."""
+    n = max(0, len(bounds) - 1)
+    decisions, transferred = [0] * n, [0] * n
+    for t, moved in rows:
+        i = bucket_index(t, bounds)
+        decisions[i] += 1
+        transferred[i] += moved
+    return [RateBucket(bounds[i], bounds[i + 1], decisions[i], transferred[i])
+            for i in range(n)]
+
+
+def leaderboards(profiles: Iterable[TaskTypeProfile], recent: dict[str, Counter[str]],
+                 scores: dict[tuple[str, str], TrustScores], unseen: TrustScores
+                 ) -> dict[str, list[LeaderRow]]:
+    """Profiles grouped per task type (their order kept), with share and trust."""
+    boards: dict[str, list[LeaderRow]] = {}
+    for p in profiles:
+        seen = recent.get(p.task_type, Counter())
+        total = sum(seen.values())
+        boards.setdefault(p.task_type, []).append(LeaderRow(
+            p, seen[p.agent_id] / total if total else None,
+            scores.get((p.agent_id, p.task_type), unseen)))
+    return dict(sorted(boards.items()))
+
+
+def trend_series(rows: Iterable[dict[str, Any]]) -> dict[str, list[TrendSeries]]:
+    """trust_history rows (oldest first) as one series per pair, grouped by task type."""
+    series: dict[tuple[str, str], TrendSeries] = {}
+    for r in rows:
+        key = (str(r["task_type"]), str(r["agent_id"]))
+        s = series.setdefault(key, TrendSeries(key[1], [], [], []))
+        s.times.append(r["at"])
+        s.composites.append(float(r["composite"]))
+        s.tiers.append(str(r["tier"]))
+    out: dict[str, list[TrendSeries]] = {}
+    for (task_type, _), s in sorted(series.items()):
+        out.setdefault(task_type, []).append(s)
+    return out
+
+
+def gather_handoffs(repo: ReportRepository, task_type: str | None, since: datetime | None
+                    ) -> Handoffs:
+    """The hand-off log in time buckets per task type, plus what is still pending."""
+    h = Handoffs()
+    rows: dict[str, list[tuple[datetime, bool]]] = defaultdict(list)
+    for r in repo.handoff_decisions(task_type, since):
+        rows[r["task_type"]].append((r["created_at"], bool(r["transferred"])))
+        if r["transferred"]:
+            h.reasons[r["reason"] or "(no reason given)"] += 1
+    bounds = edges([t for rs in rows.values() for t, _ in rs])
+    for tt, rs in sorted(rows.items()):
+        h.rates[tt] = rate_buckets(rs, bounds)
+        h.totals[tt] = (len(rs), sum(moved for _, moved in rs))
+    for r in repo.pending_handoffs(task_type):
+        h.pending_reasons[r["reason"] or "(no reason given)"] += int(r["n"])
+    h.pending = sum(h.pending_reasons.values())
+    return h
+
+
+def gather(router: AgentRouter, *, task_type: str | None = None,
+           since: datetime | None = None, progress: Progress | None = None) -> ReportData:
+    """Read everything the report shows from ``router``'s store.
+
+    ``progress(n)`` is called as executions are read (n at a time). The leaderboard and
+    the calibration cover the whole store, as ``trustroute profiles`` and
+    ``trustroute calibration`` do; ``since`` limits what is drawn over time.
+    """
+    router.flush()
+    store = router.store
+    repo = store.repository(ReportRepository)
+    recent: dict[str, deque[str]] = defaultdict(lambda: deque(maxlen=RECENT))
+    rows: dict[str, list[tuple[datetime, str, float]]] = defaultdict(list)
+    count = 0
+    for r in store.executions.iter_executions(task_type=task_type, since=since, batch=5000):
+        rows[r["task_type"]].append((r["timestamp"], r["agent_id"], float(r["quality"])))
+        recent[r["task_type"]].append(r["agent_id"])
+        count += 1
+        if progress is not None and count % 1000 == 0:
+            progress(1000)
+    if progress is not None and count % 1000:
+        progress(count % 1000)
+    bounds = edges([t for rs in rows.values() for t, _, _ in rs])
+    weights = router.trust_layer.options.weights
+    scores = {pair: trust_scores(counts, weights)
+              for pair, counts in router.trust_layer.repo.load().items()
+              if task_type is None or pair[1] == task_type}
+    boards = leaderboards(router.profiles(task_type),
+                          {tt: Counter(q) for tt, q in recent.items()}, scores,
+                          trust_scores(TrustCounts(), weights))
+    radar = {tt: [(row.profile.agent_id, row.trust) for row in board[:TOP_AGENTS]]
+             for tt, board in boards.items()}
+    calibration = calibration_report(
+        store.repository(DecisionRepository).confidence_outcomes(None))
+    return ReportData(
+        store_url=store.url, generated_at=datetime.now(UTC), task_type=task_type,
+        since=since, executions=count, leaderboards=boards,
+        routing={tt: routing_buckets(rs, bounds) for tt, rs in sorted(rows.items())},
+        radar=radar, trend=trend_series(repo.trust_history(task_type, since)),
+        calibration=calibration, handoffs=gather_handoffs(repo, task_type, since))
+
