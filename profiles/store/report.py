@@ -1,5 +1,5 @@
-"""Read-only queries of ``trustroute report``: trust history and the hand-off log over
-every pair at once (the other repositories read one pair or aggregate)."""
+"""Read-only queries of ``trustroute report``: a pair's executions in one indexed read,
+trust history and the hand-off log over every pair at once."""
 
 from __future__ import annotations
 
@@ -41,6 +41,16 @@ class ReportRepository:
             if len(page) < batch:
                 return
             start += batch
+
+    def pair_executions(self, agent_id: str, task_type: str, since: datetime | None = None
+                        ) -> list[tuple[datetime, float]]:
+        """(timestamp, quality) of one pair's executions, unordered (one indexed read;
+        paging the whole log in time order costs a scan per page)."""
+        where = " AND timestamp >= $since" if since is not None else ""
+        rows = self._conn.run(
+            "SELECT VALUE [timestamp, quality] FROM execution WHERE agent_id = $a AND "
+            f"task_type = $t{where};", {"a": agent_id, "t": task_type, "since": since})[0]
+        return [(t, float(q)) for t, q in rows]
 
     def trust_history(self, task_type: str | None = None, since: datetime | None = None,
                       batch: int = 5000) -> Iterator[dict[str, Any]]:
