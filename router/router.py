@@ -84,15 +84,14 @@ class AgentRouter:
     ) -> None:
         self.settings = settings or ProfileSettings()
         self._agents: dict[str, AgentSpec] = as_specs(agents)
-        self.strategy: Strategy = (
-            make_strategy(strategy, **dict(strategy_params or {}))
+        self.strategy: Strategy = make_strategy(strategy, **dict(strategy_params or {})) \
             if isinstance(strategy, str) else strategy
-        )
         if unknown_agents not in ("warn", "error", "allow"):
             raise ValueError(f"unknown_agents must be warn, error or allow: {unknown_agents!r}")
         self.unknown_agents: UnknownAgents = unknown_agents  # record() of an unlisted agent
         self._rng = np.random.default_rng(seed)
         self._lock = threading.RLock()
+        self._writing = threading.RLock()  # a write and its fold exclude refresh()
         #: In-flight slots per agent; ``slots.wait_for_release`` waits for a free one.
         self.slots = InFlightTracker()
         self._owns_store = not isinstance(store, Store)
@@ -120,7 +119,7 @@ class AgentRouter:
 
     def refresh(self) -> None:
         """Rebuild every learner from the store (on open, or to see other processes' work)."""
-        with self._lock:
+        with self._writing, self._lock:
             for learner in self.learners:
                 learner.rebuild(self.store)
 
@@ -306,10 +305,10 @@ class AgentRouter:
         try:
             self._check_agent(rec.agent_id)
             self.trust_layer.prefetch([(rec.agent_id, rec.task_type)])  # first use: 1 read
-            seq = self.store.executions.record(rec)
-            if seq is None:
-                raise DuplicateRecord(rec.record_id)
-            self._fold([(rec, seq)])
+            with self._writing:
+                if (seq := self.store.executions.record(rec)) is None:
+                    raise DuplicateRecord(rec.record_id)
+                self._fold([(rec, seq)])
         finally:
             if isinstance(decision, RoutingDecision):
                 decision.release()
@@ -326,10 +325,11 @@ class AgentRouter:
             for agent_id in {r.agent_id for r in chunk}:
                 self._check_agent(agent_id)
             self.trust_layer.prefetch([(r.agent_id, r.task_type) for r in chunk])
-            seqs = self.store.executions.record_many(chunk)
-            committed = [(rec, seq) for rec, seq in zip(chunk, seqs, strict=True)
-                         if seq is not None]
-            self._fold(committed)
+            with self._writing:
+                seqs = self.store.executions.record_many(chunk)
+                committed = [(rec, seq) for rec, seq in zip(chunk, seqs, strict=True)
+                             if seq is not None]
+                self._fold(committed)
             written += len(committed)
             self.trust_layer.maybe_flush()
         return written
@@ -346,10 +346,9 @@ class AgentRouter:
 
     def _fold(self, batch: Sequence[Committed]) -> None:
         """Fold committed records into every learner, in order, under the router lock."""
-        if batch:
-            with self._lock:
-                for learner in self.learners:
-                    learner.fold(batch)
+        with self._lock:
+            for learner in self.learners:
+                learner.fold(batch)
 
     # -- trust ---------------------------------------------------------------------
     def feedback(self, decision_id: str, approved: bool, comment: str | None = None

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from trustroute import AgentRouter, NoAgentAvailable, UnknownAgent
+from trustroute import AgentRouter, ExecutionRecord, NoAgentAvailable, UnknownAgent
 from trustroute.profiles.store import DuplicateRecord, Store, StoreGone, StoreLockedError
 
 
@@ -94,3 +94,43 @@ def test_a_deleted_store_fails_loudly_instead_of_losing_writes(tmp_path: Path) -
         r.record(agent_id="a", task_type="code", success=True)
     with pytest.raises(StoreGone):  # buffered trust updates cannot be written either
         r.close()
+
+
+def test_refresh_racing_record_neither_duplicates_nor_loses_evidence(kv_url: str) -> None:
+    """A reload that reads the store after a record's commit but before its fold must not
+    fold it twice (the reload already has it): every seq once, counts exact. A learner
+    whose rebuild is slow (a documented extension point) widens that window."""
+    import threading
+    import time
+
+    class SlowRebuild:
+        def fold(self, batch: object) -> None:
+            pass
+
+        def rebuild(self, store: object) -> None:
+            time.sleep(0.02)
+
+    with AgentRouter(["a", "b"], store=kv_url, seed=0) as r:
+        r.learners.insert(0, SlowRebuild())
+        done = threading.Event()
+
+        def reload_in_a_loop() -> None:
+            while not done.is_set():
+                r.refresh()
+                time.sleep(0.001)
+
+        reloader = threading.Thread(target=reload_in_a_loop)
+        reloader.start()
+        try:
+            for i in range(60):
+                r.record(agent_id="ab"[i % 2], task_type="code", success=i % 3 > 0)
+            r.record_many([ExecutionRecord(agent_id="a", task_type="code", success=True)
+                           for _ in range(20)], batch_size=3)
+        finally:
+            done.set()
+            reloader.join()
+        expected = {"a": [*range(1, 60, 2), *range(61, 81)], "b": list(range(2, 61, 2))}
+        for agent, seqs in expected.items():
+            state = r.book.get(agent, "code")
+            assert state is not None and [e.seq for e in state.window] == seqs
+        assert r.book.clock("code") == 80
