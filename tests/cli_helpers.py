@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -39,3 +40,12 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> Result:
     code = main(list(argv))
     captured = capsys.readouterr()
     return Result(code, captured.out, captured.err)
+
+
+def isolate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, columns: int = 200) -> Path:
+    """Run commands in their own folder (./router.yaml, ./.trustroute), at ``columns``
+    wide, with no store named by the environment."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLUMNS", str(columns))
+    monkeypatch.delenv("TRUSTROUTE_STORE", raising=False)
+    return tmp_path

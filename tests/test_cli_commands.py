@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from cli_helpers import run
+from cli_helpers import isolate, run
 
 from trustroute.profiles.store import Store
 from trustroute.profiles.store.decisions import DecisionRepository
@@ -15,11 +15,7 @@ from trustroute.router.config.example import EXAMPLE_CONFIG
 
 @pytest.fixture(autouse=True)
 def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Each test in its own directory (./router.yaml, ./.trustroute), wide tables."""
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("COLUMNS", "200")
-    monkeypatch.delenv("TRUSTROUTE_STORE", raising=False)
-    return tmp_path
+    return isolate(tmp_path, monkeypatch)
 
 
 def test_init_writes_the_example_and_refuses_to_overwrite(

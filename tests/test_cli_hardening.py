@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from cli_helpers import run
+from cli_helpers import isolate, run
 
 from trustroute import AgentRouter
 from trustroute.profiles.records import ExecutionRecord, utc_now
@@ -16,10 +16,7 @@ DEEP = 1_000
 
 @pytest.fixture(autouse=True)
 def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("COLUMNS", "200")
-    monkeypatch.delenv("TRUSTROUTE_STORE", raising=False)
-    return tmp_path
+    return isolate(tmp_path, monkeypatch)
 
 
 def stored(capsys: pytest.CaptureFixture[str], url: str) -> list[dict[str, object]]:

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from cli_helpers import Result, run
+from cli_helpers import Result, isolate, run
 
 from trustroute import AgentRouter
 from trustroute.profiles.store.handoffs import HandoffRepository
@@ -18,10 +18,7 @@ LONG_TASK = "customer-support-escalation"  # 27 characters
 
 @pytest.fixture(autouse=True)
 def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("COLUMNS", "80")
-    monkeypatch.delenv("TRUSTROUTE_STORE", raising=False)
-    return tmp_path
+    return isolate(tmp_path, monkeypatch, columns=80)
 
 
 @pytest.fixture(scope="module")
