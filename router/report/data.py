@@ -11,10 +11,11 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from trustroute.profiles.profile import TaskTypeProfile
+from trustroute.profiles.records import utc_now
 from trustroute.profiles.store.decisions import DecisionRepository
 from trustroute.profiles.store.report import ReportRepository
 from trustroute.profiles.trust_counts import TrustCounts
@@ -238,7 +239,7 @@ def gather(router: AgentRouter, *, task_type: str | None = None,
     calibration = calibration_report(
         store.repository(DecisionRepository).confidence_outcomes(None))
     return ReportData(
-        store_url=store.url, generated_at=datetime.now(UTC), task_type=task_type,
+        store_url=store.url, generated_at=utc_now(), task_type=task_type,
         since=since, executions=count, leaderboards=boards,
         routing={tt: routing_buckets(rs, bounds) for tt, rs in sorted(rows.items())},
         radar=radar, trend=trend_series(repo.trust_history(task_type, since)),
