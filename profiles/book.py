@@ -1,32 +1,44 @@
-"""ProfileBook: the in-memory view of every profile that routing decisions read.
+"""ProfileBook: the in-memory projection of the execution log that decisions read.
 
-``select()`` must never wait on the database, so the router reads this book. The store
-is the durable source: the book is rebuilt from it on open (``rebuild``) and folds each
-committed batch right after the store's transaction commits (``fold``), using the same
-arithmetic. It is the router's first learner (``trustroute.router.learner``).
+``select()`` must never wait on the database, so the router reads this book. The log
+(``profiles.store.executions``) is the source: the book is rebuilt from it in log
+order, and each router places every row it learns of, its own writes at once and other
+processes' rows as it catches up, in the same order. So every router holding the same
+rows holds the same book, whatever order the rows reached it in:
+
+- totals and sums do not depend on order;
+- each window holds the pair's newest entries in log order, a late row in its place;
+- ``seq`` is an execution's place among its task type's executions in log order. A row
+  that arrives after newer ones takes its place, and the seqs after it move up by one.
+  The book remembers the last ``tail`` log keys of each task type for that; a row older
+  than all of them marks the book ``stale`` (the router then rebuilds it from the log).
 """
 
 from __future__ import annotations
 
+import bisect
 import threading
-from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Iterator, Sequence
 
 from trustroute.profiles.profile import ProfileState
 from trustroute.profiles.records import ExecutionRecord
+from trustroute.profiles.store.executions import LogKey, LogRow
 
-if TYPE_CHECKING:
-    from trustroute.profiles.store import Store
+#: A placed record and its seq (its place among its task type's executions).
+Committed = tuple[ExecutionRecord, int]
 
 
 class ProfileBook:
     """Thread-safe map of (agent, task type) -> ProfileState plus per-task-type clocks."""
 
-    def __init__(self, window_size: int = 100) -> None:
+    def __init__(self, window_size: int = 100, tail: int = 10_000) -> None:
         self.window_size = window_size
+        self.tail = tail
         self._states: dict[tuple[str, str], ProfileState] = {}
         self._clocks: dict[str, int] = {}
+        self._tails: dict[str, list[LogKey]] = {}
         self._lock = threading.RLock()
+        self.stale = False  # a row arrived older than a task type's remembered tail
 
     # -- reading -----------------------------------------------------------------
     def get(self, agent_id: str, task_type: str) -> ProfileState | None:
@@ -34,7 +46,7 @@ class ProfileBook:
         return self._states.get((agent_id, task_type))
 
     def clock(self, task_type: str) -> int:
-        """How many executions of ``task_type`` have been recorded (all agents)."""
+        """How many executions of ``task_type`` the book holds (all agents)."""
         return self._clocks.get(task_type, 0)
 
     def for_agent(self, agent_id: str) -> list[ProfileState]:
@@ -60,33 +72,59 @@ class ProfileBook:
         return len(self._states)
 
     # -- writing -----------------------------------------------------------------
-    def apply(self, record: ExecutionRecord, seq: int | None = None) -> ProfileState:
-        """Fold a committed record in; ``seq`` is the task clock the store assigned."""
+    def place(self, rows: Sequence[LogRow]) -> tuple[list[Committed], bool]:
+        """Put log rows in their places; returns each record with its seq, and whether
+        every row came after all the book already held (False: a strategy that folds
+        incrementally should be rebuilt from the book)."""
+        placed: list[Committed] = []
+        in_order = True
         with self._lock:
-            key = (record.agent_id, record.task_type)
-            state = self._states.get(key)
-            if state is None:
-                state = ProfileState(record.agent_id, record.task_type, self.window_size)
-                self._states[key] = state
+            for record, key in rows:
+                seq, last = self._take_seq(record.task_type, key)
+                in_order = in_order and last
+                state = self._states.get((record.agent_id, record.task_type))
+                if state is None:
+                    state = ProfileState(record.agent_id, record.task_type, self.window_size)
+                    self._states[(record.agent_id, record.task_type)] = state
+                state.apply(record, seq, key)
+                placed.append((record, seq))
+        return placed, in_order
+
+    def apply(self, record: ExecutionRecord, seq: int | None = None) -> ProfileState:
+        """Fold one record as the newest of its task type (replays and tests that feed
+        a book directly); ``seq`` defaults to the next of the task type's clock."""
+        with self._lock:
             clock = self._clocks.get(record.task_type, 0)
             seq = clock + 1 if seq is None else seq
             self._clocks[record.task_type] = max(clock, seq)
+            state = self._states.get((record.agent_id, record.task_type))
+            if state is None:
+                state = ProfileState(record.agent_id, record.task_type, self.window_size)
+                self._states[(record.agent_id, record.task_type)] = state
             state.apply(record, seq)
             return state
 
-    def fold(self, batch: Sequence[tuple[ExecutionRecord, int]]) -> None:
-        """Fold committed records, each with its seq, in commit order."""
-        for record, seq in batch:
-            self.apply(record, seq)
+    def _take_seq(self, task_type: str, key: LogKey) -> tuple[int, bool]:
+        """The seq of a new row of ``task_type`` at ``key`` (moving later seqs up), and
+        whether it is the newest."""
+        clock = self._clocks.get(task_type, 0) + 1
+        self._clocks[task_type] = clock
+        tail = self._tails.setdefault(task_type, [])
+        if not tail or key > tail[-1]:
+            tail.append(key)
+            if len(tail) > 2 * self.tail:
+                del tail[:-self.tail]
+            return clock, True
+        if key < tail[0] and clock - 1 > len(tail):
+            self.stale = True  # its place is older than the keys remembered
+        after = len(tail) - bisect.bisect(tail, key)
+        tail.insert(len(tail) - after, key)
+        for state in self.for_task_type(task_type):
+            state.shift_after(key)
+        return clock - after, False
 
-    def rebuild(self, store: Store) -> None:
-        """Reload every profile and task clock from ``store``."""
-        states, clocks = store.executions.load()
-        self.replace(states, clocks)
-
-    def replace(self, states: Iterable[ProfileState], clocks: dict[str, int]) -> None:
-        """Swap in a freshly loaded view (used on open and on refresh)."""
-        fresh = {(s.agent_id, s.task_type): s for s in states}
+    def clear(self) -> None:
+        """Forget everything (before a rebuild)."""
         with self._lock:
-            self._states = fresh
-            self._clocks = dict(clocks)
+            self._states, self._clocks, self._tails = {}, {}, {}
+            self.stale = False

@@ -13,9 +13,10 @@ passed in, nothing here touches I/O.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -42,14 +43,17 @@ def ramp_confidence(executions: int, ramp: int = 20) -> float:
 class WindowEntry:
     """One recent outcome kept for recency weighting and drift-aware strategies.
 
-    ``seq`` is the task type's execution clock when the record was written (1, 2, ...),
-    so strategies can age evidence by executions as well as by wall time.
+    ``seq`` is the record's place among its task type's executions in log order (1, 2,
+    ...), so strategies can age evidence by executions as well as by wall time; ``key``
+    is its place in the log (``profiles.store.executions.LogKey``), which orders a
+    window.
     """
 
     timestamp: float
     quality: float
     success: bool
     seq: int
+    key: tuple[float, int, str] | None = None
 
 
 @dataclass(slots=True)
@@ -75,8 +79,11 @@ class ProfileState:
         if self.window.maxlen != self.window_size:
             self.window = deque(self.window, maxlen=self.window_size)
 
-    def apply(self, record: ExecutionRecord, seq: int) -> None:
-        """Fold one execution into the aggregate (same arithmetic as the store's)."""
+    def apply(self, record: ExecutionRecord, seq: int,
+              key: tuple[float, int, str] | None = None) -> None:
+        """Fold one execution into the aggregate. The window stays in log order: an
+        entry that arrives late is put in its place (and left out when the full window
+        holds only newer ones)."""
         quality = record.effective_quality
         self.executions_total += 1
         self.executions_successful += int(record.success)
@@ -87,7 +94,29 @@ class ProfileState:
             self.cost_count += 1
         if self.last_updated is None or record.timestamp > self.last_updated:
             self.last_updated = record.timestamp
-        self.window.append(WindowEntry(record.timestamp.timestamp(), quality, record.success, seq))
+        entry = WindowEntry(record.timestamp.timestamp(), quality, record.success, seq, key)
+        self._memo = None
+        last = self.window[-1].key if self.window else None
+        if key is None or last is None or key > last:
+            self.window.append(entry)
+            return
+        keys = [e.key or key for e in self.window]
+        at = bisect.bisect(keys, key)
+        if len(self.window) == self.window_size:
+            if at == 0:
+                return  # older than a full window of newer entries
+            self.window.popleft()
+            at -= 1
+        self.window.insert(at, entry)
+
+    def shift_after(self, key: tuple[float, int, str]) -> None:
+        """Add one to the seq of window entries after ``key`` (an execution of the task
+        type arrived late and took its place before them)."""
+        for i in range(len(self.window) - 1, -1, -1):
+            entry = self.window[i]
+            if entry.key is None or entry.key <= key:
+                break
+            self.window[i] = replace(entry, seq=entry.seq + 1)
         self._memo = None
 
     @property

@@ -1,10 +1,11 @@
-"""Trust evidence per (agent, task type): plain counters and increments to them.
+"""Trust evidence per (agent, task type): plain counters and changes to them.
 
-``TrustCounts`` is what is stored per pair (the scores are derived from it by
-``trustroute.router.trust.scores``); ``TrustDelta`` is a change to it, applied to the
-in-memory counts at once and written later as a server-side increment, so several
-routers against one server add up instead of overwriting each other. Both carry the
-same integer ``Counters``: a delta's are increments, added the same way everywhere.
+``TrustCounts`` is a pair's evidence (the scores are derived from it by
+``trustroute.router.trust.scores``); it is a projection of the log, folded by every
+router from executions and from what people and signals said. ``TrustDelta`` is what one
+log row adds. Folding deltas gives the same counts in any order: counters add up,
+``last_seen`` is the newest evidence, and the lifecycle's decay offsets apply only while
+no evidence newer than the decay exists.
 """
 
 from __future__ import annotations
@@ -40,10 +41,11 @@ COUNTERS = tuple(f.name for f in fields(Counters))
 
 @dataclass(slots=True)
 class TrustCounts(Counters):
-    """The evidence behind one pair's scores, plus the lifecycle's decay offsets.
+    """The evidence behind one pair's scores, plus the lifecycle job's marks.
 
     The ``*_decay`` offsets are accumulated by the weekly decay job while the pair is
-    unseen and subtracted from its scores; fresh evidence clears them.
+    unseen and subtracted from its scores; they count only while ``last_seen`` is not
+    after ``decayed_at`` (evidence newer than the decay clears them).
     """
 
     reviewed: bool = False
@@ -52,19 +54,26 @@ class TrustCounts(Counters):
     human_decay: float = 0.0
     last_seen: datetime | None = None
     deprecated_at: datetime | None = None
+    decayed_at: datetime | None = None
+
+    def set_decay(self, offsets: tuple[float, float, float], decayed_at: datetime | None,
+                  deprecated_at: datetime | None) -> None:
+        """Put the lifecycle job's marks in place (offsets count only while unseen)."""
+        self.decayed_at, self.deprecated_at = decayed_at, deprecated_at
+        if self.last_seen is not None and decayed_at is not None and \
+                self.last_seen > decayed_at:
+            offsets = (0.0, 0.0, 0.0)
+        self.frequency_decay, self.effectiveness_decay, self.human_decay = offsets
 
 
 @dataclass(slots=True)
 class TrustDelta(Counters):
-    """Increments for one pair, accumulated in memory and written in one batch."""
+    """What one log row adds to one pair."""
 
     agent_id: str
     task_type: str
-    reviewed: bool | None = None  # None: leave as stored
-    fresh: bool = False  # new evidence arrived: clear the decay offsets
-    restored: bool = False  # composite back above the deprecation line: clear the mark
+    reviewed: bool | None = None  # None: leave as it is
     at: datetime | None = None  # when the evidence was seen (moves ``last_seen``)
-    tier: str | None = None  # the tier after these changes, when known
 
     @property
     def pair(self) -> Pair:
@@ -72,24 +81,13 @@ class TrustDelta(Counters):
         return self.agent_id, self.task_type
 
     def apply_to(self, counts: TrustCounts) -> None:
-        """What the store does with this delta, done to in-memory counts."""
+        """Add this delta to ``counts``; evidence newer than the last decay clears it."""
         counts.add(self)
         if self.reviewed is not None:
             counts.reviewed = self.reviewed
-        if self.fresh:
-            counts.frequency_decay = counts.effectiveness_decay = counts.human_decay = 0.0
-        if self.restored:
-            counts.deprecated_at = None
-        if self.at is not None and (counts.last_seen is None or self.at > counts.last_seen):
-            counts.last_seen = self.at
-
-    def merge(self, later: TrustDelta) -> None:
-        """Fold a later delta of the same pair into this one."""
-        self.add(later)
-        self.fresh = self.fresh or later.fresh
-        self.restored = self.restored or later.restored
-        if later.reviewed is not None:
-            self.reviewed = later.reviewed
-        if later.at is not None and (self.at is None or later.at > self.at):
-            self.at = later.at
-        self.tier = later.tier or self.tier
+        if self.at is not None:
+            if counts.last_seen is None or self.at > counts.last_seen:
+                counts.last_seen = self.at
+            if counts.decayed_at is None or self.at > counts.decayed_at:
+                counts.frequency_decay = counts.effectiveness_decay = 0.0
+                counts.human_decay = 0.0

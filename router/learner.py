@@ -1,10 +1,12 @@
 """The one outcome path: every part of the router that learns is a ``Learner``.
 
-``AgentRouter.record`` writes a record to the store; once the transaction commits, the
-router folds the committed batch into each of its learners in order: the profile book,
-the strategy (through ``StrategyLearner``, since strategies read the book), and the
-trust layer. ``refresh`` rebuilds each from the store, in the same order. A learner
-never writes on the decision path and never sees a record that was not committed.
+The execution log is the truth (``profiles.store.executions``). The router's
+``ProfileBook`` puts each log row in its place and gives it its seq; the placed records
+are then folded into each learner in order: the strategy (through ``StrategyLearner``,
+since strategies read the book) and the trust layer. A router folds its own writes
+once they commit and other processes' rows as it catches up; ``refresh`` reads the
+whole log again and ``rebuild``s each learner from it. A learner never writes on the
+decision path and never sees a record that was not committed.
 """
 
 from __future__ import annotations
@@ -12,27 +14,26 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from trustroute.profiles.book import ProfileBook
-from trustroute.profiles.records import ExecutionRecord
+from trustroute.profiles.book import Committed, ProfileBook
 
 if TYPE_CHECKING:
     from trustroute.profiles.store import Store
     from trustroute.router.strategies import Strategy
 
-#: A committed record and its seq (its task type's execution clock value).
-Committed = tuple[ExecutionRecord, int]
+__all__ = ["Committed", "Learner", "StrategyLearner"]
 
 
 @runtime_checkable
 class Learner(Protocol):
-    """Learns from committed records; can forget everything and rebuild from the store."""
+    """Learns from placed records; can forget everything and learn the whole log again."""
 
     def fold(self, batch: Sequence[Committed]) -> None:
-        """Learn from committed records, in commit order (no I/O)."""
+        """Learn from newly placed records, in the order placed (no I/O)."""
         ...
 
-    def rebuild(self, store: Store) -> None:
-        """Forget what was learned and learn it again from ``store``."""
+    def rebuild(self, book: ProfileBook, placed: Sequence[Committed], store: Store) -> None:
+        """Forget what was learned and learn it again: ``placed`` is the whole log in log
+        order, ``book`` holds it already, ``store`` has the rest (what people said)."""
         ...
 
 
@@ -44,10 +45,10 @@ class StrategyLearner:
         self.book = book
 
     def fold(self, batch: Sequence[Committed]) -> None:
-        """``observe`` each committed record."""
+        """``observe`` each placed record."""
         for record, seq in batch:
             self.strategy.observe(record, seq, self.book)
 
-    def rebuild(self, store: Store) -> None:
-        """``reset`` from the book, which the router rebuilt first."""
-        self.strategy.reset(self.book)
+    def rebuild(self, book: ProfileBook, placed: Sequence[Committed], store: Store) -> None:
+        """``reset`` from the book (also used when rows arrived out of log order)."""
+        self.strategy.reset(book)

@@ -1,9 +1,11 @@
 """AgentRouter: choose an agent for each task, record how it went, learn.
 
 ``select`` reads only in-memory state (never the database), so a decision costs
-microseconds. ``record`` writes to the store, then folds the committed record into
-every learner (``trustroute.router.learner``): the profile book, the strategy and the
-trust layer, in order. Store methods have async twins (``arecord``, ...) in a thread.
+microseconds. ``record`` appends to the store's execution log, then folds the row into
+the router's projection of the log (``trustroute.router.projection``): the profile
+book places it, and the strategy and the trust layer learn from it, in order. Against a
+server the projection also follows what other processes record. Store methods have
+async twins (``arecord``, ...) in a thread.
 """
 
 from __future__ import annotations
@@ -27,8 +29,9 @@ from trustroute.profiles.store import DuplicateRecord, Store
 from trustroute.router.agents import AgentLike, AgentSpec, as_specs
 from trustroute.router.decision import CandidateScore, RoutingDecision, new_decision_id
 from trustroute.router.errors import NoAgentAvailable, UnknownAgent
-from trustroute.router.learner import Committed, Learner, StrategyLearner
+from trustroute.router.learner import Learner, StrategyLearner
 from trustroute.router.load import InFlightTracker, Lease
+from trustroute.router.projection import LogProjection
 from trustroute.router.recording import build_record
 from trustroute.router.report import write_report
 from trustroute.router.strategies import (
@@ -91,12 +94,11 @@ class AgentRouter:
         self.unknown_agents: UnknownAgents = unknown_agents  # record() of an unlisted agent
         self._rng = np.random.default_rng(seed)
         self._lock = threading.RLock()
-        self._writing = threading.RLock()  # a write and its fold exclude refresh()
         #: In-flight slots per agent; ``slots.wait_for_release`` waits for a free one.
         self.slots = InFlightTracker()
         self._owns_store = not isinstance(store, Store)
         self.store = store if isinstance(store, Store) else Store(
-            store, window_size=self.settings.recency.window_size, **dict(store_options or {}))
+            store, **dict(store_options or {}))
         # hand-offs to a person: undeliverable requests are kept pending in this store
         self.transfer = transfer
         if transfer is not None:
@@ -104,10 +106,14 @@ class AgentRouter:
         self.book = ProfileBook(self.settings.recency.window_size)
         self.trust_layer = TrustLayer(self.store, self.strategy.name, trust, abstention,
                                       transfer, exploit_only=exploit_only)
-        #: Folded in this order after every commit, rebuilt in this order by refresh().
-        self.learners: list[Learner] = [self.book, StrategyLearner(self.strategy, self.book),
-                                        self.trust_layer]
+        #: The book and the learners as a projection of the store's log.
+        self.projection = LogProjection(self.store, self.book,
+                                        StrategyLearner(self.strategy, self.book),
+                                        self.trust_layer, self._lock)
+        self.learners: list[Learner] = self.projection.learners
         self.refresh()
+        if self.store.location.is_remote:
+            self.projection.follow()  # other processes write too: fold their records
 
     # -- life cycle ------------------------------------------------------------------
     @classmethod
@@ -118,16 +124,15 @@ class AgentRouter:
         return load_config(path).build_router(**overrides)
 
     def refresh(self) -> None:
-        """Rebuild every learner from the store (on open, or to see other processes' work)."""
-        with self._writing, self._lock:
-            for learner in self.learners:
-                learner.rebuild(self.store)
+        """Read the whole log and rebuild the book and every learner from it."""
+        self.projection.rebuild()
 
     arefresh = in_thread(refresh)
 
     def close(self) -> None:
-        """Write buffered trust/decision-log updates; close the store if this router opened it."""
+        """Write the buffered decision log; close the store if this router opened it."""
         try:
+            self.projection.stop()
             self.trust_layer.close()
         finally:
             if self._owns_store:
@@ -290,10 +295,10 @@ class AgentRouter:
 
         Pass the decision from ``select`` (its agent and task type are used and its
         lease released), or ``agent_id`` and ``task_type`` directly, or a ready
-        ``ExecutionRecord``. A ``record_id`` that is already stored raises
-        ``DuplicateRecord`` and changes nothing (a retry after a lost answer can treat
-        it as done). An agent this router does not list is recorded, with a warning or
-        an error as ``unknown_agents`` says.
+        ``ExecutionRecord``. A ``record_id`` this router has already folded raises
+        ``DuplicateRecord`` and changes nothing; the same record stored by an earlier
+        try whose answer was lost is folded now, once. An agent this router does not
+        list is recorded, with a warning or an error as ``unknown_agents`` says.
         """
         if isinstance(decision, ExecutionRecord):
             rec = decision
@@ -304,11 +309,8 @@ class AgentRouter:
                                record_id=record_id, metadata=metadata)
         try:
             self._check_agent(rec.agent_id)
-            self.trust_layer.prefetch([(rec.agent_id, rec.task_type)])  # first use: 1 read
-            with self._writing:
-                if (seq := self.store.executions.record(rec)) is None:
-                    raise DuplicateRecord(rec.record_id)
-                self._fold([(rec, seq)])
+            if not self.projection.append([rec]):
+                raise DuplicateRecord(rec.record_id)
         finally:
             if isinstance(decision, RoutingDecision):
                 decision.release()
@@ -324,13 +326,7 @@ class AgentRouter:
         while chunk := list(islice(pending, batch_size)):
             for agent_id in {r.agent_id for r in chunk}:
                 self._check_agent(agent_id)
-            self.trust_layer.prefetch([(r.agent_id, r.task_type) for r in chunk])
-            with self._writing:
-                seqs = self.store.executions.record_many(chunk)
-                committed = [(rec, seq) for rec, seq in zip(chunk, seqs, strict=True)
-                             if seq is not None]
-                self._fold(committed)
-            written += len(committed)
+            written += len(self.projection.append(chunk))
             self.trust_layer.maybe_flush()
         return written
 
@@ -343,12 +339,6 @@ class AgentRouter:
                 raise UnknownAgent(agent_id)
             warnings.warn(f"recording agent {agent_id!r}, which this router does not list "
                           "(a typo?); unknown_agents='error' refuses it", stacklevel=3)
-
-    def _fold(self, batch: Sequence[Committed]) -> None:
-        """Fold committed records into every learner, in order, under the router lock."""
-        with self._lock:
-            for learner in self.learners:
-                learner.fold(batch)
 
     # -- trust ---------------------------------------------------------------------
     def feedback(self, decision_id: str, approved: bool, comment: str | None = None

@@ -11,8 +11,9 @@ checked by the engine itself: the user is defined in it and ``signin`` is forwar
 
 - ``serialized=True`` runs one request at a time (exact counts); ``False`` runs requests
   of different connections concurrently, so writers can conflict as on a real server.
-- ``drop_after_commits(n)``: the next ``n`` queries containing ``COMMIT`` are executed
-  and then the connection is cut without an answer (an ambiguous commit).
+- ``drop_after_commits(n)``: the next ``n`` writing queries (containing ``COMMIT``,
+  ``CREATE`` or ``INSERT``) are executed and then the connection is cut without an
+  answer (an ambiguous commit).
 - ``stop()`` / ``start()`` close and re-open the listener on the same port (every
   connection is cut; the engine and its data stay, as with a restarted server on disk).
 
@@ -154,7 +155,7 @@ class SurrealTestServer:
 
     def drop_after_commits(self, count: int = 1) -> None:
         """Cut the connection, unanswered, right after each of the next ``count``
-        queries that contain COMMIT has run."""
+        writing queries (COMMIT, CREATE or INSERT) has run."""
         self._drops = count
 
     def __enter__(self) -> SurrealTestServer:
@@ -258,7 +259,8 @@ class SurrealTestServer:
         if b"can be retried" in answer:
             self.conflicts += 1
         if (method == "query" and self._drops > 0 and params
-                and "COMMIT" in str(params[0]).upper()):
+                and any(word in str(params[0]).upper()
+                        for word in ("COMMIT", "CREATE", "INSERT"))):
             self._drops -= 1
             return None
         return answer

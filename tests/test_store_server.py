@@ -138,20 +138,28 @@ def test_a_server_gone_past_the_budget_fails_the_call_not_the_router(
         assert router.store.executions.count() == 1
 
 
-def test_an_unanswered_commit_is_stored_once(surreal: Target) -> None:
-    """The connection drops right after a commit: the write is retried on a new
-    connection under the same record id and the store holds it once."""
+def test_an_unanswered_commit_is_stored_and_applied_once(surreal: Target) -> None:
+    """The connection drops right after a write committed: the write is sent again on a
+    new connection under the same record id, finds its own row, and the record is
+    stored once and folded once (profile and trust counts), here and in a new router."""
     server = surreal.fixture
     with AgentRouter(agents=["a"], store=surreal.url,
                      store_options=surreal.options()) as router:
         server.drop_after_commits(1)
-        with contextlib.suppress(DuplicateRecord):  # the retry finds its own commit
-            router.record(agent_id="a", task_type="code", success=True, record_id="r-1")
+        router.record(agent_id="a", task_type="code", success=True, record_id="r-1")
         assert router.store.executions.stored_ids(["r-1"]) == {"r-1"}
         assert router.store.executions.count() == 1
+        assert router.profile("a", "code").executions_total == 1
+        assert router.trust_layer.book.counts("a", "code").observations == 1
+        with pytest.raises(DuplicateRecord):  # a second call with the id: a duplicate
+            router.record(agent_id="a", task_type="code", success=True, record_id="r-1")
         router.record(agent_id="a", task_type="code", success=True, record_id="r-2")
         assert router.store.executions.count() == 2
+        assert router.profile("a", "code").executions_total == 2
     assert server.connections == 2
+    with AgentRouter(agents=["a"], store=surreal.url, store_options=surreal.options()) as fresh:
+        assert fresh.profile("a", "code").executions_total == 2
+        assert fresh.trust_layer.book.counts("a", "code").observations == 2
 
 
 def start_workers(target: Target, files: list[Path], count: int, pause: float = 0.0,

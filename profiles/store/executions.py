@@ -1,35 +1,33 @@
-"""Executions and profile aggregates: the SurrealQL behind ``record()`` and loading.
+"""The execution log: the SurrealQL behind ``record()``, catching up and rebuilding.
 
-One ``record()`` is one transaction: create the execution under its client-generated id
-and update the profile aggregate with server-side increments (``SET n += 1``), never a
-read-modify-write from Python, so routers in several processes against one server stay
-consistent. A record id that already exists makes the write a no-op (idempotent retry).
+Executions are appended, never updated: one ``CREATE`` (or one ``INSERT`` for a batch)
+under the client-generated ``record_id``, so writers in any number of processes never
+touch the same row and never conflict. Nothing else is written with them: profiles,
+trust counts and the evidence order are projections that every router folds from this
+table (``trustroute.profiles.book``), so no number depends on concurrent increments.
 
-Each execution also gets a ``seq``: its place in its task type's execution clock, which
-strategies use to age evidence by count as well as by time. The repository numbers them
-itself, under its write lock, from clocks it loads with the profiles (the highest of the
-type's summed ``executions_total`` and the newest seq in its windows). Embedded, one
-process owns the store (path lock), so seqs are exact and gapless. Against a server,
-each router numbers its own writes from its last load, so two processes may give the
-same seq to different executions until they ``refresh()``; the aggregates, written with
-server-side increments, stay exact. A clock row updated inside every write would make
-seqs global, but it was a third statement in the transaction and cost about 45 us of a
-~550 us write (docs/storage.md has the measurements).
+Each row gets ``stored_at = time::now()`` from the database and its ``pos`` in its
+write. ``(stored_at, pos, record_id)`` is the row's place in the log (``LogKey``): one
+order for every router, the order a router folds the log in when it rebuilds. Rows
+stored by other processes are found by ``stored_at`` (indexed): ``since`` returns the
+rows stored after a moment, which a router re-reads with a look-back (a commit becomes
+visible a little after its ``time::now()``) and de-duplicates by id.
+
+Why not SurrealDB change feeds: measured with the pinned SDK's engine behind the test
+server, 4 processes x 500 concurrent single-row commits left 2,000 rows but only 1,881
+entries in ``SHOW CHANGES`` (concurrent commits shared a versionstamp and overwrote
+each other's entry), and a reader following the feed missed 3 of those it did hold
+(they became visible behind its cursor). docs/storage.md has the details.
 """
 
 from __future__ import annotations
 
-import threading
-from collections import deque
 from collections.abc import Iterator, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
-from trustroute.profiles.profile import ProfileState
 from trustroute.profiles.records import ExecutionRecord
 from trustroute.profiles.store.connection import Connection, QueryFailed
-from trustroute.profiles.store.execution_batch import plan_batch, record_params
-from trustroute.profiles.store.window_format import parse_window
 
 SCHEMA = """
 DEFINE TABLE IF NOT EXISTS execution SCHEMAFULL;
@@ -44,181 +42,172 @@ DEFINE FIELD IF NOT EXISTS cost ON execution TYPE option<float> ASSERT $value = 
 DEFINE FIELD IF NOT EXISTS timestamp ON execution TYPE datetime;
 DEFINE FIELD IF NOT EXISTS decision_id ON execution TYPE option<string>;
 DEFINE FIELD IF NOT EXISTS metadata ON execution FLEXIBLE TYPE object;
-DEFINE FIELD IF NOT EXISTS seq ON execution TYPE int ASSERT $value >= 1;
--- Per-pair reads (retiring a profile, replays of one agent) use this index. There is
--- deliberately no index on decision_id: nothing looks executions up by it, and each
--- index costs every write (decisions live in their own table, keyed by decision id).
+-- Where the row sits in the log: the database's clock when it was written, and its
+-- position in its write (a batch is one write). Rows of stores written before the log
+-- design have neither; they sort first, by timestamp.
+DEFINE FIELD OVERWRITE stored_at ON execution TYPE option<datetime>;
+DEFINE FIELD OVERWRITE pos ON execution TYPE option<int>;
+-- The per-task-type clock of stores written before the log design (read, no longer
+-- written: the evidence order is now derived from the log).
+DEFINE FIELD OVERWRITE seq ON execution TYPE option<int>;
+DEFINE INDEX IF NOT EXISTS execution_stored ON execution FIELDS stored_at;
 DEFINE INDEX IF NOT EXISTS execution_pair ON execution FIELDS agent_id, task_type;
-
-DEFINE TABLE IF NOT EXISTS profile SCHEMAFULL;
-DEFINE FIELD IF NOT EXISTS agent_id ON profile TYPE string;
-DEFINE FIELD IF NOT EXISTS task_type ON profile TYPE string;
-DEFINE FIELD IF NOT EXISTS executions_total ON profile TYPE int ASSERT $value >= 0;
-DEFINE FIELD IF NOT EXISTS executions_successful ON profile TYPE int
-    ASSERT $value >= 0 AND $value <= executions_total;
-DEFINE FIELD IF NOT EXISTS quality_sum ON profile TYPE float ASSERT $value >= 0;
-DEFINE FIELD IF NOT EXISTS latency_sum_ms ON profile TYPE float ASSERT $value >= 0;
-DEFINE FIELD IF NOT EXISTS cost_sum ON profile TYPE float ASSERT $value >= 0;
-DEFINE FIELD IF NOT EXISTS cost_count ON profile TYPE int ASSERT $value >= 0;
-DEFINE FIELD IF NOT EXISTS last_updated ON profile TYPE datetime;
--- The recency window, oldest first: ';'-separated entries "POSIX-seconds quality
--- success(0/1) seq" (window_format.py), trimmed to the window size by every write. Text,
--- because in this engine a typed array field costs milliseconds per update and a row per
--- entry doubles every write and makes opening a store scan them all.
-DEFINE FIELD IF NOT EXISTS recent ON profile TYPE string;
-
--- Stores written before 2026-11-23 kept the older part of each window here; it is still
--- read (joined before the profile's own entries) but no longer written.
-DEFINE TABLE IF NOT EXISTS profile_window SCHEMAFULL;
-DEFINE FIELD IF NOT EXISTS recent ON profile_window TYPE string;
 """
 
-# The profile aggregate's server-side increments; {p} is the bound object holding them.
-_AGGREGATES = """
-    agent_id = {p}.agent_id, task_type = {p}.task_type,
-    executions_total += {executions},
-    executions_successful += {p}.successes,
-    quality_sum += {p}.{quality},
-    latency_sum_ms += {p}.{latency},
-    cost_sum += {p}.cost_sum,
-    cost_count += {p}.cost_count,
-    last_updated = IF last_updated = NONE OR {p}.{at} > last_updated
-        THEN {p}.{at} ELSE last_updated END"""
+_COLUMNS = ("record::id(id) AS record_id, agent_id, task_type, success, quality, "
+            "latency_ms, cost, timestamp, decision_id, metadata, stored_at, pos, seq")
 
-# A pair's window text with {new} (entries, each starting with ';') appended, trimmed to
-# its last $w entries.
-_WINDOW = "recent = array::join(array::slice(string::split((recent ?? '') + {new}, ';'), -$w), ';')"
-
-_CREATE_ONE = """
+# One record: a single CREATE, which fails (changing nothing) when the id is stored.
+RECORD_ONE = """
 CREATE type::thing('execution', $r.record_id) CONTENT {
     agent_id: $r.agent_id, task_type: $r.task_type, success: $r.success,
     quality: $r.quality, latency_ms: $r.latency_ms, cost: $r.cost,
     timestamp: $r.timestamp, decision_id: $r.decision_id, metadata: $r.metadata ?? {},
-    seq: $r.seq
-} RETURN NONE;"""
-_ONE_AGGREGATES = _AGGREGATES.format(p="$r", executions="1", quality="quality",
-                                     latency="latency_ms", at="timestamp")
+    stored_at: time::now(), pos: 0
+} RETURN VALUE stored_at;"""
 
-# One record, one transaction ($r: see execution_batch.record_params). An id that is
-# already stored makes the CREATE, and so the whole transaction, fail: the caller then
-# checks whether the id is stored (an idempotent retry) or re-raises.
-RECORD_ONE = ("BEGIN TRANSACTION;" + _CREATE_ONE
-              + "\nUPSERT type::thing('profile', [$r.agent_id, $r.task_type]) SET"
-              + _ONE_AGGREGATES + ",\n    " + _WINDOW.format(new="$r.entry")
-              + " RETURN NONE;\nCOMMIT TRANSACTION;")
-
-# A batch, one transaction ($rows, $pairs: see execution_batch.py). The INSERT fails, and
-# with it the whole transaction, when an id is already stored: the caller then asks
-# which (STORED_IDS), drops them and writes the rest.
+# A batch: one INSERT, all or nothing; it fails when any id is stored.
 RECORD_BATCH = """
-BEGIN TRANSACTION;
 INSERT INTO execution (
     SELECT type::thing('execution', record_id) AS id, agent_id, task_type,
         success, quality, latency_ms, cost, timestamp, decision_id,
-        metadata ?? {} AS metadata, seq
+        metadata ?? {} AS metadata, time::now() AS stored_at, pos
     FROM $rows
-) RETURN NONE;
-FOR $p IN $pairs {
-    UPSERT type::thing('profile', [$p.agent_id, $p.task_type]) SET"""\
-    + _AGGREGATES.format(p="$p", executions="$p.executions", quality="quality_sum",
-                         latency="latency_sum_ms", at="last_updated") + """,
-        """ + _WINDOW.format(new="$p.entries") + """ RETURN NONE;
-};
-COMMIT TRANSACTION;
-"""
+) RETURN VALUE stored_at;"""
 
-STORED_IDS = "RETURN array::filter($ids, |$id| record::exists(type::thing('execution', $id)));"
+STORED = f"SELECT {_COLUMNS} FROM $ids;"
+SINCE = (f"SELECT {_COLUMNS} FROM execution WHERE stored_at > $since "
+         "ORDER BY stored_at LIMIT $n START $start;")
 
-LOAD = """
-SELECT VALUE [agent_id, task_type, executions_total, executions_successful, quality_sum,
-              latency_sum_ms, cost_sum, cost_count, last_updated, recent] FROM profile;
-SELECT VALUE [record::id(id), recent] FROM profile_window;
-"""
+
+class LogKey(NamedTuple):
+    """A row's place in the log: one order for every router (older stores' rows, with
+    no ``stored_at``, sort first by their own timestamp and seq)."""
+
+    stored_at: float  # POSIX seconds of the database's clock at the write
+    pos: int  # position in its write
+    record_id: str
+
+
+class LogRow(NamedTuple):
+    """An execution read back from the log, with its place in it."""
+
+    record: ExecutionRecord
+    key: LogKey
+
+
+def row_params(record: ExecutionRecord, pos: int = 0) -> dict[str, Any]:
+    """An execution's columns as bound parameters (absent optional columns left out)."""
+    row: dict[str, Any] = {
+        "record_id": record.record_id, "agent_id": record.agent_id,
+        "task_type": record.task_type, "success": record.success,
+        "quality": record.effective_quality, "latency_ms": record.latency_ms,
+        "timestamp": record.timestamp, "pos": pos,
+    }
+    if record.cost is not None:
+        row["cost"] = record.cost
+    if record.decision_id is not None:
+        row["decision_id"] = record.decision_id
+    if record.metadata:
+        row["metadata"] = record.metadata
+    return row
+
+
+def _key(record_id: str, stored_at: datetime | None, pos: int | None,
+         timestamp: datetime, seq: int | None) -> LogKey:
+    if stored_at is None:  # written before the log design: before every new row
+        return LogKey(float("-inf"), int(seq or 0), f"{timestamp.isoformat()} {record_id}")
+    return LogKey(stored_at.timestamp(), int(pos or 0), record_id)
+
+
+def log_row(row: dict[str, Any]) -> LogRow:
+    """A stored row (``_COLUMNS``) as a record and its log key (not validated again: the
+    schema checked it when it was written, and rows written under older, looser limits
+    must still load)."""
+    record = ExecutionRecord.model_construct(
+        record_id=row["record_id"], agent_id=row["agent_id"], task_type=row["task_type"],
+        success=row["success"], quality=row["quality"], latency_ms=row["latency_ms"],
+        cost=row.get("cost"), timestamp=row["timestamp"],
+        decision_id=row.get("decision_id"), metadata=row.get("metadata") or {})
+    return LogRow(record, _key(row["record_id"], row.get("stored_at"), row.get("pos"),
+                               row["timestamp"], row.get("seq")))
 
 
 class ExecutionRepository:
-    """Writes executions (numbering them per task type) and reads profile aggregates."""
+    """Appends executions and reads the log back."""
 
-    def __init__(self, conn: Connection, window_size: int = 100) -> None:
+    def __init__(self, conn: Connection) -> None:
         self._conn = conn
-        self.window_size = window_size
-        self._clocks: dict[str, int] = {}  # task type -> seq of its last written execution
-        self._write_lock = threading.Lock()  # a seq is taken and committed atomically
 
-    def record(self, record: ExecutionRecord) -> int | None:
-        """Write one execution; returns its seq, or None if its id was already stored."""
-        with self._write_lock:
-            seq = self._clocks.get(record.task_type, 0) + 1
-            try:
-                self._conn.run(RECORD_ONE, {"r": record_params(record, seq),
-                                            "w": self.window_size})
-            except QueryFailed:
-                if self.stored_ids([record.record_id]):
-                    return None
-                raise
-            self._clocks[record.task_type] = seq
-            return seq
+    def record(self, record: ExecutionRecord) -> LogKey | None:
+        """Append one execution; its log key, or None when its id is already stored."""
+        try:
+            stored_at = self._conn.run(RECORD_ONE, {"r": row_params(record)})[0][0]
+        except QueryFailed:
+            if self.stored_ids([record.record_id]):
+                return None
+            raise
+        return LogKey(stored_at.timestamp(), 0, record.record_id)
 
-    def record_many(self, records: Sequence[ExecutionRecord]) -> list[int | None]:
-        """Write a batch in one transaction; per record its seq, or None when its id is
+    def record_many(self, records: Sequence[ExecutionRecord]) -> list[LogKey | None]:
+        """Append a batch in one write; per record its log key, or None when its id is
         already stored or repeats an earlier record of the batch.
 
-        The transaction is all or nothing: if an id turns out to be stored already it
-        writes nothing, the stored ids are looked up, dropped, and the rest is written
-        again. Each retry drops at least one record, so this ends.
+        The write is all or nothing: when an id turns out to be stored already, the
+        stored ids are looked up, dropped, and the rest is written again. Each retry
+        drops at least one record, so this ends.
         """
-        seqs: list[int | None] = [None] * len(records)
-        with self._write_lock:
-            plan = plan_batch(records, self.window_size)
-            while plan.records:
-                bases = [self._clocks.get(t, 0) for t in plan.task_types]
-                try:
-                    self._conn.run(RECORD_BATCH, plan.params(bases))
-                except QueryFailed:
-                    stored = self.stored_ids(plan.record_ids)
-                    if not stored:
-                        raise
-                    plan = plan.without(stored)
-                    continue
-                for position, seq in zip(plan.positions, plan.seqs(bases), strict=True):
-                    seqs[position] = seq
-                for task_type, base, count in zip(plan.task_types, bases, plan.task_counts,
-                                                  strict=True):
-                    self._clocks[task_type] = base + count
-                break
-        return seqs
+        keys: list[LogKey | None] = [None] * len(records)
+        first: dict[str, int] = {}
+        for index, record in enumerate(records):
+            first.setdefault(record.record_id, index)
+        todo = list(first.values())
+        while todo:
+            try:
+                stamps = self._conn.run(RECORD_BATCH, {"rows": [
+                    row_params(records[i], pos) for pos, i in enumerate(todo)]})[0]
+            except QueryFailed:
+                stored = self.stored_ids([records[i].record_id for i in todo])
+                if not stored:
+                    raise
+                todo = [i for i in todo if records[i].record_id not in stored]
+                continue
+            for pos, (i, stamp) in enumerate(zip(todo, stamps, strict=True)):
+                keys[i] = LogKey(stamp.timestamp(), pos, records[i].record_id)
+            break
+        return keys
 
-    def load(self) -> tuple[list[ProfileState], dict[str, int]]:
-        """Every profile aggregate, and each task type's clock, for rebuilding the
-        in-memory book; the clocks also become the ones new writes count from."""
-        profiles, sealed_rows = self._conn.run(LOAD)
-        sealed = {(key[0], key[1]): text for key, text in sealed_rows}
-        states: list[ProfileState] = []
-        for (agent_id, task_type, total, successful, quality_sum, latency_sum_ms,
-             cost_sum, cost_count, last_updated, recent) in profiles:
-            older = parse_window(sealed.get((agent_id, task_type)))
-            states.append(ProfileState(
-                agent_id=agent_id, task_type=task_type, window_size=self.window_size,
-                executions_total=int(total), executions_successful=int(successful),
-                quality_sum=float(quality_sum), latency_sum_ms=float(latency_sum_ms),
-                cost_sum=float(cost_sum), cost_count=int(cost_count),
-                last_updated=last_updated,
-                window=deque(older + parse_window(recent), maxlen=self.window_size),
-            ))
-        executed: dict[str, int] = {}
-        newest: dict[str, int] = {}
-        for state in states:
-            t = state.task_type
-            executed[t] = executed.get(t, 0) + state.executions_total
-            newest[t] = max([newest.get(t, 0), *(e.seq for e in state.window)])
-        clocks = {t: max(n, newest[t]) for t, n in executed.items()}
-        with self._write_lock:
-            self._clocks = dict(clocks)
-        return states, clocks
+    def stored(self, record_ids: Sequence[str]) -> dict[str, LogRow]:
+        """The stored rows among ``record_ids``, by id."""
+        from surrealdb import RecordID
+
+        rows = self._conn.run(STORED, {"ids": [RecordID("execution", r) for r in record_ids]})
+        return {row["record_id"]: log_row(row) for row in rows[0] if row}
 
     def stored_ids(self, record_ids: Sequence[str]) -> set[str]:
         """Which of ``record_ids`` are stored (for checking what a crash kept)."""
-        return set(self._conn.run(STORED_IDS, {"ids": list(record_ids)})[-1])
+        return set(self.stored(record_ids)) if record_ids else set()
+
+    def since(self, moment: datetime, start: int = 0, limit: int = 5000) -> list[LogRow]:
+        """Rows stored after ``moment`` (by the database's clock), oldest first; one
+        page of ``limit`` from ``start``."""
+        found = self._conn.run(SINCE, {"since": moment, "start": start, "n": limit})[0]
+        return [log_row(row) for row in found]
+
+    def scan(self, batch: int = 2000) -> list[LogRow]:
+        """The whole log in log order (what a router rebuilds from)."""
+        rows: list[LogRow] = []
+        last: Any = None
+        while True:
+            where = "" if last is None else " WHERE id > $last"
+            page = self._conn.run(f"SELECT {_COLUMNS}, id FROM execution{where} "
+                                  "ORDER BY id LIMIT $n;", {"last": last, "n": batch})[0]
+            rows.extend(log_row(row) for row in page)
+            if len(page) < batch:
+                break
+            last = page[-1]["id"]
+        rows.sort(key=lambda r: r.key)
+        return rows
 
     def count(self) -> int:
         """Number of stored executions."""
@@ -246,7 +235,7 @@ class ExecutionRepository:
         while True:
             page = self._conn.run(
                 f"SELECT *, record::id(id) AS record_id FROM execution{where}"
-                " ORDER BY timestamp, seq, id LIMIT $lim START $start;",
+                " ORDER BY timestamp, stored_at, pos, id LIMIT $lim START $start;",
                 {**params, "lim": batch, "start": start},
             )[0]
             yield from page

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from trustroute.profiles.store.connection import Connection
 from trustroute.profiles.store.errors import SchemaVersionError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the execution log is the truth (no profile aggregates written)
 
 META_SCHEMA = """
 DEFINE TABLE IF NOT EXISTS meta SCHEMAFULL;

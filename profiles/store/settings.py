@@ -32,6 +32,15 @@ class StoreSettings(BaseModel):
     #: call fails: a server restart takes a few seconds, and 10 s stays well inside the
     #: request timeouts a caller usually has (gunicorn kills a silent worker after 30 s).
     reconnect_timeout_s: float = Field(default=10.0, ge=0, allow_inf_nan=False)
+    #: The longest a router takes to fold in what other processes recorded, without
+    #: anyone calling refresh(): it looks for new log rows four times per period.
+    #: Embedded stores have one writing process and are not polled.
+    sync_delay_s: float = Field(default=1.0, gt=0, allow_inf_nan=False)
+    #: How far back each look re-reads the log: a row becomes visible a little after
+    #: the database clock stamped it (its commit takes that long), so rows stamped up to
+    #: this long before the newest one seen are read again and de-duplicated by id. A
+    #: commit slower than this is folded at the next refresh() or open.
+    sync_lookback_s: float = Field(default=5.0, gt=0, allow_inf_nan=False)
 
     def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
         """The URL's user:password part is never shown (the password field is hidden)."""

@@ -33,11 +33,10 @@ def register_schema(statements: str) -> None:
 class Store:
     """A connected, schema-checked SurrealDB store."""
 
-    def __init__(self, url: str | None = None, *, window_size: int = 100,
-                 base_dir: Path | None = None, **options: Any) -> None:
+    def __init__(self, url: str | None = None, *, base_dir: Path | None = None,
+                 **options: Any) -> None:
         """Open ``url`` (default: the embedded store in ``.trustroute/``); ``options``
-        are the other ``StoreSettings`` fields (namespace, credentials, retries).
-        ``window_size`` is the recency window (``profiles.recency.window_size``)."""
+        are the other ``StoreSettings`` fields (namespace, credentials, retries)."""
         self.settings = StoreSettings(**options) if url is None else \
             StoreSettings(url=url, **options)
         self.location: StoreLocation = parse_store_url(self.settings.url, base_dir=base_dir)
@@ -59,7 +58,7 @@ class Store:
         except BaseException:
             self.close()
             raise
-        self.executions = ExecutionRepository(self.conn, window_size)
+        self.executions = ExecutionRepository(self.conn)
         self._repositories: dict[type[Any], Any] = {}
 
     def repository(self, cls: type[R]) -> R:

@@ -1,44 +1,37 @@
-"""Trust counters, feedback, confidence history and the archive of retired profiles.
+"""What people and signals said, the lifecycle's marks, history and the archive.
 
-Counters per (agent, task type) only ever change by server-side increments (one
-``vector::add`` on a packed array of counts) so routers in several processes against one
-server add up instead of overwriting each other; packing keeps loading 10,000 pairs
-cheap when a router opens. The decay offsets are changed server-side too, guarded by
-the ISO week already applied, so a second decay run in the same week changes nothing.
-Retiring a profile copies its executions into ``execution_archive`` in the same
-transaction that deletes them: history is moved, never lost.
+Feedback, reviews and named signals are appended to ``trust_feedback`` at once, one row
+each, under a client-generated id and stamped ``stored_at`` by the database: with the
+execution log they are what every router folds its trust counts from (nothing here is a
+counter other processes also increment). The weekly lifecycle job writes
+``trust_lifecycle`` (decay offsets and deprecation marks, guarded by the ISO week, so a
+second run in the same week changes nothing). Retiring a profile moves its executions to
+``execution_archive`` and its feedback into ``trust_archive`` in the transaction that
+deletes them: history is moved, never lost.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime, timedelta
+import uuid
+from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
-from surrealdb import RecordID
-
 from trustroute.profiles.store.connection import Connection
-from trustroute.profiles.trust_counts import COUNTERS, Pair, TrustCounts, TrustDelta
 
 SCHEMA = """
-DEFINE TABLE IF NOT EXISTS trust SCHEMAFULL;
-DEFINE FIELD IF NOT EXISTS agent_id ON trust TYPE string;
-DEFINE FIELD IF NOT EXISTS task_type ON trust TYPE string;
--- counts: [observations, contradictions, positive, negative, neutral, approvals, rejections]
-DEFINE FIELD IF NOT EXISTS counts ON trust TYPE array<int>
-    ASSERT array::len($value) = 7 AND math::min($value) >= 0;
--- decay: offsets subtracted from [frequency, effectiveness, human] (scores floor at 0)
-DEFINE FIELD IF NOT EXISTS decay ON trust TYPE array<float>
+-- The lifecycle job's marks per pair (decay offsets subtracted from [frequency,
+-- effectiveness, human] while the pair stays unseen; the deprecation mark).
+DEFINE TABLE IF NOT EXISTS trust_lifecycle SCHEMAFULL;
+DEFINE FIELD IF NOT EXISTS agent_id ON trust_lifecycle TYPE string;
+DEFINE FIELD IF NOT EXISTS task_type ON trust_lifecycle TYPE string;
+DEFINE FIELD IF NOT EXISTS decay ON trust_lifecycle TYPE array<float>
     ASSERT array::len($value) = 3 AND math::min($value) >= 0;
-DEFINE FIELD IF NOT EXISTS reviewed ON trust TYPE bool;
-DEFINE FIELD IF NOT EXISTS last_seen ON trust TYPE option<datetime>;
-DEFINE FIELD IF NOT EXISTS deprecated_at ON trust TYPE option<datetime>;
-DEFINE FIELD IF NOT EXISTS decay_week ON trust TYPE option<string>;
--- The tier last computed by a router (a cache): opening a router loads only the pairs
--- whose tier restricts routing (deprecated; core/strong in exploit-only mode), the rest
--- on first use, so opening a store of many pairs stays cheap.
-DEFINE FIELD IF NOT EXISTS tier ON trust TYPE option<string>;
-DEFINE INDEX IF NOT EXISTS trust_tier ON trust FIELDS tier;
+DEFINE FIELD IF NOT EXISTS decayed_at ON trust_lifecycle TYPE option<datetime>;
+DEFINE FIELD IF NOT EXISTS decay_week ON trust_lifecycle TYPE option<string>;
+DEFINE FIELD IF NOT EXISTS deprecated_at ON trust_lifecycle TYPE option<datetime>;
+DEFINE FIELD IF NOT EXISTS changed_at ON trust_lifecycle TYPE datetime;
+DEFINE INDEX IF NOT EXISTS trust_lifecycle_changed ON trust_lifecycle FIELDS changed_at;
 
 DEFINE TABLE IF NOT EXISTS trust_history SCHEMAFULL;
 DEFINE FIELD IF NOT EXISTS agent_id ON trust_history TYPE string;
@@ -57,12 +50,14 @@ DEFINE TABLE IF NOT EXISTS trust_feedback SCHEMAFULL;
 DEFINE FIELD IF NOT EXISTS agent_id ON trust_feedback TYPE string;
 DEFINE FIELD IF NOT EXISTS task_type ON trust_feedback TYPE string;
 DEFINE FIELD IF NOT EXISTS decision_id ON trust_feedback TYPE option<string>;
-DEFINE FIELD IF NOT EXISTS approved ON trust_feedback TYPE bool;
+DEFINE FIELD OVERWRITE approved ON trust_feedback TYPE option<bool>;
 DEFINE FIELD IF NOT EXISTS kind ON trust_feedback TYPE string
     ASSERT $value IN ['feedback', 'review', 'signal'];
 DEFINE FIELD IF NOT EXISTS signal ON trust_feedback TYPE option<string>;
 DEFINE FIELD IF NOT EXISTS comment ON trust_feedback TYPE option<string>;
 DEFINE FIELD IF NOT EXISTS at ON trust_feedback TYPE datetime;
+DEFINE FIELD OVERWRITE stored_at ON trust_feedback TYPE option<datetime>;
+DEFINE INDEX IF NOT EXISTS trust_feedback_stored ON trust_feedback FIELDS stored_at;
 DEFINE INDEX IF NOT EXISTS trust_feedback_pair ON trust_feedback FIELDS agent_id, task_type;
 
 DEFINE TABLE IF NOT EXISTS trust_run SCHEMAFULL;
@@ -82,7 +77,7 @@ DEFINE FIELD IF NOT EXISTS cost ON execution_archive TYPE option<float>;
 DEFINE FIELD IF NOT EXISTS timestamp ON execution_archive TYPE datetime;
 DEFINE FIELD IF NOT EXISTS decision_id ON execution_archive TYPE option<string>;
 DEFINE FIELD IF NOT EXISTS metadata ON execution_archive FLEXIBLE TYPE object;
-DEFINE FIELD IF NOT EXISTS seq ON execution_archive TYPE int;
+DEFINE FIELD OVERWRITE seq ON execution_archive TYPE option<int>;
 DEFINE FIELD IF NOT EXISTS archived_at ON execution_archive TYPE datetime;
 DEFINE INDEX IF NOT EXISTS execution_archive_pair ON execution_archive FIELDS agent_id, task_type;
 
@@ -92,46 +87,33 @@ DEFINE FIELD IF NOT EXISTS task_type ON trust_archive TYPE string;
 DEFINE FIELD IF NOT EXISTS trust ON trust_archive FLEXIBLE TYPE object;
 DEFINE FIELD IF NOT EXISTS profile ON trust_archive FLEXIBLE TYPE option<object>;
 DEFINE FIELD IF NOT EXISTS archived_at ON trust_archive TYPE datetime;
+DEFINE FIELD OVERWRITE feedback ON trust_archive FLEXIBLE TYPE option<array<object>>;
+DEFINE FIELD OVERWRITE stored_at ON trust_archive TYPE option<datetime>;
+DEFINE INDEX IF NOT EXISTS trust_archive_stored ON trust_archive FIELDS stored_at;
 """
 
-# Loading packs each row into one array with times as integer nanoseconds: decoding
-# plain arrays is several times cheaper than rows of named fields and datetimes.
-_PACKED = "[agent_id, task_type, counts, decay, reviewed]"
-_PACKED_TIMES = ("[agent_id, task_type, counts, decay, reviewed, "
-                 "IF last_seen THEN time::nano(last_seen) END, "
-                 "IF deprecated_at THEN time::nano(deprecated_at) END]")
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_PEOPLE = ("record::id(id) AS id, agent_id, task_type, decision_id, approved, kind, "
+           "signal, comment, at, stored_at")
 
-# One batch: counter updates ($d is a TrustDelta row; fresh evidence clears the decay
-# offsets), then history and feedback rows.
-_APPLY_BATCH = """
-BEGIN TRANSACTION;
-FOR $d IN $deltas {
-    UPSERT type::thing('trust', [$d.agent_id, $d.task_type]) SET
-        agent_id = $d.agent_id, task_type = $d.task_type,
-        counts = vector::add(counts ?? [0, 0, 0, 0, 0, 0, 0], $d.counts),
-        reviewed = IF $d.reviewed = NONE THEN (reviewed ?? false) ELSE $d.reviewed END,
-        decay = IF $d.fresh OR decay = NONE THEN [0.0, 0.0, 0.0] ELSE decay END,
-        deprecated_at = IF $d.restored THEN NONE ELSE deprecated_at END,
-        tier = $d.tier ?? tier,
-        last_seen = IF $d.at != NONE AND (last_seen = NONE OR $d.at > last_seen)
-            THEN $d.at ELSE last_seen END;
-};
-FOR $h IN $history { CREATE trust_history CONTENT $h; };
-FOR $f IN $feedback { CREATE trust_feedback CONTENT $f; };
-COMMIT TRANSACTION;
-"""
+_APPEND = f"""
+CREATE type::thing('trust_feedback', $id) SET agent_id = $row.agent_id,
+    task_type = $row.task_type, decision_id = $row.decision_id, approved = $row.approved,
+    kind = $row.kind, signal = $row.signal, comment = $row.comment, at = $row.at,
+    stored_at = time::now()
+RETURN {_PEOPLE};"""
 
 _DECAY = """
 BEGIN TRANSACTION;
 FOR $c IN $changes {
-    UPDATE type::thing('trust', [$c.agent_id, $c.task_type]) SET
-        decay = vector::add(decay, $offsets),
-        decay_week = $week, tier = $c.tier
-    WHERE decay_week != $week;
+    UPSERT type::thing('trust_lifecycle', [$c.agent_id, $c.task_type]) SET
+        agent_id = $c.agent_id, task_type = $c.task_type, decay = $c.decay,
+        decayed_at = $at, decay_week = $week, changed_at = time::now()
+    WHERE decay_week != $week OR decay_week = NONE;
 };
 FOR $m IN $marks {
-    UPDATE type::thing('trust', [$m.agent_id, $m.task_type]) SET deprecated_at = $m.at;
+    UPSERT type::thing('trust_lifecycle', [$m.agent_id, $m.task_type]) SET
+        agent_id = $m.agent_id, task_type = $m.task_type, decay = decay ?? [0.0, 0.0, 0.0],
+        deprecated_at = $m.at, changed_at = time::now();
 };
 FOR $h IN $history { CREATE trust_history CONTENT $h; };
 COMMIT TRANSACTION;
@@ -148,28 +130,21 @@ FOR $e IN (SELECT * FROM execution WHERE agent_id = $agent_id AND task_type = $t
         seq: $e.seq, archived_at: $at
     };
 };
-LET $trust = (SELECT * OMIT id FROM ONLY type::thing('trust', $key));
-LET $profile = (SELECT * OMIT id FROM ONLY type::thing('profile', $key));
+LET $life = (SELECT * OMIT id FROM ONLY type::thing('trust_lifecycle', $key));
+LET $said = (SELECT * OMIT id FROM trust_feedback
+             WHERE agent_id = $agent_id AND task_type = $task_type);
 CREATE trust_archive CONTENT {
-    agent_id: $agent_id, task_type: $task_type, trust: $trust ?? {},
-    profile: $profile, archived_at: $at
+    agent_id: $agent_id, task_type: $task_type, trust: $life ?? {}, profile: $profile,
+    feedback: $said, archived_at: $at, stored_at: time::now()
 };
 DELETE execution WHERE agent_id = $agent_id AND task_type = $task_type;
-DELETE type::thing('profile', $key);
-DELETE type::thing('profile_window', $key);
-DELETE type::thing('trust', $key);
+DELETE trust_feedback WHERE agent_id = $agent_id AND task_type = $task_type;
+DELETE type::thing('trust_lifecycle', $key);
 CREATE trust_history CONTENT $history;
 RETURN (SELECT count() AS n FROM execution_archive
         WHERE agent_id = $agent_id AND task_type = $task_type GROUP ALL)[0].n ?? 0;
 COMMIT TRANSACTION;
 """
-
-
-def _delta_row(d: TrustDelta) -> dict[str, Any]:
-    """A delta's bound-parameter form."""
-    return {"agent_id": d.agent_id, "task_type": d.task_type,
-            "counts": [getattr(d, name) for name in COUNTERS], "reviewed": d.reviewed,
-            "fresh": d.fresh, "restored": d.restored, "at": d.at, "tier": d.tier}
 
 
 class TrustRepository:
@@ -180,40 +155,36 @@ class TrustRepository:
     def __init__(self, conn: Connection) -> None:
         self._conn = conn
 
-    # -- counters --------------------------------------------------------------------
-    def _counts(self, source: str, params: dict[str, Any] | None = None, *,
-                times: bool = False) -> dict[Pair, TrustCounts]:
-        rows = self._conn.run(f"SELECT VALUE {_PACKED_TIMES if times else _PACKED} "
-                              f"FROM {source};", params)[0]
-        return {(r[0], r[1]): counts_from_packed(r) for r in rows}
+    # -- what people and signals said (a log) -------------------------------------
+    def append(self, row: dict[str, Any]) -> dict[str, Any]:
+        """Append one feedback, review or signal row at once; returns it as stored
+        (with its id and ``stored_at``)."""
+        return dict(self._conn.run(_APPEND, {"id": str(uuid.uuid4()), "row": row})[0][0])
 
-    def load(self) -> dict[Pair, TrustCounts]:
-        """Every pair's counts, with ``last_seen`` and ``deprecated_at`` (the lifecycle
-        job's view; the router reads only the pairs it needs, without the two times,
-        which makes reading many pairs about a third cheaper)."""
-        return self._counts("trust", times=True)
+    def people(self, since: datetime | None = None) -> list[dict[str, Any]]:
+        """Rows of ``trust_feedback`` (stored after ``since``), in log order."""
+        where = "" if since is None else " WHERE stored_at > $since"
+        return list(self._conn.run(f"SELECT {_PEOPLE} FROM trust_feedback{where} "
+                                   "ORDER BY stored_at, id;", {"since": since})[0])
 
-    def load_tiers(self, tiers: Sequence[str]) -> dict[Pair, TrustCounts]:
-        """The pairs whose cached tier is one of ``tiers`` (indexed: cheap)."""
-        return self._counts("trust WHERE tier IN $tiers", {"tiers": list(tiers)}) \
-            if tiers else {}
+    def lifecycle(self, since: datetime | None = None) -> list[dict[str, Any]]:
+        """The lifecycle job's marks per pair (changed after ``since``)."""
+        where = "" if since is None else " WHERE changed_at > $since"
+        return list(self._conn.run(
+            "SELECT agent_id, task_type, decay, decayed_at, deprecated_at, changed_at "
+            f"FROM trust_lifecycle{where};", {"since": since})[0])
 
-    def get_many(self, pairs: Sequence[Pair], *, times: bool = False
-                 ) -> dict[Pair, TrustCounts]:
-        """The stored counts of the given pairs (absent pairs are left out)."""
-        ids = [RecordID("trust", [a, t]) for a, t in pairs]
-        return self._counts("$ids", {"ids": ids}, times=times) if ids else {}
+    def retired_since(self, since: datetime) -> int:
+        """How many pairs were retired after ``since`` (a router then rebuilds)."""
+        rows = self._conn.run("SELECT count() AS n FROM trust_archive WHERE stored_at > $s "
+                              "GROUP ALL;", {"s": since})[0]
+        return int(rows[0]["n"]) if rows else 0
 
-    def get(self, agent_id: str, task_type: str) -> TrustCounts | None:
-        """One pair's counts, or None."""
-        return self.get_many([(agent_id, task_type)], times=True).get((agent_id, task_type))
-
-    def apply(self, deltas: Sequence[TrustDelta], history: Sequence[dict[str, Any]],
-              feedback: Sequence[dict[str, Any]]) -> None:
-        """Write counter increments, history rows and feedback rows in one transaction."""
-        if deltas or history or feedback:
-            self._conn.run(_APPLY_BATCH, {"deltas": [_delta_row(d) for d in deltas],
-                                          "history": list(history), "feedback": list(feedback)})
+    def append_history(self, rows: Iterable[dict[str, Any]]) -> None:
+        """Append confidence-history rows (derived: written after the fact, in a batch)."""
+        if rows := list(rows):
+            self._conn.run("FOR $h IN $rows { CREATE trust_history CONTENT $h; };",
+                           {"rows": rows})
 
     # -- lifecycle -------------------------------------------------------------------
     def week_applied(self, week: str) -> dict[str, Any] | None:
@@ -221,14 +192,12 @@ class TrustRepository:
         rows = self._conn.run("SELECT * FROM ONLY type::thing('trust_run', $w);", {"w": week})
         return rows[0] if rows and rows[0] else None
 
-    def decay(self, week: str, offsets: Sequence[float], changes: Iterable[dict[str, Any]],
+    def decay(self, week: str, at: datetime, changes: Iterable[dict[str, Any]],
               marks: Iterable[dict[str, Any]], history: Iterable[dict[str, Any]]) -> None:
-        """Add the decay ``offsets`` (frequency, effectiveness, human) to the pairs in
-        ``changes`` (once per pair per week, with their new tier), set deprecation marks,
-        log history."""
-        self._conn.run(_DECAY, {"week": week, "offsets": list(offsets),
-                                "changes": list(changes), "marks": list(marks),
-                                "history": list(history)})
+        """Set the decay offsets of the pairs in ``changes`` (``decay``: their new
+        offsets; once per pair per week), set or lift deprecation marks, log history."""
+        self._conn.run(_DECAY, {"week": week, "at": at, "changes": list(changes),
+                                "marks": list(marks), "history": list(history)})
 
     def record_run(self, week: str, decayed: int, deprecated: int, deleted: int,
                    at: datetime) -> None:
@@ -238,11 +207,11 @@ class TrustRepository:
                        {"w": week, "a": decayed, "b": deprecated, "c": deleted, "at": at})
 
     def retire(self, agent_id: str, task_type: str, history: dict[str, Any],
-               at: datetime) -> int:
-        """Archive a pair's executions, counts and profile, then delete them; returns the
-        number of archived executions of the pair."""
+               at: datetime, profile: dict[str, Any] | None = None) -> int:
+        """Archive a pair's executions, feedback, lifecycle marks and last ``profile``,
+        then delete them; returns the number of archived executions of the pair."""
         rows = self._conn.run(_RETIRE, {"agent_id": agent_id, "task_type": task_type,
-                                        "history": history, "at": at})
+                                        "history": history, "at": at, "profile": profile})
         found = [r for r in rows if isinstance(r, int)]
         return int(found[-1]) if found else 0
 
@@ -265,19 +234,3 @@ class TrustRepository:
             "SELECT *, record::id(id) AS record_id OMIT id FROM execution_archive "
             "WHERE agent_id = $a AND task_type = $t ORDER BY seq;",
             {"a": agent_id, "t": task_type})[0])
-
-
-def _moment(nanos: int | None) -> datetime | None:
-    return None if nanos is None else _EPOCH + timedelta(microseconds=int(nanos) // 1000)
-
-
-def counts_from_packed(row: Sequence[Any]) -> TrustCounts:
-    """A packed row (with or without the two times) as TrustCounts."""
-    counts, decay, reviewed, *times = row[2:]
-    last_seen, deprecated_at = times or (None, None)
-    f, e, h = (min(1.0, float(x)) for x in decay or (0.0, 0.0, 0.0))
-    return TrustCounts(
-        **{name: int(c) for name, c in zip(COUNTERS, counts or (0,) * len(COUNTERS),
-                                            strict=True)},
-        reviewed=bool(reviewed), frequency_decay=f, effectiveness_decay=e, human_decay=h,
-        last_seen=_moment(last_seen), deprecated_at=_moment(deprecated_at))

@@ -145,7 +145,7 @@ def trust(task_type: str | None, agent: str | None, config: Path | None, store: 
     with open_router(config, store) as router:
         weights = router.trust_layer.options.weights
         rows = [(pair, counts, trust_scores(counts, weights))
-                for pair, counts in router.trust_layer.repo.load().items()
+                for pair, counts in router.trust_layer.book.all_counts().items()
                 if (task_type is None or pair[1] == task_type)
                 and (agent is None or pair[0] == agent)]
     rows.sort(key=lambda r: (r[0][1], -r[2].composite, r[0][0]))

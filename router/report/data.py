@@ -231,7 +231,7 @@ def gather(router: AgentRouter, *, task_type: str | None = None,
     bounds = edges([t for rs in rows.values() for t, _, _ in rs])
     weights = router.trust_layer.options.weights
     scores = {pair: trust_scores(counts, weights)
-              for pair, counts in router.trust_layer.repo.load().items()
+              for pair, counts in router.trust_layer.book.all_counts().items()
               if task_type is None or pair[1] == task_type}
     boards = leaderboards(profiles, recent, scores, trust_scores(TrustCounts(), weights))
     radar = {tt: [(row.profile.agent_id, row.trust) for row in board[:TOP_AGENTS]]

@@ -1,18 +1,16 @@
 """TrustBook: the in-memory trust counts and scores that routing decisions read.
 
 Like ``ProfileBook`` it keeps ``select()`` off the database: scores are computed when
-counts change (on record, feedback, reload), so a decision only looks up a cached tier.
-The book may hold only part of the stored pairs: the router loads the pairs whose tier
-restricts routing when it opens, and any other pair before it first changes
-(``missing`` / ``install``); a pair it does not hold counts as a new profile.
-Pure: no I/O, no clock. The owner serialises writes (``TrustLayer`` changes the book and
-its write buffers under one lock); reads never block.
+counts change (a folded log row, the lifecycle's marks), so a decision only looks up a
+cached tier. It holds every pair the log mentions; a pair it does not hold counts as a
+new profile. Pure: no I/O, no clock. The owner serialises writes (``TrustLayer``
+changes the book under one lock); reads never block.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import replace
+from datetime import datetime
 
 from trustroute.profiles.trust_counts import Pair, TrustCounts, TrustDelta
 from trustroute.router.trust.scores import DEFAULT_WEIGHTS, Tier, TrustScores, trust_scores
@@ -26,7 +24,6 @@ class TrustBook:
         self.new_scores: TrustScores = trust_scores(TrustCounts(), weights)
         self._counts: dict[Pair, TrustCounts] = {}
         self._scores: dict[Pair, TrustScores] = {}
-        self._loaded: set[Pair] = set()
         self.deprecated_pairs = 0  # pairs in the deprecated tier (0: the policy skips work)
 
     # -- reading -------------------------------------------------------------------
@@ -44,10 +41,6 @@ class TrustBook:
         found = self._counts.get((agent_id, task_type))
         return 0 if found is None else found.observations
 
-    def missing(self, pairs: Iterable[Pair]) -> list[Pair]:
-        """The pairs whose stored counts have not been loaded yet (no duplicates)."""
-        return list(dict.fromkeys(p for p in pairs if p not in self._loaded))
-
     def pairs(self) -> list[Pair]:
         """Every known pair, sorted."""
         return sorted(self._counts)
@@ -60,20 +53,21 @@ class TrustBook:
         delta.apply_to(counts)
         return before, self._set_scores(delta.pair, counts)
 
-    def replace(self, counts: dict[Pair, TrustCounts]) -> None:
-        """Swap in freshly loaded counts (the book takes ownership of the objects); only
-        these pairs count as loaded."""
-        self._counts, self._scores, self.deprecated_pairs = {}, {}, 0
-        self._loaded = set()
-        for key, c in counts.items():
-            self.install(key, c)
-
-    def install(self, pair: Pair, counts: TrustCounts) -> TrustScores:
-        """Put a pair's loaded counts in place (replacing what was held) and mark it
-        loaded; returns its scores."""
-        self._counts[pair] = counts
-        self._loaded.add(pair)
+    def set_decay(self, pair: Pair, offsets: tuple[float, ...], decayed_at: datetime | None,
+                  deprecated_at: datetime | None) -> TrustScores:
+        """Put the lifecycle job's marks on a pair; returns its scores."""
+        counts = self._counts.setdefault(pair, TrustCounts())
+        f, e, h = (min(1.0, float(x)) for x in offsets)
+        counts.set_decay((f, e, h), decayed_at, deprecated_at)
         return self._set_scores(pair, counts)
+
+    def all_counts(self) -> dict[Pair, TrustCounts]:
+        """A copy of every pair's counts."""
+        return {pair: replace(c) for pair, c in self._counts.items()}
+
+    def clear(self) -> None:
+        """Forget every pair (before the log is folded again)."""
+        self._counts, self._scores, self.deprecated_pairs = {}, {}, 0
 
     def _set_scores(self, key: Pair, counts: TrustCounts) -> TrustScores:
         scores = trust_scores(counts, self.weights)

@@ -1,5 +1,5 @@
 """The trust layer inside a router: tiers on the way in, calibrated confidence on the way
-out, counts and history from every committed outcome.
+out, trust counts folded from the log.
 
 ``AgentRouter.select`` calls it three times, none of which touches the database:
 
@@ -11,46 +11,45 @@ out, counts and history from every committed outcome.
   an abstention is acted on (``on_abstain``: ``route_anyway`` returns it flagged,
   ``raise`` releases its slot and raises ``Abstained``, ``human`` stores the hand-off
   request as pending on the caller's thread, so it survives a crash once ``select()``
-  returned, then hands it to people through the router's transfer hooks on a worker
-  thread, because hooks may do network I/O and ``select()`` must stay fast; ``close()``
-  waits for those deliveries at most ``dispatch_close_timeout_s``).
+  returned, then delivers it on a worker thread (``router.handoff.worker``)).
 
-As a ``Learner`` (``trustroute.router.learner``) it ``fold``s committed records into the
-trust counts, contradictions and the calibration map, and ``rebuild``s from the store.
+As a ``Learner`` (``trustroute.router.learner``) it folds placed executions into the
+trust counts (and contradictions), and ``rebuild``s them from the whole log: executions,
+then what people and signals said (``trust_feedback``, appended at once by ``feedback``,
+``review`` and ``signal``: nothing a person said waits in a buffer), then the lifecycle
+job's marks. ``catch_up`` folds what other processes' people and jobs wrote.
 
-Buffered writes go to the store in batches from ``record()`` once ``flush_every`` items
-or ``flush_seconds`` have accumulated, and on ``flush()``/``close()``. Feedback and
-reviews are written at once: a person's verdict is never left in a buffer.
+Only derived rows are buffered: the decision log and the confidence history of this
+router's own changes, written from ``record()`` once ``flush_every`` items or
+``flush_seconds`` have accumulated, and on ``flush()``/``close()``.
 """
 
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Any
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
 from trustroute.profiles.records import ExecutionRecord, check_identifier, utc_now
 from trustroute.profiles.store import Store
 from trustroute.profiles.store.decisions import DecisionRepository
 from trustroute.profiles.store.trust import TrustRepository
-from trustroute.profiles.trust_counts import Pair, TrustCounts, TrustDelta
+from trustroute.profiles.trust_counts import Pair, TrustDelta
 from trustroute.router.decision import CandidateScore, RoutingDecision
 from trustroute.router.errors import UnknownDecision
 from trustroute.router.handoff.transfer import TransferDispatcher, TransferRequest
+from trustroute.router.handoff.worker import HandoffWorker
 from trustroute.router.trust.abstention import Abstained, AbstentionPolicy, GateView
 from trustroute.router.trust.book import TrustBook
 from trustroute.router.trust.decision_log import DecisionLog
 from trustroute.router.trust.options import TrustOptions
-from trustroute.router.trust.policy import TRUSTED
 from trustroute.router.trust.rescues import RescueTracker
 from trustroute.router.trust.scores import (
-    Tier,
     TrustScores,
     execution_delta,
     outcome_kind,
@@ -58,7 +57,12 @@ from trustroute.router.trust.scores import (
     verdict_delta,
 )
 
+if TYPE_CHECKING:
+    from trustroute.profiles.book import ProfileBook
+
 log = logging.getLogger(__name__)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
 
 @dataclass(frozen=True, slots=True)
 class TrustVerdict:
@@ -73,17 +77,16 @@ class TrustVerdict:
 
 
 @dataclass(slots=True)
-class _Pending:
-    """A pair's buffered change: the merged delta, and the reasons for its history row
-    (counted from the first change that moved the scores) with the last one's time."""
+class _History:
+    """Reasons for a pair's next confidence-history row (this router's own changes,
+    counted from the first change that moved the scores) and the last one's time."""
 
-    delta: TrustDelta
     reasons: Counter[str]
     at: datetime
 
 
 class TrustLayer:
-    """Per-router trust state, policy and buffered persistence."""
+    """Per-router trust state and policy, folded from the log."""
 
     def __init__(self, store: Store, strategy: str, options: TrustOptions | None = None,
                  abstention: AbstentionPolicy | None = None,
@@ -91,18 +94,20 @@ class TrustLayer:
                  exploit_only: bool = False) -> None:
         self.options = options or TrustOptions()
         self.abstention = abstention or AbstentionPolicy()
-        self.exploit_only = exploit_only  # the policy's mode; which pairs rebuild() loads
+        self.exploit_only = exploit_only  # the tier policy's mode
         self.book = TrustBook(self.options.weights)
         self.rescues = RescueTracker(self.options.rescue_memory)
         self.repo = store.repository(TrustRepository)
         self.decisions = DecisionLog(store.repository(DecisionRepository), strategy, self.options)
         self.transfer = transfer  # where ``on_abstain: human`` hands decisions over
-        # hooks may do network I/O: hand-offs are delivered on a worker (started on first use)
-        self._handoffs = _HandoffWorker()
-        self._lock = threading.Lock()  # the book and the buffers change together
-        self._flush_lock = threading.Lock()  # one flush or prefetch at a time
-        self._pending: dict[Pair, _Pending] = {}
-        self._feedback: list[dict[str, Any]] = []
+        self._handoffs = HandoffWorker()  # hooks may do network I/O: delivered on a worker
+        self._lock = threading.Lock()  # the book and the history buffer change together
+        self._flush_lock = threading.Lock()  # one flush at a time
+        self._history: dict[Pair, _History] = {}
+        self._own: set[str] = set()  # ids of this router's writes, until folded
+        self._people: OrderedDict[str, float] = OrderedDict()  # folded people rows
+        self._people_newest = 0.0  # newest stored_at of a folded people row (POSIX s)
+        self._changed_since = _EPOCH  # lifecycle marks and retirements read up to here
         self._last_flush = time.monotonic()
 
     # -- decisions (no I/O) -------------------------------------------------------
@@ -144,149 +149,172 @@ class TrustLayer:
             decision, reason=f"{decision.abstain_reason}: {detail}" if detail else None))
         self._handoffs.submit(self.transfer, request)
 
-    # -- learning -----------------------------------------------------------------
+    # -- learning (no I/O) ----------------------------------------------------------
+    def expect(self, record_ids: Sequence[str]) -> None:
+        """Mark records this router is writing: their changes go into its confidence
+        history and their outcomes are joined with its decisions."""
+        with self._lock:
+            self._own.update(record_ids)
+
     def fold(self, batch: Sequence[tuple[ExecutionRecord, int]]) -> None:
-        """Fold committed executions in, in commit order (no I/O): trust counts,
-        contradictions (rescues), and each outcome joined with its decision."""
+        """Fold placed executions into the trust counts and contradictions."""
+        own = []
         with self._lock:
             for record, _ in batch:
-                agent, task_type, at = record.agent_id, record.task_type, record.timestamp
-                kind = outcome_kind(record.success, record.effective_quality)
-                self._change(execution_delta(agent, task_type, kind, at),
-                             f"execution {kind}", at)
-                for rescued in self.rescues.observe(agent, task_type, record.success,
-                                                    record.metadata):
-                    self._change(TrustDelta(*rescued, contradictions=1),
-                                 f"rescued by {agent}", at)
-        for record, _ in batch:
+                mine = record.record_id in self._own
+                self._own.discard(record.record_id)
+                if mine:
+                    own.append(record)
+                self._fold_execution(record, mine)
+        for record in own:
             self.decisions.outcome(record)
 
-    def rebuild(self, store: Store) -> None:
-        """Flush, then reload the calibration map and the pairs whose stored tier
-        restricts routing (deprecated; core/strong for an exploit-only layer). Other
-        pairs are loaded on first use (``prefetch``). ``store`` is the one this layer
-        was built on (its repositories are bound to it)."""
+    def _fold_execution(self, record: ExecutionRecord, mine: bool) -> None:
+        agent, task_type, at = record.agent_id, record.task_type, record.timestamp
+        kind = outcome_kind(record.success, record.effective_quality)
+        self._change(execution_delta(agent, task_type, kind, at), f"execution {kind}", at, mine)
+        for rescued in self.rescues.observe(agent, task_type, record.success,
+                                            record.metadata):
+            self._change(TrustDelta(*rescued, contradictions=1, at=at),
+                         f"rescued by {agent}", at, mine)
+
+    def rebuild(self, book: ProfileBook, placed: Sequence[tuple[ExecutionRecord, int]],
+                store: Store) -> None:
+        """Fold the whole log again: executions (``placed``), what people and signals
+        said, the lifecycle's marks; reload the calibration map."""
         self.flush()
-        tiers = [Tier.DEPRECATED, *(TRUSTED if self.exploit_only else ())]
+        people = self.repo.people()
+        lifecycle = self.repo.lifecycle()
         with self._flush_lock, self._lock:
-            self.book.replace(self.repo.load_tiers([str(t) for t in tiers]))
+            self.book.clear()
+            self.rescues = RescueTracker(self.options.rescue_memory)
+            self._people.clear()
+            self._people_newest = 0.0
+            self._changed_since = utc_now()
+            for record, _ in placed:
+                self._fold_execution(record, False)
+            for row in people:
+                self._fold_person(row, False)
+            self._mark(lifecycle)
         self.decisions.load()
 
-    def _change(self, delta: TrustDelta, reason: str, at: datetime) -> TrustScores:
-        """Apply ``delta`` to the in-memory counts and buffer it for the store; count
-        ``reason`` in the pair's next history row once its scores moved, and mark a lift
-        back above the deprecation line (the store then clears the lifecycle's mark).
-        The caller holds ``self._lock``, so a concurrent ``prefetch`` sees both or
-        neither. Returns the pair's scores after."""
-        before, after = self.book.update(delta)
-        pending = self._pending.get(delta.pair)
-        if pending is None:
-            pending = self._pending[delta.pair] = _Pending(delta, Counter(), at)
+    def catch_up(self, lookback: float) -> bool:
+        """Fold what other processes' people and signals said, and the lifecycle marks
+        changed since the last look; True when a pair was retired (rebuild the router)."""
+        since = datetime.fromtimestamp(max(0.0, self._people_newest - lookback), UTC)
+        changed = self._changed_since - timedelta(seconds=lookback)
+        people = self.repo.people(since)
+        lifecycle = self.repo.lifecycle(changed)
+        retired = self.repo.retired_since(changed)
+        with self._lock:
+            for row in people:
+                self._fold_person(row, False)
+            self._mark(lifecycle)
+            if lifecycle:
+                self._changed_since = max(r["changed_at"] for r in lifecycle)
+        return retired > 0
+
+    def _fold_person(self, row: dict[str, Any], mine: bool) -> TrustScores:
+        """Fold one row of ``trust_feedback`` (once); returns the pair's scores after."""
+        pair = (row["agent_id"], row["task_type"])
+        if row["id"] in self._people:
+            return self.book.scores(*pair)
+        stamp = row["stored_at"].timestamp() if row.get("stored_at") else 0.0
+        self._people[row["id"]] = stamp
+        self._people_newest = max(self._people_newest, stamp)
+        while len(self._people) > 100_000:
+            self._people.popitem(last=False)
+        at, kind = row["at"], row["kind"]
+        if kind == "signal":
+            delta, reason = signal_delta(*pair, row["signal"], at), f"signal {row['signal']}"
         else:
-            pending.delta.merge(delta)
-        if before.composite < self.options.decay.deprecate_below <= after.composite:
-            pending.delta.restored = True
-        if pending.reasons or after != before:
-            pending.reasons[reason] += 1
-            pending.at = at
+            approved = bool(row["approved"])
+            delta = verdict_delta(*pair, approved, at, review=kind == "review")
+            reason = f"{kind} {'approved' if approved else 'rejected'}"
+        return self._change(delta, reason, at, mine)
+
+    def _mark(self, rows: Sequence[dict[str, Any]]) -> None:
+        for row in rows:
+            self.book.set_decay((row["agent_id"], row["task_type"]), tuple(row["decay"]),
+                                row.get("decayed_at"), row.get("deprecated_at"))
+
+    def _change(self, delta: TrustDelta, reason: str, at: datetime, mine: bool
+                ) -> TrustScores:
+        """Apply ``delta`` to the counts; for this router's own changes count ``reason``
+        in the pair's next history row once its scores moved. The caller holds
+        ``self._lock``. Returns the pair's scores after."""
+        before, after = self.book.update(delta)
+        if mine:
+            entry = self._history.setdefault(delta.pair, _History(Counter(), at))
+            if entry.reasons or after != before:
+                entry.reasons[reason] += 1
+                entry.at = at
         return after
 
-    def prefetch(self, pairs: Sequence[Pair]) -> None:
-        """Load the stored counts of pairs this layer has not loaded yet (called before
-        a write that will change them, never from ``select``)."""
-        if not self.book.missing(pairs):
-            return
-        with self._flush_lock:  # no flush in flight: stored + pending is the whole truth
-            missing = self.book.missing(pairs)
-            if not missing:
-                return
-            loaded = self.repo.get_many(missing)
-            with self._lock:
-                for pair in missing:
-                    counts = loaded.get(pair) or TrustCounts()
-                    if pair in self._pending:
-                        self._pending[pair].delta.apply_to(counts)
-                    self.book.install(pair, counts)
-
-    # -- people and signals ---------------------------------------------------------
+    # -- people and signals (appended at once) --------------------------------------
     def feedback(self, decision_id: str, approved: bool, comment: str | None = None
                  ) -> TrustScores:
-        """A person's verdict on one decision; written at once."""
+        """A person's verdict on one decision; stored before it returns."""
         check_identifier(decision_id, "decision_id")
         found = self.decisions.lookup(decision_id)
         if found is None:
             raise UnknownDecision(decision_id)
-        return self._verdict(found, bool(approved), "feedback", comment, decision_id)
+        return self._say(found, "feedback", approved=bool(approved), comment=comment,
+                         decision_id=decision_id)
 
     def review(self, agent_id: str, task_type: str, approved: bool,
                comment: str | None = None) -> TrustScores:
         """An explicit review of a pair (approval pins the human score at 0.95)."""
         pair = (check_identifier(agent_id, "agent_id"), check_identifier(task_type, "task_type"))
-        return self._verdict(pair, bool(approved), "review", comment, None)
-
-    def _verdict(self, pair: Pair, approved: bool, kind: str, comment: str | None,
-                 decision_id: str | None) -> TrustScores:
-        at = utc_now()
-        self.prefetch([pair])
-        delta = verdict_delta(*pair, approved, at, review=kind == "review")
-        with self._lock:
-            after = self._change(delta, f"{kind} {'approved' if approved else 'rejected'}", at)
-            self._feedback.append({"agent_id": pair[0], "task_type": pair[1],
-                                   "decision_id": decision_id, "approved": approved,
-                                   "kind": kind, "comment": comment, "at": at})
-        self.flush()  # a person's verdict is never left in a buffer
-        return after
+        return self._say(pair, "review", approved=bool(approved), comment=comment)
 
     def signal(self, agent_id: str, task_type: str, name: str) -> TrustScores:
-        """A named signal (see ``scores.SIGNALS``); buffered like executions."""
+        """A named signal (see ``scores.SIGNALS``); stored before it returns."""
         pair = (check_identifier(agent_id, "agent_id"), check_identifier(task_type, "task_type"))
-        at = utc_now()
-        delta = signal_delta(*pair, name, at)  # raises for an unknown name
-        self.prefetch([pair])
+        signal_delta(*pair, name, utc_now())  # raises for an unknown name
+        return self._say(pair, "signal", signal=name)
+
+    def _say(self, pair: Pair, kind: str, **fields: Any) -> TrustScores:
+        row = {"agent_id": pair[0], "task_type": pair[1], "kind": kind, "at": utc_now(),
+               "approved": None, "comment": None, "decision_id": None, "signal": None,
+               **fields}
+        stored = self.repo.append(row)
         with self._lock:
-            after = self._change(delta, f"signal {name}", at)
+            after = self._fold_person(stored, True)
         self.maybe_flush()
         return after
 
-    # -- persistence ----------------------------------------------------------------
+    # -- persistence of derived rows --------------------------------------------------
     def maybe_flush(self) -> None:
         """Flush when enough is buffered or enough time passed (never raises)."""
-        backlog = len(self._pending) + self.decisions.backlog
+        backlog = len(self._history) + self.decisions.backlog
         if not backlog or (backlog < self.options.flush_every and
                            time.monotonic() - self._last_flush < self.options.flush_seconds):
             return
         try:
             self.flush()
         except Exception as exc:  # the buffers were restored; the next record retries
-            log.warning("trust layer: could not write buffered decisions/trust counts: %s", exc)
+            log.warning("trust layer: could not write the decision log or history: %s", exc)
 
     def flush(self) -> None:
-        """Write every buffered decision, outcome, trust increment and history row."""
+        """Write buffered decisions, outcomes and confidence-history rows."""
         with self._flush_lock:
             with self._lock:
-                pending, self._pending = self._pending, {}
-                feedback, self._feedback = self._feedback, []
+                pending, self._history = self._history, {}
                 self._last_flush = time.monotonic()
-                history = []
-                for pair, p in pending.items():
-                    if not self.book.missing([pair]):
-                        p.delta.tier = str(self.book.scores(*pair).tier)
-                    if p.reasons:  # the book holds the scores after the last change
-                        history.append(history_row(*pair, self.book.scores(*pair),
-                                                   _describe(p.reasons), p.at))
+                rows = [history_row(*pair, self.book.scores(*pair), _describe(h.reasons), h.at)
+                        for pair, h in pending.items() if h.reasons]
             try:
                 self.decisions.flush()
-                self.repo.apply([p.delta for p in pending.values()], history, feedback)
+                self.repo.append_history(rows)
             except Exception:
                 with self._lock:
-                    for pair, p in pending.items():
-                        later = self._pending.get(pair)
+                    for pair, h in pending.items():
+                        later = self._history.get(pair)
                         if later is not None:
-                            p.delta.merge(later.delta)
-                            p.reasons.update(later.reasons)
-                            p.at = later.at if later.reasons else p.at
-                        self._pending[pair] = p
-                    self._feedback[:0] = feedback
+                            h.reasons.update(later.reasons)
+                            h.at = later.at
+                        self._history[pair] = h
                 raise
 
     def close(self) -> None:
@@ -303,7 +331,6 @@ class TrustLayer:
     # -- reading --------------------------------------------------------------------
     def trust(self, agent_id: str, task_type: str) -> TrustScores:
         """The pair's three scores, composite and tier."""
-        self.prefetch([(agent_id, task_type)])
         return self.book.scores(agent_id, task_type)
 
 
@@ -316,48 +343,3 @@ def history_row(agent_id: str, task_type: str, scores: TrustScores, reason: str,
 
 def _describe(reasons: Counter[str]) -> str:
     return ", ".join(f"{name} x{n}" if n > 1 else name for name, n in sorted(reasons.items()))
-
-
-class _HandoffWorker:
-    """One daemon thread delivering stored hand-off requests in order. Daemon, so a hook
-    that hangs delays neither ``close()`` past its bound nor the interpreter's exit: the
-    request was stored before it was queued and stays pending."""
-
-    def __init__(self) -> None:
-        self._queue: queue.Queue[tuple[TransferDispatcher, TransferRequest] | None] = (
-            queue.Queue())
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
-        self._closed = False
-
-    def submit(self, transfer: TransferDispatcher, request: TransferRequest) -> None:
-        with self._lock:
-            if self._closed:
-                log.warning("hand-off %s stored pending: the router is closed, it is not "
-                            "delivered now", request.request_id)
-                return
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, daemon=True,
-                                                name="trustroute-handoff")
-                self._thread.start()
-            self._queue.put((transfer, request))
-
-    def _run(self) -> None:
-        while (item := self._queue.get()) is not None:
-            try:
-                item[0].deliver(item[1])
-            except Exception as exc:  # the worker must outlive a failing hook
-                log.error("hand-off %s after abstention failed (it stays pending): %s",
-                          item[1].request_id, exc)
-
-    def close(self, timeout_s: float) -> None:
-        with self._lock:
-            thread, self._closed = self._thread, True
-        if thread is None:
-            return
-        self._queue.put(None)  # after everything queued: deliver what fits in the bound
-        thread.join(timeout_s)
-        if thread.is_alive():
-            log.warning("close(): hand-off deliveries still running after %.1f s; what they "
-                        "did not deliver stays pending (trustroute handoffs --retry)",
-                        timeout_s)

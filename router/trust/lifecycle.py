@@ -2,7 +2,9 @@
 
 ``run_decay`` is safe to run on any schedule: it does its work at most once per ISO week
 (the week is recorded in the store, and each pair's decay is guarded by the week too), so
-a second run in the same week changes nothing. For every pair unseen for
+a second run in the same week changes nothing. It reads the pairs' trust counts from a
+router's projection of the log and writes only the lifecycle's own marks
+(``trust_lifecycle``), which every router folds in. For every pair unseen for
 ``unseen_days`` it adds one week of decay to the offsets subtracted from the three
 scores; a pair whose composite falls below ``deprecate_below`` is marked deprecated
 as of this run (the tier policy stops selecting it at once); a pair the job marked more
@@ -29,7 +31,7 @@ from trustroute.router.trust.decay import (
     iso_week,
 )
 from trustroute.router.trust.layer import history_row
-from trustroute.router.trust.scores import DEFAULT_WEIGHTS, trust_scores
+from trustroute.router.trust.scores import trust_scores
 
 
 @dataclass(slots=True)
@@ -53,36 +55,39 @@ def run_decay(target: AgentRouter | Store, *, now: datetime | None = None,
               settings: DecaySettings | None = None,
               weights: tuple[float, float, float] | None = None) -> DecayReport:
     """Run the weekly trust lifecycle on a router (its settings; it is refreshed after)
-    or directly on a store."""
-    router = target if isinstance(target, AgentRouter) else None
-    if router is not None:
-        router.flush()
-        settings = settings or router.trust_layer.options.decay
-        weights = weights or router.trust_layer.options.weights
-    store = target.store if isinstance(target, AgentRouter) else target
-    report = _decay(store.repository(TrustRepository), now or utc_now(),
-                    settings or DecaySettings(), weights or DEFAULT_WEIGHTS)
-    if router is not None and not report.already_applied:
+    or directly on a store (a router is opened on it to read the log)."""
+    if isinstance(target, Store):
+        with AgentRouter(store=target, unknown_agents="allow") as router:
+            return run_decay(router, now=now, settings=settings, weights=weights)
+    router = target
+    router.flush()
+    report = _decay(router, now or utc_now(), settings or router.trust_layer.options.decay,
+                    weights or router.trust_layer.options.weights)
+    if not report.already_applied:
         router.refresh()
     return report
 
 
-def _decay(repo: TrustRepository, now: datetime, settings: DecaySettings,
+def _decay(router: AgentRouter, now: datetime, settings: DecaySettings,
            weights: tuple[float, float, float]) -> DecayReport:
-    """The job itself, on one store."""
+    """The job itself, on one router's view of its store."""
     if now.tzinfo is None:
         raise ValueError("now must be timezone-aware")
+    repo = router.store.repository(TrustRepository)
     report = DecayReport(iso_week(now))
     if repo.week_applied(report.week) is not None:
         report.already_applied = True
         return report
     changes, marks, history, doomed = [], [], [], []
-    for (agent_id, task_type), counts in sorted(repo.load().items()):
+    for (agent_id, task_type), counts in sorted(router.trust_layer.book.all_counts().items()):
         pair = {"agent_id": agent_id, "task_type": task_type}
         before = after = trust_scores(counts, weights)
         if is_unseen(counts, now, settings):
-            after = trust_scores(decay_once(counts, settings), weights)
-            changes.append({**pair, "tier": str(after.tier)})
+            decayed = decay_once(counts, settings)
+            after = trust_scores(decayed, weights)
+            changes.append({**pair, "decay": [decayed.frequency_decay,
+                                              decayed.effectiveness_decay,
+                                              decayed.human_decay]})
             report.decayed += 1
         reasons = ["decay: unseen"] if after != before else []
         below = after.composite < settings.deprecate_below
@@ -99,12 +104,12 @@ def _decay(repo: TrustRepository, now: datetime, settings: DecaySettings,
             marks.append({**pair, "at": None})
             reasons.append("restored")
         history += [history_row(agent_id, task_type, after, reason, now) for reason in reasons]
-    repo.decay(report.week, [settings.frequency, settings.effectiveness, settings.human],
-               changes, marks, history)
+    repo.decay(report.week, now, changes, marks, history)
     for agent_id, task_type, scores in doomed:
         report.archived_executions += repo.retire(
             agent_id, task_type,
-            history_row(agent_id, task_type, scores, "deleted: deprecated too long", now), now)
+            history_row(agent_id, task_type, scores, "deleted: deprecated too long", now), now,
+            router.profile(agent_id, task_type).model_dump(mode="json"))
         report.deleted += 1
         report.retired.append((agent_id, task_type))
     repo.record_run(report.week, report.decayed, report.deprecated, report.deleted, now)

@@ -220,7 +220,7 @@ def signal_delta(agent_id: str, task_type: str, name: str, at: datetime) -> Trus
         raise ValueError(f"unknown trust signal {name!r}; known: "
                          f"{', '.join(sorted(SIGNALS))}") from None
     delta = TrustDelta(agent_id, task_type, reviewed=False if counts.rejections else None,
-                       fresh=True, at=at)
+                       at=at)
     delta.add(counts)
     return delta
 
@@ -230,7 +230,7 @@ def execution_delta(agent_id: str, task_type: str, kind: str, at: datetime) -> T
     positive, negative or neutral, seen ``at``."""
     return TrustDelta(agent_id, task_type, observations=1, positive=int(kind == "positive"),
                       negative=int(kind == "negative"), neutral=int(kind == "neutral"),
-                      fresh=True, at=at)
+                      at=at)
 
 
 def verdict_delta(agent_id: str, task_type: str, approved: bool, at: datetime, *,
@@ -240,4 +240,4 @@ def verdict_delta(agent_id: str, task_type: str, approved: bool, at: datetime, *
     return TrustDelta(agent_id, task_type, approvals=int(approved),
                       rejections=int(not approved),
                       reviewed=(True if review else None) if approved else False,
-                      fresh=True, at=at)
+                      at=at)

@@ -1,0 +1,171 @@
+"""A router's learned state as a projection of the store's log, kept up to date.
+
+Everything a router knows (the profile book, the strategy, the trust counts) is folded
+from log rows: its own writes as soon as they commit, other processes' rows as it
+catches up, and the whole log when it opens or ``refresh()``es. Each row is folded once:
+the projection remembers the ids it folded recently, and every row stamped more than
+``sync_lookback_s`` before the newest one it has seen counts as folded.
+
+Against a server a daemon thread catches up every ``sync_delay_s / 4``, so a router sees
+what other processes recorded within ``sync_delay_s`` without anyone calling
+``refresh()``. Embedded stores have one writing process (the path lock), so nothing is
+polled there.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from trustroute.profiles.book import ProfileBook
+from trustroute.profiles.records import ExecutionRecord
+from trustroute.profiles.store import Store
+from trustroute.profiles.store.executions import LogRow
+from trustroute.router.learner import Learner, StrategyLearner
+
+if TYPE_CHECKING:
+    from trustroute.router.trust.layer import TrustLayer
+
+log = logging.getLogger(__name__)
+_PAGE = 5000
+
+
+def same_execution(a: ExecutionRecord, b: ExecutionRecord) -> bool:
+    """True when two records under one id say the same thing (a resent write)."""
+    return (a.agent_id, a.task_type, a.success, a.effective_quality, a.timestamp) == (
+        b.agent_id, b.task_type, b.success, b.effective_quality, b.timestamp)
+
+
+class LogProjection:
+    """The book and the learners, folded from the log; follows other processes."""
+
+    def __init__(self, store: Store, book: ProfileBook, strategy: StrategyLearner,
+                 trust: TrustLayer, lock: threading.RLock) -> None:
+        self.store = store
+        self.book = book
+        self.strategy = strategy
+        self.trust = trust
+        #: Folded in this order after every placement, rebuilt in this order.
+        self.learners: list[Learner] = [strategy, trust]
+        self._lock = lock  # the router's: select() reads what this changes
+        self._writing = threading.RLock()  # a write and its fold exclude a rebuild
+        self._recent: OrderedDict[str, float] = OrderedDict()  # folded id -> stored_at
+        self._newest = float("-inf")  # the newest stored_at folded (POSIX seconds)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def lookback(self) -> float:
+        return self.store.settings.sync_lookback_s
+
+    @property
+    def writing(self) -> threading.RLock:
+        """Held by a write and its fold (``refresh`` waits for it)."""
+        return self._writing
+
+    # -- folding ---------------------------------------------------------------------
+    def folded(self, row: LogRow) -> bool:
+        """True when this router has folded ``row`` already."""
+        return (row.record.record_id in self._recent
+                or row.key.stored_at <= self._newest - self.lookback)
+
+    def append(self, records: Sequence[ExecutionRecord]) -> list[LogRow]:
+        """Write this router's records to the log (one write) and fold them; returns the
+        rows folded. A record whose id is stored already is folded only when an earlier
+        try of the same record stored it without this router folding it (its answer was
+        lost); otherwise it is left out (a duplicate)."""
+        with self._writing:
+            if len(records) == 1:
+                keys = [self.store.executions.record(records[0])]
+            else:
+                keys = self.store.executions.record_many(records)
+            rows = {r.record_id: LogRow(r, k) for r, k in zip(records, keys, strict=True)
+                    if k is not None}
+            if again := [r for r in records if r.record_id not in rows]:
+                stored = self.store.executions.stored(list({r.record_id for r in again}))
+                for r in again:
+                    row = stored.pop(r.record_id, None)
+                    if row is not None and not self.folded(row) and \
+                            same_execution(row.record, r):
+                        rows[r.record_id] = row
+            self.trust.expect(list(rows))  # its changes enter this router's history
+            self.fold(list(rows.values()))
+        return list(rows.values())
+
+    def fold(self, rows: Sequence[LogRow]) -> int:
+        """Fold the rows not folded yet, in log order; returns how many were new."""
+        with self._writing, self._lock:
+            fresh = sorted((r for r in rows if not self.folded(r)), key=lambda r: r.key)
+            if not fresh:
+                return 0
+            for row in fresh:
+                self._recent[row.record.record_id] = row.key.stored_at
+            self._newest = max(self._newest, fresh[-1].key.stored_at)
+            horizon = self._newest - self.lookback
+            while self._recent and next(iter(self._recent.values())) <= horizon:
+                self._recent.popitem(last=False)
+            placed, in_order = self.book.place(fresh)
+            for learner in self.learners:
+                learner.fold(placed)
+            if not in_order:  # incremental evidence assumes log order: derive it again
+                self.strategy.rebuild(self.book, placed, self.store)
+        return len(fresh)
+
+    def rebuild(self) -> None:
+        """Read the whole log and rebuild the book and every learner from it."""
+        with self._writing, self._lock:
+            rows = self.store.executions.scan()
+            self.book.clear()
+            placed, _ = self.book.place(rows)
+            for learner in self.learners:
+                learner.rebuild(self.book, placed, self.store)
+            stamps = [r.key.stored_at for r in rows]
+            self._newest = max(stamps, default=float("-inf"))
+            self._recent = OrderedDict((r.record.record_id, r.key.stored_at) for r in rows
+                                       if r.key.stored_at > self._newest - self.lookback)
+
+    def catch_up(self) -> int:
+        """Fold what other processes stored since the last look; returns how many
+        execution rows were new. Rebuilds when a row arrived too late to be placed
+        (or a pair was retired)."""
+        since = datetime.fromtimestamp(max(0.0, self._newest - self.lookback), UTC)
+        rows, start = [], 0
+        while page := self.store.executions.since(since, start, _PAGE):
+            rows += page
+            start += len(page)
+            if len(page) < _PAGE:
+                break
+        total = self.fold(rows)
+        retired = self.trust.catch_up(self.lookback)
+        if retired or self.book.stale:
+            log.info("rebuilding from the log: %s", "a pair was retired" if retired else
+                     "a row arrived older than the seqs the book remembers")
+            self.rebuild()
+        return total
+
+    # -- following ---------------------------------------------------------------------
+    def follow(self) -> None:
+        """Start the daemon thread that catches up every ``sync_delay_s / 4``."""
+        if self._thread is not None:
+            return
+        self._thread = threading.Thread(target=self._run, daemon=True,
+                                        name="trustroute-follow")
+        self._thread.start()
+
+    def _run(self) -> None:
+        period = self.store.settings.sync_delay_s / 4
+        while not self._stop.wait(period):
+            try:
+                self.catch_up()
+            except Exception as exc:  # the next look retries; the router keeps serving
+                log.warning("could not read other processes' records: %s", exc)
+
+    def stop(self) -> None:
+        """Stop following (idempotent); waits for a look in progress."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
