@@ -19,6 +19,7 @@ from trustroute.profiles import (
     weighted_expertise,
 )
 from trustroute.profiles.recency import SECONDS_PER_DAY
+from trustroute.profiles.store.executions import LogKey, LogRow
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 
@@ -121,13 +122,20 @@ def test_lucky_newcomer_scores_below_an_established_agent() -> None:
 
 def test_book_keeps_task_clocks() -> None:
     book = ProfileBook(window_size=100)
-    book.fold([(record(1.0), 1), (record(1.0, agent="b"), 2)])
+    book.apply(record(1.0))
+    book.apply(record(1.0, agent="b"))
     assert book.clock("code") == 2
     assert book.clock("other") == 0
     assert {s.agent_id for s in book.for_task_type("code")} == {"a", "b"}
-    book.replace([], {})
+    b = book.get("b", "code")
+    assert b is not None and [e.seq for e in b.window] == [2]
+    placed, in_order = book.place([LogRow(record(1.0, task="other"), LogKey(1.0, 0, "x"))])
+    assert in_order and [seq for _, seq in placed] == [1]
+    assert book.clock("other") == 1 and book.clock("code") == 2
+    book.clear()
     assert book.get("a", "code") is None
     assert book.clock("code") == 0
+    assert book.clock("other") == 0
 
 
 def test_expertise_never_leaves_the_unit_interval() -> None:

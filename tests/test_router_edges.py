@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import shutil
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 
 from trustroute import AgentRouter, ExecutionRecord, NoAgentAvailable, UnknownAgent
+from trustroute.profiles.book import ProfileBook
 from trustroute.profiles.store import DuplicateRecord, Store, StoreGone, StoreLockedError
+from trustroute.router.learner import Committed, Learner
 
 
 @pytest.fixture
@@ -104,20 +107,31 @@ def test_refresh_racing_record_neither_duplicates_nor_loses_evidence(kv_url: str
     import time
 
     class SlowRebuild:
-        def fold(self, batch: object) -> None:
+        def __init__(self) -> None:
+            self.rebuilds = 0
+
+        def fold(self, batch: Sequence[Committed]) -> None:
             pass
 
-        def rebuild(self, store: object) -> None:
+        def rebuild(self, book: ProfileBook, placed: Sequence[Committed],
+                    store: Store) -> None:
+            self.rebuilds += 1
             time.sleep(0.02)
 
     with AgentRouter(["a", "b"], store=kv_url, seed=0) as r:
-        r.learners.insert(0, SlowRebuild())
+        slow = SlowRebuild()
+        assert isinstance(slow, Learner)
+        r.learners.insert(0, slow)
         done = threading.Event()
+        crashed: list[BaseException] = []
 
         def reload_in_a_loop() -> None:
-            while not done.is_set():
-                r.refresh()
-                time.sleep(0.001)
+            try:
+                while not done.is_set():
+                    r.refresh()
+                    time.sleep(0.001)
+            except BaseException as exc:  # reported below: a crash fails the test
+                crashed.append(exc)
 
         reloader = threading.Thread(target=reload_in_a_loop)
         reloader.start()
@@ -129,6 +143,8 @@ def test_refresh_racing_record_neither_duplicates_nor_loses_evidence(kv_url: str
         finally:
             done.set()
             reloader.join()
+        assert crashed == []
+        assert slow.rebuilds > 0  # the reloads ran while records were written
         expected = {"a": [*range(1, 60, 2), *range(61, 81)], "b": list(range(2, 61, 2))}
         for agent, seqs in expected.items():
             state = r.book.get(agent, "code")

@@ -8,8 +8,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from trustroute.profiles import ExecutionRecord, ProfileSettings, RecencySettings
+from trustroute.profiles.book import ProfileBook
 from trustroute.profiles.store import DuplicateRecord, QueryFailed, Store
-from trustroute.profiles.store.window_format import parse_window, window_entry
+from trustroute.profiles.store.executions import LogKey, LogRow
 from trustroute.router import AgentRouter
 
 HOSTILE = [
@@ -30,6 +31,19 @@ def rec(agent: str = "a", task: str = "code", *, i: int = 0, **fields: object) -
                                "timestamp": T0 + timedelta(seconds=i)}
     base.update(fields)
     return ExecutionRecord(**base)  # type: ignore[arg-type]
+
+
+def entries(book: ProfileBook) -> dict[tuple[str, str], list[tuple[float, float, bool, int]]]:
+    """Every window of a book, without the log keys (they name one store's write times)."""
+    return {(s.agent_id, s.task_type): [(e.timestamp, e.quality, e.success, e.seq)
+                                        for e in s.window] for s in book}
+
+
+def seqs(store: Store) -> dict[str, int]:
+    """Each stored record's seq: its place among its task type's executions in log
+    order (what every router's book gives it)."""
+    placed, _ = ProfileBook().place(store.executions.scan())
+    return {record.record_id: seq for record, seq in placed}
 
 
 @pytest.mark.parametrize("value", HOSTILE)
@@ -61,13 +75,13 @@ def test_ids_longer_than_256_are_rejected_before_the_store(router: AgentRouter) 
 
 def test_the_store_asserts_too(router: AgentRouter) -> None:
     # a record that slipped past validation is still refused by the schema's ASSERTs
-    bad = rec().model_copy(update={"quality": 1.5})
+    bad, good = rec().model_copy(update={"quality": 1.5}), rec(i=1)
     with pytest.raises(QueryFailed):
         router.store.executions.record(bad)
     with pytest.raises(QueryFailed):
-        router.store.executions.record_many([rec(i=1), bad])
+        router.store.executions.record_many([good, bad])
     assert router.store.executions.count() == 0
-    assert router.store.run("SELECT VALUE id FROM profile;")[0] == []
+    assert router.store.executions.stored_ids([good.record_id]) == set()  # all or nothing
 
 
 def test_the_store_refuses_empty_and_overlong_ids(router: AgentRouter) -> None:
@@ -89,17 +103,29 @@ def test_retry_with_the_same_record_id_is_stored_once(router: AgentRouter) -> No
     assert router.store.executions.count() == 1
 
 
-def test_record_many_returns_seqs_and_skips_duplicates_exactly(router: AgentRouter) -> None:
+def test_record_many_returns_log_keys_and_skips_duplicates_exactly(
+        router: AgentRouter) -> None:
+    store = router.store
     stored = rec("a", "code", i=100)
-    assert router.store.executions.record(stored) == 1
+    key = store.executions.record(stored)
+    assert key is not None and (key.pos, key.record_id) == (0, stored.record_id)
     batch = [rec("a", "code", i=1), rec("b", "math", i=2), rec("b", "code", i=3)]
     batch += [batch[0], stored, rec("a", "math", i=4)]  # in-batch repeat, stored id
-    seqs = router.store.executions.record_many(batch)
-    assert seqs == [2, 1, 3, None, None, 2]
+    keys = store.executions.record_many(batch)
+    # one write of the four new records, in batch order, after the stored one
+    assert [k and (k.pos, k.record_id) for k in keys] == [
+        (0, batch[0].record_id), (1, batch[1].record_id), (2, batch[2].record_id),
+        None, None, (3, batch[5].record_id)]
+    written = [k for k in keys if k is not None]
+    assert sorted(written) == written and all(k.stored_at >= key.stored_at for k in written)
+    assert {r: row.key for r, row in store.executions.stored(
+        [k.record_id for k in written]).items()} == {k.record_id: k for k in written}
+    # the clocks are the seqs in log order: the stored one came first
+    assert [seqs(store).get(r.record_id) for r in batch] == [2, 1, 3, 2, 1, 2]
     # re-importing writes nothing
-    assert router.store.executions.record_many(batch) == [None] * 6
-    assert router.store.executions.count() == 5
-    assert router.store.executions.record_many([]) == []
+    assert store.executions.record_many(batch) == [None] * 6
+    assert store.executions.count() == 5
+    assert store.executions.record_many([]) == []
 
 
 def test_bulk_import_matches_one_by_one_records(tmp_path: object) -> None:
@@ -109,7 +135,7 @@ def test_bulk_import_matches_one_by_one_records(tmp_path: object) -> None:
         for r in records:
             one.record(r)
         expected = {(p.agent_id, p.task_type): p for p in one.profiles()}
-        windows = {(s.agent_id, s.task_type): list(s.window) for s in one.book}
+        windows = entries(one.book)
         clocks = {t: one.book.clock(t) for t in ("code", "math")}
     with AgentRouter(agents=["a", "b", "c"], store="mem://") as bulk:
         assert bulk.record_many(records[:150], batch_size=64) == 150
@@ -122,8 +148,9 @@ def test_bulk_import_matches_one_by_one_records(tmp_path: object) -> None:
             assert got[key].avg_quality == pytest.approx(profile.avg_quality)
             assert got[key].avg_cost == pytest.approx(profile.avg_cost)
             assert got[key].last_updated == profile.last_updated
-        bulk.refresh()  # the stored windows and clocks equal what record() builds
-        assert {(s.agent_id, s.task_type): list(s.window) for s in bulk.book} == windows
+        assert entries(bulk.book) == windows
+        bulk.refresh()  # the windows and clocks folded from the log equal what record() builds
+        assert entries(bulk.book) == windows
         assert {t: bulk.book.clock(t) for t in ("code", "math")} == clocks
 
 
@@ -140,10 +167,10 @@ def test_small_windows_stay_exact_through_trims_and_reopen(kv_url: str, window: 
         in_memory = list(r.book.get("a", "code").window)  # type: ignore[union-attr]
         assert [e.seq for e in in_memory] == list(range(61 - window, 61))
     with AgentRouter(agents=["a"], store=kv_url, settings=settings) as r:
+        # the log keeps every execution; the book rebuilt from it holds the same window
+        assert r.store.executions.count() == 60
         assert list(r.book.get("a", "code").window) == in_memory  # type: ignore[union-attr]
-        stored = r.store.run("SELECT VALUE recent FROM profile;")[0]
-        # every write trims the stored window to the window size
-        assert [e.seq for e in parse_window(stored[0])] == list(range(61 - window, 61))
+        assert r.profile("a", "code").executions_total == 60
 
 
 def test_last_updated_is_the_latest_timestamp_not_the_last_written(kv_url: str) -> None:
@@ -206,77 +233,86 @@ def test_closed_store_says_so() -> None:
         store.executions.count()
 
 
-def test_window_text_round_trips_exactly() -> None:
-    records = [rec(i=3, quality=0.1 + 0.2), rec(i=4, success=False, quality=1 / 3)]
-    text = ";".join(f"{window_entry(r)} {seq}" for seq, r in enumerate(records, start=41))
-    parsed = parse_window(text)
-    assert [(e.timestamp, e.quality, e.success, e.seq) for e in parsed] == [
-        (r.timestamp.timestamp(), r.effective_quality, r.success, seq)
-        for seq, r in enumerate(records, start=41)
-    ]
-    assert parse_window("") == [] and parse_window(None) == []
-
-
-def test_seqs_continue_from_the_stored_clocks_and_skip_nothing(kv_url: str) -> None:
+def test_seqs_are_places_in_log_order_and_a_retry_skips_nothing(kv_url: str) -> None:
     with Store(kv_url) as store:
         first = rec("a", "code", i=1)
-        assert store.executions.record(first) == 1
-        assert store.executions.record(first) is None  # a retry does not move the clock
-        assert store.executions.record(rec("b", "code", i=2)) == 2
-        assert store.executions.record_many([rec("a", "math", i=3), first,
-                                             rec("b", "code", i=4)]) == [1, None, 3]
-    with Store(kv_url) as store:  # clocks come back from the profiles
-        _, clocks = store.executions.load()
-        assert clocks == {"code": 3, "math": 1}
-        assert store.executions.record(rec("c", "code", i=5)) == 4
+        assert store.executions.record(first) is not None
+        assert store.executions.record(first) is None  # a retry writes nothing
+        second = rec("b", "code", i=2)
+        assert store.executions.record(second) is not None
+        batch = [rec("a", "math", i=3), first, rec("b", "code", i=4)]
+        assert [k is not None for k in store.executions.record_many(batch)] == [
+            True, False, True]
+    with Store(kv_url) as store:  # the seqs come back from the log
+        assert seqs(store) == {first.record_id: 1, second.record_id: 2,
+                               batch[0].record_id: 1, batch[2].record_id: 3}
+        late = rec("c", "code", i=5)
+        store.executions.record(late)
+        assert seqs(store)[late.record_id] == 4
+    with AgentRouter(agents=["a", "b", "c"], store=kv_url) as r:
+        assert (r.book.clock("code"), r.book.clock("math")) == (4, 1)
+        window = r.book.get("c", "code")
+        assert window is not None and [e.seq for e in window.window] == [4]
 
 
-def test_a_store_written_with_a_task_clock_table_still_loads_and_counts_on(
+def test_a_late_row_takes_its_place_and_later_seqs_move_up() -> None:
+    """A row another process stored before rows this router already placed (it became
+    visible late) gets the seq of its place in the log; the seqs after it move up."""
+    book = ProfileBook()
+    a1, b1, a2, late = rec("a", i=1), rec("b", i=2), rec("a", i=3), rec("b", i=4)
+    placed, in_order = book.place([LogRow(a1, LogKey(10.0, 0, a1.record_id)),
+                                   LogRow(b1, LogKey(20.0, 0, b1.record_id)),
+                                   LogRow(a2, LogKey(30.0, 0, a2.record_id))])
+    assert in_order and [seq for _, seq in placed] == [1, 2, 3]
+    placed, in_order = book.place([LogRow(late, LogKey(15.0, 0, late.record_id))])
+    assert not in_order and [seq for _, seq in placed] == [2]
+    assert book.clock("code") == 4
+    windows = {s.agent_id: [(e.timestamp, e.seq) for e in s.window]
+               for s in book.for_task_type("code")}
+    stamp = {r.record_id: r.timestamp.timestamp() for r in (a1, b1, a2, late)}
+    assert windows == {"a": [(stamp[a1.record_id], 1), (stamp[a2.record_id], 4)],
+                       "b": [(stamp[late.record_id], 2), (stamp[b1.record_id], 3)]}
+    # the same rows placed in log order give the same book
+    ordered = ProfileBook()
+    ordered.place(sorted([LogRow(r, k) for r, k in (
+        (a1, LogKey(10.0, 0, a1.record_id)), (b1, LogKey(20.0, 0, b1.record_id)),
+        (a2, LogKey(30.0, 0, a2.record_id)), (late, LogKey(15.0, 0, late.record_id)))],
+        key=lambda row: row.key))
+    assert {s.agent_id: [(e.timestamp, e.seq) for e in s.window]
+            for s in ordered.for_task_type("code")} == windows
+
+
+def test_rows_of_a_store_written_before_the_log_load_first_and_retire_whole(
         kv_url: str) -> None:
-    """Stores written before seqs were numbered by the repository have a task_clock
-    table and window text without a leading separator; both are read as before."""
-    with Store(kv_url) as store:
-        store.run("DEFINE TABLE task_clock SCHEMAFULL; DEFINE FIELD n ON task_clock TYPE int;"
-                  " UPSERT task_clock:['code'] SET n = 2;")
-        old = [rec("a", "code", i=1), rec("a", "code", i=2)]
-        text = ";".join(f"{window_entry(r)} {seq}" for seq, r in enumerate(old, start=1))
-        store.run("UPSERT profile:['a', 'code'] SET agent_id = 'a', task_type = 'code',"
-                  " executions_total = 2, executions_successful = 1, quality_sum = 0.5,"
-                  " latency_sum_ms = 3.0, cost_sum = 0.0, cost_count = 0,"
-                  " last_updated = $at, recent = $text;",
-                  {"at": old[1].timestamp, "text": text})
-    with AgentRouter(agents=["a"], store=kv_url) as r:
-        assert r.book.clock("code") == 2
-        r.record(rec("a", "code", i=3))
-        assert [e.seq for e in r.book.get("a", "code").window] == [1, 2, 3]  # type: ignore[union-attr]
-    with AgentRouter(agents=["a"], store=kv_url) as r:
-        assert [e.seq for e in r.book.get("a", "code").window] == [1, 2, 3]  # type: ignore[union-attr]
-        assert r.profile("a", "code").executions_total == 3
-
-
-def test_an_older_store_with_a_split_window_loads_and_retires_whole(kv_url: str) -> None:
-    """Stores written before 2026-11-23 kept the older part of a window in
-    profile_window: it is joined before the profile's own entries, and retiring the pair
-    removes it too."""
+    """Stores written before the log design have execution rows with a seq and no
+    stored_at: they come first, in seq order, new records count on after them, and
+    retiring the pair archives them too."""
     from trustroute.profiles.store.trust import TrustRepository
 
-    records = [rec("a", "code", i=i) for i in range(30)]
+    old = [rec("a", "code", i=i) for i in range(3)]
     with Store(kv_url) as store:
-        store.executions.record_many(records[20:])
-        older = ";".join(f"{window_entry(r)} {seq}" for seq, r in
-                         enumerate(records[:20], start=1))
-        store.run("UPSERT profile_window:['a', 'code'] SET recent = $older;",
-                  {"older": older})
-        store.executions.record(rec("b", "code", i=32))
-        states, _ = store.executions.load()
-        window = {s.agent_id: s.window for s in states}["a"]
-        assert [e.timestamp for e in window] == \
-            [r.timestamp.timestamp() for r in records]
+        for seq, r in reversed(list(enumerate(old, start=1))):  # stored in any order
+            store.run("CREATE type::thing('execution', $id) CONTENT {agent_id: 'a', "
+                      "task_type: 'code', success: $ok, quality: $q, latency_ms: 0.0, "
+                      "timestamp: $at, metadata: {}, seq: $seq};",
+                      {"id": r.record_id, "ok": r.success, "q": r.effective_quality,
+                       "at": r.timestamp, "seq": seq})
+    with AgentRouter(agents=["a", "b"], store=kv_url) as r:
+        assert r.book.clock("code") == 3
+        new = rec("a", "code", i=10)
+        r.record(new)
+        r.record(rec("b", "code", i=11))
+        state = r.book.get("a", "code")
+        assert state is not None
+        assert [(e.timestamp, e.seq) for e in state.window] == [
+            (x.timestamp.timestamp(), seq) for seq, x in enumerate([*old, new], start=1)]
+        assert r.profile("a", "code").executions_total == 4
+    with Store(kv_url) as store:
+        assert seqs(store)[new.record_id] == 4
         repo = store.repository(TrustRepository)
         history = {"agent_id": "a", "task_type": "code", "frequency": 0.0,
                    "effectiveness": 0.0, "human": 0.5, "composite": 0.1,
                    "tier": "deprecated", "reason": "deleted", "at": T0}
-        assert repo.retire("a", "code", history, T0) == 10
-        assert store.run("SELECT * FROM profile_window;")[0] == []
-        states, _ = store.executions.load()
-        assert [(s.agent_id, len(s.window)) for s in states] == [("b", 1)]
+        assert repo.retire("a", "code", history, T0) == 4
+        assert [row.record.agent_id for row in store.executions.scan()] == ["b"]
+        assert len(repo.archived_executions("a", "code")) == 4

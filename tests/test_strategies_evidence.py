@@ -118,8 +118,16 @@ def test_rebuild_never_weighs_a_record_above_one() -> None:
     ledger, book = EvidenceLedger(10.0, None, 2.0), ProfileBook()
     for _ in range(5):
         feed(ledger, book, "a", "code", 1.0)
+    # the same five records at seqs 1..5, put into the book's state directly: the
+    # task type's clock stays at the first one
     lagging = ProfileBook()
-    lagging.replace(list(book), {"code": 1})
+    rec = ExecutionRecord(agent_id="a", task_type="code", success=True, quality=1.0,
+                          timestamp=T0)
+    state = lagging.apply(rec, seq=1)
+    for seq in range(2, 6):
+        state.apply(rec, seq)
+    assert lagging.clock("code") == 1
+    assert [e.seq for e in state.window] == [1, 2, 3, 4, 5]
     fresh = EvidenceLedger(10.0, None, 2.0)
     fresh.rebuild(lagging)
     weight = fresh.view("code", ["a"], 0.0).pair[2, 0]

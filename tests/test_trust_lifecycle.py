@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -26,6 +27,11 @@ def _seed(r: AgentRouter) -> None:
                  timestamp=T0 + timedelta(minutes=i))
 
 
+def _marks(repo: TrustRepository) -> list[dict[str, Any]]:
+    """The lifecycle job's rows, by pair."""
+    return sorted(repo.lifecycle(), key=lambda m: (m["agent_id"], m["task_type"]))
+
+
 def test_decay_twice_in_one_week_changes_nothing_the_second_time() -> None:
     with AgentRouter(agents=["good", "bad"], store="mem://", seed=0) as r:
         _seed(r)
@@ -39,12 +45,16 @@ def test_decay_twice_in_one_week_changes_nothing_the_second_time() -> None:
         assert before.effectiveness - after.effectiveness == pytest.approx(0.01)
         assert before.human - after.human == pytest.approx(0.005)
         repo = r.store.repository(TrustRepository)
-        stored = repo.load()
+        marks = _marks(repo)
+        assert [(m["agent_id"], m["deprecated_at"] is not None) for m in marks] == [
+            ("bad", True), ("good", False)]
+        counts = r.trust_layer.book.all_counts()
         history = repo.history("good", "code")
         second = r.decay(now=now + timedelta(days=3))  # Friday, same week
         assert second.already_applied
         assert (second.decayed, second.deprecated, second.deleted) == (0, 0, 0)
-        assert repo.load() == stored
+        assert _marks(repo) == marks
+        assert r.trust_layer.book.all_counts() == counts
         assert repo.history("good", "code") == history
         assert r.trust("good", "code") == after
         assert history[-1]["reason"] == "decay: unseen"
@@ -83,12 +93,16 @@ def test_deprecated_too_long_is_deleted_and_its_history_archived(kv_url: str) ->
         repo = r.store.repository(TrustRepository)
         archived = repo.archived_executions("bad", "code")
         assert len(archived) == 2 and all(e["success"] is False for e in archived)
-        assert repo.get("bad", "code") is None
+        # its evidence and marks are gone from the log: the reopened router holds no pair
+        assert r.trust_layer.book.pairs() == [("good", "code")]
+        assert [m["agent_id"] for m in repo.lifecycle()] == ["good"]
         history = repo.history("bad", "code")
         last = [h["reason"] for h in history if h["at"] == history[-1]["at"]]
         assert any(reason.startswith("deleted") for reason in last)
-        kept = r.store.run("SELECT trust FROM trust_archive WHERE agent_id = 'bad';")[0]
-        assert kept[0]["trust"]["counts"] == [2, 0, 0, 2, 0, 0, 0]  # obs, ..., negative 2
+        kept = r.store.run("SELECT trust, profile FROM trust_archive "
+                           "WHERE agent_id = 'bad';")[0]
+        assert kept[0]["trust"]["deprecated_at"] == T0 + timedelta(days=8)  # its marks
+        assert kept[0]["profile"]["executions_total"] == 2  # and its last profile
         assert r.store.executions.count() == 25
         assert r.trust("bad", "code").tier == Tier.MODERATE  # a fresh start if it returns
 

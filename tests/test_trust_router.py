@@ -40,10 +40,12 @@ def test_record_updates_trust_counts_and_scores(router: AgentRouter) -> None:
     assert h == 0.5
     assert c == pytest.approx(composite_confidence(f, e, h))
     assert tier == tier_for(c)
-    router.flush()
-    stored = router.store.repository(TrustRepository).get("a", "code")
-    assert stored is not None
-    assert (stored.observations, stored.positive, stored.negative, stored.neutral) == (4, 2, 1, 1)
+    counts = router.trust_layer.book.counts("a", "code")
+    assert (counts.observations, counts.positive, counts.negative, counts.neutral) == (
+        4, 2, 1, 1)
+    router.refresh()  # the counts are the log's: folding it again gives them back
+    assert router.trust_layer.book.counts("a", "code") == counts
+    assert router.trust("a", "code") == (f, e, h, c, tier)
 
 
 def test_feedback_on_a_decision_moves_the_chosen_agents_human_score(
@@ -230,35 +232,40 @@ def _deprecate(r: AgentRouter, agent: str, rescuer: str, times: int = 6) -> None
                  metadata={"task_id": task, "attempt": 1})
 
 
-def test_reopened_router_loads_restricting_tiers_up_front_and_the_rest_on_use(
-        kv_url: str) -> None:
+def test_a_reopened_router_holds_every_pair_of_the_log(kv_url: str) -> None:
     with AgentRouter(agents=["a", "b"], store=kv_url, seed=0) as r:
         _deprecate(r, "a", "b")
-        good = r.trust("b", "code")
+        counts = r.trust_layer.book.all_counts()
+        bad, good = r.trust("a", "code"), r.trust("b", "code")
+    assert bad.tier == Tier.DEPRECATED
     with AgentRouter(agents=["a", "b"], store=kv_url, seed=0) as r:
-        assert r.trust_layer.book.pairs() == [("a", "code")]  # only the deprecated pair
+        assert r.trust_layer.book.pairs() == [("a", "code"), ("b", "code")]
+        assert r.trust_layer.book.all_counts() == counts
+        assert (r.trust("a", "code"), r.trust("b", "code")) == (bad, good)
         d = r.select("code")  # no record yet: the tier is known anyway
         assert d.agent_id == "b" and d.ranking == ["b", "a"]
-        assert r.trust("b", "code") == good  # loaded on first use
         r.record(agent_id="b", task_type="code", success=True)
         counts = r.trust_layer.book.counts("b", "code")
         assert counts.observations == 7 and counts.positive == 7  # stored 6 + this one
     with AgentRouter(agents=["a", "b"], store=kv_url, seed=0, exploit_only=True) as r:
-        assert sorted(r.trust_layer.book.pairs()) == [("a", "code"), ("b", "code")]
+        assert r.trust_layer.book.pairs() == [("a", "code"), ("b", "code")]
+        assert r.trust_layer.book.counts("b", "code").observations == 7
 
 
 def test_routers_sharing_a_store_add_up(kv_url: str) -> None:
     with AgentRouter(agents=["a"], store=kv_url, seed=0) as first:
         for _ in range(5):
             first.record(agent_id="a", task_type="code", success=True)
-        first.flush()
         second = AgentRouter(agents=["a"], store=first.store, seed=1)
+        assert second.trust_layer.book.counts("a", "code").observations == 5  # the log's
         second.record(agent_id="a", task_type="code", success=False)
         assert second.trust_layer.book.counts("a", "code").observations == 6
         second.close()
-        first.refresh()
-        assert first.trust_layer.book.missing([("a", "code")]) == [("a", "code")]
+        assert first.trust_layer.book.counts("a", "code").observations == 5
+        assert first.projection.catch_up() == 1  # the other router's row, folded once
+        assert first.projection.catch_up() == 0
+        counts = first.trust_layer.book.counts("a", "code")
+        assert (counts.observations, counts.positive, counts.negative) == (6, 5, 1)
         assert first.trust("a", "code").frequency == pytest.approx(0.7)  # 6 observations
-        stored = first.store.repository(TrustRepository).get("a", "code")
-        assert stored is not None
-        assert (stored.observations, stored.positive, stored.negative) == (6, 5, 1)
+        first.refresh()
+        assert first.trust_layer.book.counts("a", "code") == counts

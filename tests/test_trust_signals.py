@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -94,18 +95,38 @@ def test_fresh_evidence_clears_decay_offsets_and_moves_last_seen() -> None:
     assert counts.last_seen == T0  # an older observation does not move it back
 
 
-def test_deltas_merge_like_they_apply() -> None:
-    first = execution_delta("a", "code", "negative", T0)
-    first.merge(signal_delta("a", "code", "user_corrected", T0 + timedelta(hours=1)))
-    first.merge(TrustDelta("a", "code", contradictions=1))
-    merged = _apply(TrustCounts(reviewed=True), first)
-    one_by_one = _apply(TrustCounts(reviewed=True),
-                        execution_delta("a", "code", "negative", T0),
-                        signal_delta("a", "code", "user_corrected", T0 + timedelta(hours=1)),
-                        TrustDelta("a", "code", contradictions=1))
-    assert merged == one_by_one
-    assert (merged.negative, merged.rejections, merged.contradictions) == (1, 1, 1)
-    assert merged.reviewed is False and merged.last_seen == T0 + timedelta(hours=1)
+@pytest.mark.parametrize(("decayed_at", "kept"), [
+    (T0 + timedelta(hours=2), True),  # no evidence after the decay: its offsets count
+    (T0 + timedelta(minutes=30), False),  # newer evidence exists: they do not
+])
+def test_deltas_fold_to_the_same_counts_in_any_order(decayed_at: datetime, kept: bool
+                                                     ) -> None:
+    """Routers receive log rows in different orders: the counts must not depend on it."""
+    deltas = [execution_delta("a", "code", "negative", T0),
+              signal_delta("a", "code", "user_corrected", T0 + timedelta(hours=1)),
+              TrustDelta("a", "code", contradictions=1),
+              verdict_delta("a", "code", True, T0 - timedelta(days=1), review=False),
+              execution_delta("a", "code", "positive", T0 - timedelta(days=2))]
+    offsets = (0.04, 0.02, 0.01)
+    results = []
+    for order in itertools.permutations(deltas):
+        for mark in range(len(deltas) + 1):  # the lifecycle's marks folded in anywhere
+            counts = TrustCounts(reviewed=True)
+            for i, delta in enumerate(order):
+                if i == mark:
+                    counts.set_decay(offsets, decayed_at, None)
+                delta.apply_to(counts)
+            if mark == len(deltas):
+                counts.set_decay(offsets, decayed_at, None)
+            results.append(counts)
+    first = results[0]
+    assert all(counts == first for counts in results)
+    assert (first.observations, first.positive, first.negative, first.approvals,
+            first.rejections, first.contradictions) == (2, 1, 1, 1, 1, 1)
+    assert first.reviewed is False and first.last_seen == T0 + timedelta(hours=1)
+    assert (first.frequency_decay, first.effectiveness_decay, first.human_decay) == (
+        offsets if kept else (0.0, 0.0, 0.0))
+    assert first.decayed_at == decayed_at
 
 
 def test_decay_once_adds_one_week_and_caps_at_one() -> None:
