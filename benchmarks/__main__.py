@@ -19,12 +19,15 @@ BENCHMARKS: list[str] = [
     "langchain",
     "learning",
     "report",
+    "shared_learning",
 ]
+# Short names accepted on the command line.
+ALIASES: dict[str, str] = {"shared": "shared_learning"}
 
 
 def run(names: list[str]) -> int:
     """Run the named benchmarks (all when empty); returns an exit code."""
-    chosen = names or BENCHMARKS
+    chosen = [ALIASES.get(n, n) for n in names] or BENCHMARKS
     unknown = [n for n in chosen if n not in BENCHMARKS]
     if unknown:
         print(f"unknown benchmark(s): {', '.join(unknown)}; known: {', '.join(BENCHMARKS)}")

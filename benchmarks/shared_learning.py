@@ -1,0 +1,372 @@
+"""Shared learning (issue #10): several OS processes route and learn through one server.
+
+One run against the WebSocket test server (tests/surreal_server.py), started as its own
+OS process in concurrent mode on surrealkv storage in a temporary folder, so the
+server's CPU is not this process's:
+
+- throughput: 1, 2 and 4 worker processes, each with its own ``AgentRouter`` on the
+  server URL and the same database, each doing ``PER_WORKER`` ``select()`` +
+  ``record(decision)`` pairs from a common start; aggregate records/s = acknowledged
+  records / wall time until the last worker is done, beside the 1-process figure of the
+  same run. Then exactness: the rows stored and a fresh router's profile totals must
+  both equal the number of records acknowledged;
+- convergence: a writer process records one execution at a time (a pause of
+  ``PAUSE_S`` between them) and notes when each ``record()`` returned; an observer
+  process, which never calls ``refresh()``, polls its router's profile every 5 ms and
+  notes when each record became visible there. Delay = visible - acknowledged; p50 and
+  p99 beside the bound ``sync_delay_s`` (1 s by default);
+- ``record()`` p50 on the server beside a raw write over the same connection
+  (``router.store.run``): the same single ``CREATE`` into a table with the execution
+  table's schema and indexes, timed in alternating blocks (target: p50 <= 3x).
+
+Clocks: durations use ``time.monotonic()`` (one system-wide clock on Linux and macOS);
+convergence compares ``time.time()`` of two processes on one machine.
+Run: ``python -m benchmarks shared`` (or ``shared_learning``).
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import queue
+import random
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from benchmarks.foundation import Latency, paired, verdict
+from trustroute.profiles.store.executions import RECORD_ONE
+from trustroute.profiles.store.executions import SCHEMA as EXECUTIONS_SCHEMA
+from trustroute.router import AgentRouter
+
+console = Console(width=80)
+
+SERVER = Path(__file__).resolve().parent.parent / "tests" / "surreal_server.py"
+CREDENTIALS = {"username": "root", "password": "root"}
+AGENTS = [f"agent-{i}" for i in range(10)]
+TASK_TYPES = [f"task-{i}" for i in range(5)]
+WORKERS = (1, 2, 4)
+PER_WORKER = 500  # select() + record() pairs per worker process
+CONVERGE_RECORDS = 200
+PAUSE_S = 0.05  # between the writer's records
+POLL_S = 0.005  # the observer's look at its profile
+RECORD_TARGET = 3.0
+RAW_TABLE = "bench_raw"
+RAW_WRITE = RECORD_ONE.replace("'execution'", f"'{RAW_TABLE}'")
+TIMEOUT_S = 120.0  # a worker that has not answered by then has failed
+
+
+def options(database: str) -> dict[str, Any]:
+    return {**CREDENTIALS, "database": database}
+
+
+# -- the server ------------------------------------------------------------------------
+class Server:
+    """tests/surreal_server.py as its own process (concurrent, surrealkv)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, str(SERVER), "--port", "0", "--concurrent",
+             "--storage", f"surrealkv://{folder / 'server'}"],
+            stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout is not None
+        self.url = self.proc.stdout.readline().strip()
+        if not self.url.startswith("ws://"):
+            self.close()
+            raise RuntimeError(f"the test server did not start (said {self.url!r})")
+
+    def cpu_s(self) -> float:
+        """The server process's CPU time so far (Linux /proc; NaN elsewhere)."""
+        try:
+            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, ValueError, IndexError):
+            return float("nan")
+
+    def close(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+# -- 1. throughput and exactness -------------------------------------------------------
+def throughput_worker(url: str, database: str, index: int, count: int, ready: Any,
+                      start: Any, results: Any) -> None:
+    """``count`` select() + record() pairs once ``start`` is set; puts
+    (index, acknowledged, failed, end monotonic time, error or None)."""
+    acked, failed, error = 0, 0, None
+    try:
+        rng = random.Random(index)
+        with AgentRouter(agents=AGENTS, store=url, store_options=options(database),
+                         seed=index) as router:
+            ready.put(index)
+            start.wait()
+            for i in range(count):
+                decision = router.select(TASK_TYPES[(i + index) % len(TASK_TYPES)])
+                success = rng.random() < 0.8
+                try:
+                    router.record(decision, success=success,
+                                  quality=rng.uniform(0.5, 1.0) if success else 0.2,
+                                  latency_ms=rng.uniform(50, 500))
+                    acked += 1
+                except Exception as exc:  # counted, not acknowledged; the run goes on
+                    failed += 1
+                    error = f"{type(exc).__name__}: {exc}"
+            end = time.monotonic()
+    except Exception as exc:
+        ready.put(index)
+        end, error = time.monotonic(), f"{type(exc).__name__}: {exc}"
+    results.put((index, acked, failed, end, error))
+
+
+@dataclass(frozen=True, slots=True)
+class Throughput:
+    workers: int
+    acked: int
+    failed: int
+    wall_s: float
+    stored: int
+    folded: int
+    server_cpu_s: float
+    errors: list[str]
+
+    @property
+    def rate(self) -> float:
+        return self.acked / self.wall_s
+
+    @property
+    def exact(self) -> bool:
+        return self.stored == self.folded == self.acked and not self.failed \
+            and not self.errors
+
+
+def bench_throughput(server: Server, workers: int) -> Throughput:
+    database = f"throughput_{workers}"
+    with AgentRouter(store=server.url, store_options=options(database)):
+        pass  # the schema exists before the workers open, as in a deployment
+    ctx = mp.get_context("spawn")
+    ready, results, start = ctx.Queue(), ctx.Queue(), ctx.Event()
+    procs = [ctx.Process(target=throughput_worker,
+                         args=(server.url, database, i, PER_WORKER, ready, start, results))
+             for i in range(workers)]
+    for proc in procs:
+        proc.start()
+    for _ in procs:  # every router open (schema checked, log read) before the clock starts
+        ready.get(timeout=TIMEOUT_S)
+    cpu = server.cpu_s()
+    begin = time.monotonic()
+    start.set()
+    answers = []
+    for _ in procs:
+        try:
+            answers.append(results.get(timeout=TIMEOUT_S))
+        except queue.Empty:  # a worker died without answering (exit codes below)
+            break
+    cpu = server.cpu_s() - cpu
+    for proc in procs:
+        proc.join(timeout=TIMEOUT_S)
+    errors = [a[4] for a in answers if a[4]]
+    errors += [f"worker process exited with code {p.exitcode} without answering"
+               for p in procs[len(answers):]] if len(answers) < len(procs) else []
+    acked = sum(a[1] for a in answers)
+    wall = max((a[3] for a in answers), default=time.monotonic()) - begin
+    with AgentRouter(agents=AGENTS, store=server.url, store_options=options(database)
+                     ) as fresh:
+        stored = fresh.store.executions.count()
+        folded = sum(p.executions_total for p in fresh.profiles())
+    return Throughput(workers, acked, sum(a[2] for a in answers), wall, stored, folded,
+                      cpu, errors)
+
+
+# -- 2. convergence --------------------------------------------------------------------
+def writer(url: str, database: str, count: int, ready: Any, start: Any,
+           acks: Any) -> None:
+    """Records ``count`` executions one at a time; puts (i, time.time() after record()
+    returned) for each, then None."""
+    try:
+        with AgentRouter(agents=AGENTS, store=url, store_options=options(database)
+                         ) as router:
+            ready.put("writer")
+            start.wait()
+            for i in range(count):
+                router.record(agent_id=AGENTS[0], task_type="converge", success=True,
+                              record_id=f"converge-{i}")
+                acks.put((i, time.time()))
+                time.sleep(PAUSE_S)
+    finally:
+        acks.put(None)
+
+
+def observer(url: str, database: str, count: int, ready: Any, stop: Any,
+             seen: Any) -> None:
+    """Polls its own router's profile (never refresh()) until ``count`` executions are
+    visible or ``stop`` is set; puts the time.time() at which each one was first seen
+    (the writer records one at a time, so the n-th execution seen is record n)."""
+    times: list[float] = []
+    try:
+        with AgentRouter(agents=AGENTS, store=url, store_options=options(database)
+                         ) as router:
+            ready.put("observer")
+            while len(times) < count and not stop.is_set():
+                total = router.profile(AGENTS[0], "converge").executions_total
+                now = time.time()
+                times += [now] * (total - len(times))
+                time.sleep(POLL_S)
+    finally:
+        seen.put(times)
+
+
+@dataclass(frozen=True, slots=True)
+class Convergence:
+    delays_ms: list[float]
+    acked: int
+    sync_delay_s: float
+
+    def pct(self, q: float) -> float:
+        ordered = sorted(self.delays_ms)
+        return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
+
+
+def bench_convergence(server: Server) -> Convergence:
+    database = "convergence"
+    ctx = mp.get_context("spawn")
+    ready, acks, seen = ctx.Queue(), ctx.Queue(), ctx.Queue()
+    start, stop = ctx.Event(), ctx.Event()
+    procs = [ctx.Process(target=observer, args=(server.url, database, CONVERGE_RECORDS,
+                                                ready, stop, seen)),
+             ctx.Process(target=writer, args=(server.url, database, CONVERGE_RECORDS,
+                                              ready, start, acks))]
+    for proc in procs:
+        proc.start()
+    for _ in procs:
+        ready.get(timeout=TIMEOUT_S)
+    start.set()
+    acked: dict[int, float] = {}
+    while (item := acks.get(timeout=TIMEOUT_S)) is not None:
+        acked[item[0]] = item[1]
+    deadline = time.monotonic() + 10.0  # ten bounds' worth for the last ones to show
+    while time.monotonic() < deadline and seen.empty():
+        time.sleep(0.05)
+    stop.set()
+    visible = seen.get(timeout=TIMEOUT_S)
+    for proc in procs:
+        proc.join(timeout=TIMEOUT_S)
+    delays = [(visible[i] - acked[i]) * 1000 for i in sorted(acked) if i < len(visible)]
+    with AgentRouter(store=server.url, store_options=options(database)) as probe:
+        sync = probe.store.settings.sync_delay_s
+    return Convergence(delays, len(acked), sync)
+
+
+# -- 3. record() vs a raw write over the same connection -------------------------------
+def bench_record(server: Server) -> tuple[Latency, Latency]:
+    with AgentRouter(agents=AGENTS, store=server.url, store_options=options("latency"),
+                     seed=0) as router:
+        router.store.run(EXECUTIONS_SCHEMA.replace("execution", RAW_TABLE))
+        counter = iter(range(10**9))
+
+        def record() -> None:
+            i = next(counter)
+            router.record(agent_id=AGENTS[i % 10], task_type=TASK_TYPES[i % 5],
+                          success=True, quality=0.8, latency_ms=120.0)
+
+        def raw() -> None:
+            i = next(counter)
+            router.store.run(RAW_WRITE, {"r": {
+                "record_id": uuid.uuid4().hex, "agent_id": AGENTS[i % 10],
+                "task_type": TASK_TYPES[i % 5], "success": True, "quality": 0.8,
+                "latency_ms": 120.0, "timestamp": datetime.now(UTC), "pos": 0}})
+
+        return paired(record, raw, blocks=10, per_block=100, warmup=100)
+
+
+# -- report ----------------------------------------------------------------------------
+def main() -> None:
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    console.print(f"machine: {os.cpu_count()} cores, load average {load:.1f} at start; "
+                  "server: tests/surreal_server.py --concurrent on surrealkv, "
+                  "its own process")
+    with tempfile.TemporaryDirectory(prefix="trustroute-shared-") as tmp:
+        server = Server(Path(tmp))
+        try:
+            runs = []
+            for n in WORKERS:
+                with console.status(f"{n} worker process(es) x {PER_WORKER} "
+                                    "select() + record() ..."):
+                    runs.append(bench_throughput(server, n))
+            with console.status(f"convergence: {CONVERGE_RECORDS} records, one every "
+                                f"~{PAUSE_S * 1000:.0f} ms, observed every "
+                                f"{POLL_S * 1000:.0f} ms ..."):
+                converge = bench_convergence(server)
+            with console.status("record() vs raw CREATE over the same connection ..."):
+                rec, raw = bench_record(server)
+        finally:
+            server.close()
+
+    table = Table(title="throughput: one database, N worker processes (same run)")
+    for column in ("procs", "acked", "wall", "rec/s", "vs 1", "srv CPU", "stored",
+                   "folded", "exact"):
+        table.add_column(column, justify="right")
+    base = runs[0].rate
+    for r in runs:
+        table.add_row(str(r.workers), f"{r.acked:,}", f"{r.wall_s:.1f} s", f"{r.rate:,.0f}",
+                      f"{r.rate / base:.2f}x", f"{r.server_cpu_s:.1f} s", f"{r.stored:,}",
+                      f"{r.folded:,}", verdict(r.exact))
+    console.print(table)
+    console.print(f"each worker: its own AgentRouter, {PER_WORKER} select() + "
+                  "record(decision); stored = rows in the log, folded = a fresh router's "
+                  "profile totals; both must equal acked. srv CPU: the server process's "
+                  "CPU time during the run.")
+    for r in runs:
+        if r.acked != r.workers * PER_WORKER or r.errors:
+            console.print(f"[red]{r.workers} worker(s): {r.acked:,} of "
+                          f"{r.workers * PER_WORKER:,} acknowledged, {r.failed} record() "
+                          f"failed: {'; '.join(dict.fromkeys(r.errors))}[/red]")
+
+    bound_ms = converge.sync_delay_s * 1000
+    table = Table(title="convergence: writer -> observer process (no refresh())")
+    for column in ("measure", "delay", "bound", "result"):
+        table.add_column(column, justify="left" if column == "measure" else "right")
+    seen = len(converge.delays_ms)
+    if seen:
+        for name, q in (("p50", 0.5), ("p99", 0.99)):
+            value = converge.pct(q)
+            table.add_row(f"{name} visible - acknowledged", f"{value:.0f} ms",
+                          f"<= {bound_ms:.0f} ms", verdict(value <= bound_ms))
+        table.add_row("max", f"{max(converge.delays_ms):.0f} ms", "", "")
+        table.add_row("min (< 0: seen before the ack)", f"{min(converge.delays_ms):.0f} ms",
+                      "", "")
+    table.add_row("records seen / acknowledged", f"{seen} / {converge.acked}", "",
+                  verdict(seen == converge.acked))
+    console.print(table)
+    console.print(f"sync_delay_s = {converge.sync_delay_s} (default): the router looks "
+                  f"every {converge.sync_delay_s / 4:.2f} s; the observer polls "
+                  f"router.profile() every {POLL_S * 1000:.0f} ms.")
+
+    table = Table(title="record() on the server vs a raw write (same connection)")
+    for column in ("measure", "record()", "raw CREATE", "ratio", "target", "result"):
+        table.add_column(column, justify="left" if column == "measure" else "right")
+    ratio = rec.p50 / raw.p50
+    table.add_row("p50", f"{rec.p50:.0f} us", f"{raw.p50:.0f} us", f"{ratio:.2f}x",
+                  f"<= {RECORD_TARGET}x", verdict(ratio <= RECORD_TARGET))
+    table.add_row("p99", f"{rec.p99:.0f} us", f"{raw.p99:.0f} us",
+                  f"{rec.p99 / raw.p99:.2f}x", "", "")
+    console.print(table)
+    console.print(f"raw: router.store.run() of record()'s own CREATE into '{RAW_TABLE}' "
+                  "(the execution table's schema and indexes); 10 alternating blocks "
+                  "of 100 each.")
+
+
+if __name__ == "__main__":
+    main()
