@@ -123,6 +123,20 @@ class ProfileBook:
             state.shift_after(key)
         return clock - after, False
 
+    def export(self) -> tuple[list[ProfileState], dict[str, int], dict[str, list[LogKey]]]:
+        """Every state, the task clocks and the remembered log keys (for a cached
+        projection; the states are the book's own, read them under no other write)."""
+        with self._lock:
+            return (list(self._states.values()), dict(self._clocks),
+                    {t: list(k) for t, k in self._tails.items()})
+
+    def restore(self, states: list[ProfileState], clocks: dict[str, int],
+                tails: dict[str, list[LogKey]]) -> None:
+        """Take the place of everything held: a cached projection's content."""
+        with self._lock:
+            self._states = {(s.agent_id, s.task_type): s for s in states}
+            self._clocks, self._tails, self.stale = dict(clocks), dict(tails), False
+
     def clear(self) -> None:
         """Forget everything (before a rebuild)."""
         with self._lock:

@@ -25,6 +25,8 @@ from trustroute.profiles.book import ProfileBook
 from trustroute.profiles.records import ExecutionRecord
 from trustroute.profiles.store import Store
 from trustroute.profiles.store.executions import LogRow
+from trustroute.profiles.store.projections import ProjectionRepository
+from trustroute.router import checkpoint
 from trustroute.router.learner import Learner, StrategyLearner
 
 if TYPE_CHECKING:
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 _PAGE = 5000
+CACHE_AFTER = 10_000  # an open that read this many rows writes the projection at once
 
 
 def same_execution(a: ExecutionRecord, b: ExecutionRecord) -> bool:
@@ -55,6 +58,9 @@ class LogProjection:
         self._writing = threading.RLock()  # a write and its fold exclude a rebuild
         self._recent: OrderedDict[str, float] = OrderedDict()  # folded id -> stored_at
         self._newest = float("-inf")  # the newest stored_at folded (POSIX seconds)
+        self._total = 0  # rows folded
+        self._since_cached = 0  # rows folded since the cached projection was read/written
+        self._cache = store.repository(ProjectionRepository)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -104,6 +110,8 @@ class LogProjection:
                 return 0
             for row in fresh:
                 self._recent[row.record.record_id] = row.key.stored_at
+            self._total += len(fresh)
+            self._since_cached += len(fresh)
             self._newest = max(self._newest, fresh[-1].key.stored_at)
             horizon = self._newest - self.lookback
             while self._recent and next(iter(self._recent.values())) <= horizon:
@@ -115,20 +123,65 @@ class LogProjection:
                 self.strategy.rebuild(self.book, placed, self.store)
         return len(fresh)
 
-    def rebuild(self) -> None:
-        """Read the whole log and rebuild the book and every learner from it."""
+    def rebuild(self, *, cached: bool = False) -> None:
+        """Rebuild the book and every learner from the log. ``cached``: start from the
+        store's cached projection when it verifies against the log, then fold the rows
+        stored after it; otherwise (or when it does not verify) read the whole log."""
         with self._writing, self._lock:
-            rows = self.store.executions.scan()
-            self.book.clear()
-            placed, _ = self.book.place(rows)
-            for learner in self.learners:
-                learner.rebuild(self.book, placed, self.store)
-            stamps = [r.key.stored_at for r in rows]
-            self._newest = max(stamps, default=float("-inf"))
-            self._recent = OrderedDict((r.record.record_id, r.key.stored_at) for r in rows
-                                       if r.key.stored_at > self._newest - self.lookback)
+            if not (cached and self._restore()):
+                rows = self.store.executions.scan()
+                self.book.clear()
+                placed, _ = self.book.place(rows)
+                for learner in self.learners:
+                    learner.rebuild(self.book, placed, self.store)
+                self._newest = max((r.key.stored_at for r in rows), default=float("-inf"))
+                self._recent = OrderedDict((r.record.record_id, r.key.stored_at)
+                                           for r in rows
+                                           if r.key.stored_at > self._newest - self.lookback)
+                self._total = len(rows)
+                self._since_cached = len(rows)
+        if cached and self._since_cached >= CACHE_AFTER:
+            self.save()  # the next router to open reads the projection, not the log
 
-    def catch_up(self) -> int:
+    def _restore(self) -> bool:
+        """Start from the cached projection if it verifies; True when it did."""
+        found = self._cache.read()
+        if found is None:
+            return False
+        head, chunks = found
+        cp = checkpoint.load(head["meta"], chunks, self.book.window_size)
+        if self._cache.counts(head["settled"]) != (head["executions"], head["people"]):
+            log.info("the cached projection does not match the log: reading the whole log")
+            return False
+        self.book.restore(cp.states, cp.clocks, cp.tails)
+        self._newest = cp.settled + self.lookback  # what it had folded when written
+        self.trust.restore(cp.trust, head["people"], cp.people, self._newest)
+        self._recent = OrderedDict(cp.recent)
+        self._total = head["executions"] + len(cp.recent)
+        self._since_cached = 0
+        self.strategy.rebuild(self.book, [], self.store)
+        self.catch_up(rebuild=False)  # rows stored after it was written
+        return not self.book.stale
+
+    def save(self) -> None:
+        """Write what this router folded as the store's cached projection (when it
+        folded anything since it read or wrote one)."""
+        with self._writing, self._lock:
+            if not self._since_cached:
+                return
+            settled = max(0.0, self._newest - self.lookback)
+            recent = {i: t for i, t in self._recent.items() if t > settled}
+            states, clocks, tails = self.book.export()
+            people_settled, people = self.trust.settled_people(settled)
+            meta, chunks = checkpoint.dump(checkpoint.Checkpoint(
+                settled, states, clocks,
+                {t: [k for k in keys if k.stored_at > settled] for t, keys in tails.items()},
+                self.trust.book.all_counts(), recent, people))
+            self._cache.write(chunks, meta, datetime.fromtimestamp(settled, UTC),
+                              self._total - len(recent), people_settled)
+            self._since_cached = 0
+
+    def catch_up(self, *, rebuild: bool = True) -> int:
         """Fold what other processes stored since the last look; returns how many
         execution rows were new. Rebuilds when a row arrived too late to be placed
         (or a pair was retired)."""
@@ -141,7 +194,7 @@ class LogProjection:
                 break
         total = self.fold(rows)
         retired = self.trust.catch_up(self.lookback)
-        if retired or self.book.stale:
+        if rebuild and (retired or self.book.stale):
             log.info("rebuilding from the log: %s", "a pair was retired" if retired else
                      "a row arrived older than the seqs the book remembers")
             self.rebuild()

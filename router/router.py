@@ -111,7 +111,7 @@ class AgentRouter:
                                         StrategyLearner(self.strategy, self.book),
                                         self.trust_layer, self._lock)
         self.learners: list[Learner] = self.projection.learners
-        self.refresh()
+        self.projection.rebuild(cached=True)  # the store's cached projection, if it verifies
         if self.store.location.is_remote:
             self.projection.follow()  # other processes write too: fold their records
 
@@ -133,6 +133,7 @@ class AgentRouter:
         """Write the buffered decision log; close the store if this router opened it."""
         try:
             self.projection.stop()
+            self.projection.save()  # the next router opens from it
             self.trust_layer.close()
         finally:
             if self._owns_store:

@@ -61,6 +61,11 @@ class TrustBook:
         counts.set_decay((f, e, h), decayed_at, deprecated_at)
         return self._set_scores(pair, counts)
 
+    def install(self, pair: Pair, counts: TrustCounts) -> TrustScores:
+        """Put a pair's counts in place (the book takes the object); returns its scores."""
+        self._counts[pair] = counts
+        return self._set_scores(pair, counts)
+
     def all_counts(self) -> dict[Pair, TrustCounts]:
         """A copy of every pair's counts."""
         return {pair: replace(c) for pair, c in self._counts.items()}

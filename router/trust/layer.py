@@ -39,7 +39,7 @@ from trustroute.profiles.records import ExecutionRecord, check_identifier, utc_n
 from trustroute.profiles.store import Store
 from trustroute.profiles.store.decisions import DecisionRepository
 from trustroute.profiles.store.trust import TrustRepository
-from trustroute.profiles.trust_counts import Pair, TrustDelta
+from trustroute.profiles.trust_counts import Pair, TrustCounts, TrustDelta
 from trustroute.router.decision import CandidateScore, RoutingDecision
 from trustroute.router.errors import UnknownDecision
 from trustroute.router.handoff.transfer import TransferDispatcher, TransferRequest
@@ -107,6 +107,7 @@ class TrustLayer:
         self._own: set[str] = set()  # ids of this router's writes, until folded
         self._people: OrderedDict[str, float] = OrderedDict()  # folded people rows
         self._people_newest = 0.0  # newest stored_at of a folded people row (POSIX s)
+        self._people_total = 0  # people rows folded
         self._changed_since = _EPOCH  # lifecycle marks and retirements read up to here
         self._last_flush = time.monotonic()
 
@@ -189,6 +190,7 @@ class TrustLayer:
             self.book.clear()
             self.rescues = RescueTracker(self.options.rescue_memory)
             self._people.clear()
+            self._people_total = 0
             self._people_newest = 0.0
             self._changed_since = utc_now()
             for record, _ in placed:
@@ -197,6 +199,34 @@ class TrustLayer:
                 self._fold_person(row, False)
             self._mark(lifecycle)
         self.decisions.load()
+
+    def restore(self, counts: dict[Pair, TrustCounts], settled_people: int,
+                people: dict[str, float], newest: float) -> None:
+        """Take a cached projection's trust counts (``settled_people`` people rows folded
+        up to its settled position, ``people`` the ids folded after it), then fold the
+        lifecycle's marks; reload the calibration map. ``newest``: the stamp up to which
+        people rows were looked for when it was written.
+        (The rescue tracker starts empty, as it does after a rebuild from the log.)"""
+        self.flush()
+        lifecycle = self.repo.lifecycle()
+        with self._flush_lock, self._lock:
+            self.book.clear()
+            self.rescues = RescueTracker(self.options.rescue_memory)
+            for pair, c in counts.items():
+                self.book.install(pair, c)
+            self._people = OrderedDict(people)
+            self._people_total = settled_people + len(people)
+            self._people_newest = max([newest, *people.values()])
+            self._changed_since = utc_now()
+            self._mark(lifecycle)
+        self.decisions.load()
+
+    def settled_people(self, settled: float) -> tuple[int, dict[str, float]]:
+        """How many people rows stamped up to ``settled`` were folded, and the ids (with
+        stamps) of those folded after it."""
+        with self._lock:
+            after = {i: t for i, t in self._people.items() if t > settled}
+            return self._people_total - len(after), after
 
     def catch_up(self, lookback: float) -> bool:
         """Fold what other processes' people and signals said, and the lifecycle marks
@@ -221,6 +251,7 @@ class TrustLayer:
             return self.book.scores(*pair)
         stamp = row["stored_at"].timestamp() if row.get("stored_at") else 0.0
         self._people[row["id"]] = stamp
+        self._people_total += 1
         self._people_newest = max(self._people_newest, stamp)
         while len(self._people) > 100_000:
             self._people.popitem(last=False)

@@ -1,0 +1,104 @@
+"""A router's projection as text, for the store's projection cache.
+
+``dump`` turns what a router folded (profile states with their windows, task clocks,
+the log keys it still needs for late rows, trust counts, and the ids folded within the
+look-back) into JSON chunks; ``load`` turns them back. JSON writes floats in their
+shortest exact form, so a loaded projection equals the dumped one bit for bit. Keys of
+window entries stamped before the settled position are left out: no row can arrive late
+behind them without the counts check failing first (``profiles.store.projections``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from trustroute.profiles.profile import ProfileState, WindowEntry
+from trustroute.profiles.store.executions import LogKey
+from trustroute.profiles.trust_counts import COUNTERS, Pair, TrustCounts
+
+CHUNK_PAIRS = 2000  # pairs per chunk row
+
+
+@dataclass(slots=True)
+class Checkpoint:
+    """Everything a router folded, as of ``settled`` (POSIX seconds)."""
+
+    settled: float
+    states: list[ProfileState]
+    clocks: dict[str, int]
+    tails: dict[str, list[LogKey]]
+    trust: dict[Pair, TrustCounts]
+    recent: dict[str, float]  # execution ids folded, stamped after ``settled``
+    people: dict[str, float]  # feedback row ids folded, stamped after ``settled``
+
+
+def _when(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.isoformat()
+
+
+def _moment(text: str | None) -> datetime | None:
+    return None if text is None else datetime.fromisoformat(text)
+
+
+def _state_row(s: ProfileState, settled: float) -> list[Any]:
+    window = [[e.timestamp, e.quality, e.success, e.seq,
+               list(e.key) if e.key is not None and e.key[0] > settled else None]
+              for e in s.window]
+    return [s.agent_id, s.task_type, s.executions_total, s.executions_successful,
+            s.quality_sum, s.latency_sum_ms, s.cost_sum, s.cost_count,
+            _when(s.last_updated), window]
+
+
+def _state(row: list[Any], window_size: int) -> ProfileState:
+    (agent, task, total, successful, quality, latency, cost, cost_count, last,
+     window) = row
+    entries = deque((WindowEntry(t, q, bool(ok), seq, None if key is None else LogKey(*key))
+                     for t, q, ok, seq, key in window), maxlen=window_size)
+    return ProfileState(agent, task, window_size, total, successful, quality, latency,
+                        cost, cost_count, _moment(last), entries)
+
+
+def _trust_row(pair: Pair, c: TrustCounts) -> list[Any]:
+    return [*pair, [getattr(c, n) for n in COUNTERS], c.reviewed, _when(c.last_seen)]
+
+
+def _trust(row: list[Any]) -> tuple[Pair, TrustCounts]:
+    agent, task, counters, reviewed, last_seen = row
+    counts = TrustCounts(**dict(zip(COUNTERS, counters, strict=True)),
+                         reviewed=reviewed, last_seen=_moment(last_seen))
+    return (agent, task), counts
+
+
+def _batches(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    for start in range(0, max(len(items), 1), size):
+        yield items[start:start + size]
+
+
+def dump(cp: Checkpoint) -> tuple[str, list[str]]:
+    """The checkpoint as (meta, chunks) text."""
+    meta = json.dumps({"settled": cp.settled, "clocks": cp.clocks,
+                       "tails": {t: [list(k) for k in keys] for t, keys in cp.tails.items()},
+                       "recent": cp.recent, "people": cp.people})
+    trust = [_trust_row(p, c) for p, c in cp.trust.items()]
+    states = [_state_row(s, cp.settled) for s in cp.states]
+    chunks = [json.dumps({"states": list(part)}) for part in _batches(states, CHUNK_PAIRS)]
+    chunks += [json.dumps({"trust": list(part)}) for part in _batches(trust, 4 * CHUNK_PAIRS)]
+    return meta, chunks
+
+
+def load(meta: str, chunks: Iterable[str], window_size: int) -> Checkpoint:
+    """A checkpoint from its text (``window_size``: the book's)."""
+    head = json.loads(meta)
+    cp = Checkpoint(head["settled"], [], head["clocks"],
+                    {t: [LogKey(*k) for k in keys] for t, keys in head["tails"].items()},
+                    {}, head["recent"], head["people"])
+    for text in chunks:
+        part = json.loads(text)
+        cp.states += [_state(row, window_size) for row in part.get("states", ())]
+        cp.trust.update(_trust(row) for row in part.get("trust", ()))
+    return cp
