@@ -186,12 +186,17 @@ class LogProjection:
         execution rows were new. Rebuilds when a row arrived too late to be placed
         (or a pair was retired)."""
         since = datetime.fromtimestamp(max(0.0, self._newest - self.lookback), UTC)
-        rows, start = [], 0
+        keys, start = [], 0
         while page := self.store.executions.since(since, start, _PAGE):
-            rows += page
+            keys += page
             start += len(page)
             if len(page) < _PAGE:
                 break
+        missing = [k.record_id for k in keys if k.record_id not in self._recent
+                   and k.stored_at > self._newest - self.lookback]
+        rows: list[LogRow] = []
+        for first in range(0, len(missing), _PAGE):
+            rows += self.store.executions.stored(missing[first:first + _PAGE]).values()
         total = self.fold(rows)
         retired = self.trust.catch_up(self.lookback)
         if rebuild and (retired or self.book.stale):

@@ -4,7 +4,6 @@ writers in several OS processes whose transactions conflict."""
 
 from __future__ import annotations
 
-import contextlib
 import select
 import signal
 import subprocess

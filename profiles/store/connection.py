@@ -145,6 +145,12 @@ class Connection:
             raise StoreUnavailableError(
                 f"could not connect to SurrealDB at {self.location.redacted()} after "
                 f"{attempts} attempts: {cause}") from cause
+        except StoreError:
+            raise
+        except RuntimeError as exc:  # the embedded engine could not open its files
+            raise StoreUnavailableError(
+                f"could not open the store at {self.location.redacted()}: "
+                f"{str(exc).splitlines()[0]}") from exc
         if self.location.path is not None:
             self._files = _identity(self.location.path)
         _OPEN.add(self)

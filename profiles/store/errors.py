@@ -12,7 +12,8 @@ class StoreLockedError(StoreError):
 
 
 class StoreUnavailableError(StoreError):
-    """A remote SurrealDB server could not be reached, even after retries."""
+    """A SurrealDB server could not be reached, even after retries, or an embedded
+    store's files could not be opened (a full disk, for example)."""
 
 
 class SchemaVersionError(StoreError):

@@ -45,11 +45,11 @@ DEFINE FIELD IF NOT EXISTS metadata ON execution FLEXIBLE TYPE object;
 -- Where the row sits in the log: the database's clock when it was written, and its
 -- position in its write (a batch is one write). Rows of stores written before the log
 -- design have neither; they sort first, by timestamp.
-DEFINE FIELD OVERWRITE stored_at ON execution TYPE option<datetime>;
-DEFINE FIELD OVERWRITE pos ON execution TYPE option<int>;
+DEFINE FIELD IF NOT EXISTS stored_at ON execution TYPE option<datetime>;
+DEFINE FIELD IF NOT EXISTS pos ON execution TYPE option<int>;
 -- The per-task-type clock of stores written before the log design (read, no longer
 -- written: the evidence order is now derived from the log).
-DEFINE FIELD OVERWRITE seq ON execution TYPE option<int>;
+DEFINE FIELD IF NOT EXISTS seq ON execution TYPE option<int>;
 DEFINE INDEX IF NOT EXISTS execution_stored ON execution FIELDS stored_at;
 DEFINE INDEX IF NOT EXISTS execution_pair ON execution FIELDS agent_id, task_type;
 """
@@ -76,8 +76,8 @@ INSERT INTO execution (
 ) RETURN VALUE stored_at;"""
 
 STORED = f"SELECT {_COLUMNS} FROM $ids;"
-SINCE = (f"SELECT {_COLUMNS} FROM execution WHERE stored_at > $since "
-         "ORDER BY stored_at LIMIT $n START $start;")
+SINCE = ("SELECT stored_at, pos, record::id(id) AS record_id FROM execution "
+         "WHERE stored_at > $since ORDER BY stored_at LIMIT $n START $start;")
 
 
 class LogKey(NamedTuple):
@@ -188,11 +188,13 @@ class ExecutionRepository:
         """Which of ``record_ids`` are stored (for checking what a crash kept)."""
         return set(self.stored(record_ids)) if record_ids else set()
 
-    def since(self, moment: datetime, start: int = 0, limit: int = 5000) -> list[LogRow]:
-        """Rows stored after ``moment`` (by the database's clock), oldest first; one
-        page of ``limit`` from ``start``."""
+    def since(self, moment: datetime, start: int = 0, limit: int = 5000) -> list[LogKey]:
+        """The log keys of rows stored after ``moment`` (by the database's clock),
+        oldest first; one page of ``limit`` from ``start``. Keys only: a router re-reads
+        a few seconds of the log at every look and fetches just the rows it lacks."""
         found = self._conn.run(SINCE, {"since": moment, "start": start, "n": limit})[0]
-        return [log_row(row) for row in found]
+        return [LogKey(r["stored_at"].timestamp(), int(r.get("pos") or 0), r["record_id"])
+                for r in found]
 
     def scan(self, batch: int = 2000) -> list[LogRow]:
         """The whole log in log order (what a router rebuilds from)."""

@@ -22,6 +22,19 @@ DEFINE FIELD IF NOT EXISTS updated_at ON meta TYPE datetime;
 """
 
 
+# Version 1 stores typed these fields as required; the log design leaves them optional.
+# Run once, when a version 1 store is opened (routine opens never redefine a field: a
+# field redefined by one process while another defines an index on it is briefly gone).
+UPGRADE_FROM_1 = """
+DEFINE TABLE IF NOT EXISTS execution SCHEMAFULL;
+DEFINE FIELD OVERWRITE seq ON execution TYPE option<int>;
+DEFINE TABLE IF NOT EXISTS trust_feedback SCHEMAFULL;
+DEFINE FIELD OVERWRITE approved ON trust_feedback TYPE option<bool>;
+DEFINE TABLE IF NOT EXISTS execution_archive SCHEMAFULL;
+DEFINE FIELD OVERWRITE seq ON execution_archive TYPE option<int>;
+"""
+
+
 def ensure_schema(conn: Connection, parts: Iterable[str]) -> int:
     """Create missing tables, check and record the schema version; returns it."""
     rows = conn.run("DEFINE TABLE IF NOT EXISTS meta SCHEMAFULL; SELECT version FROM meta:schema;")
@@ -31,6 +44,8 @@ def ensure_schema(conn: Connection, parts: Iterable[str]) -> int:
             f"this store uses schema version {found}, newer than this trustroute "
             f"understands ({SCHEMA_VERSION}); upgrade trustroute"
         )
+    if found == 1:
+        conn.run(UPGRADE_FROM_1)
     conn.run(META_SCHEMA + "\n".join(parts))
     conn.run("UPSERT meta:schema SET version = $v, updated_at = time::now();",
              {"v": SCHEMA_VERSION})

@@ -50,13 +50,13 @@ DEFINE TABLE IF NOT EXISTS trust_feedback SCHEMAFULL;
 DEFINE FIELD IF NOT EXISTS agent_id ON trust_feedback TYPE string;
 DEFINE FIELD IF NOT EXISTS task_type ON trust_feedback TYPE string;
 DEFINE FIELD IF NOT EXISTS decision_id ON trust_feedback TYPE option<string>;
-DEFINE FIELD OVERWRITE approved ON trust_feedback TYPE option<bool>;
+DEFINE FIELD IF NOT EXISTS approved ON trust_feedback TYPE option<bool>;
 DEFINE FIELD IF NOT EXISTS kind ON trust_feedback TYPE string
     ASSERT $value IN ['feedback', 'review', 'signal'];
 DEFINE FIELD IF NOT EXISTS signal ON trust_feedback TYPE option<string>;
 DEFINE FIELD IF NOT EXISTS comment ON trust_feedback TYPE option<string>;
 DEFINE FIELD IF NOT EXISTS at ON trust_feedback TYPE datetime;
-DEFINE FIELD OVERWRITE stored_at ON trust_feedback TYPE option<datetime>;
+DEFINE FIELD IF NOT EXISTS stored_at ON trust_feedback TYPE option<datetime>;
 DEFINE INDEX IF NOT EXISTS trust_feedback_stored ON trust_feedback FIELDS stored_at;
 DEFINE INDEX IF NOT EXISTS trust_feedback_pair ON trust_feedback FIELDS agent_id, task_type;
 
@@ -77,7 +77,7 @@ DEFINE FIELD IF NOT EXISTS cost ON execution_archive TYPE option<float>;
 DEFINE FIELD IF NOT EXISTS timestamp ON execution_archive TYPE datetime;
 DEFINE FIELD IF NOT EXISTS decision_id ON execution_archive TYPE option<string>;
 DEFINE FIELD IF NOT EXISTS metadata ON execution_archive FLEXIBLE TYPE object;
-DEFINE FIELD OVERWRITE seq ON execution_archive TYPE option<int>;
+DEFINE FIELD IF NOT EXISTS seq ON execution_archive TYPE option<int>;
 DEFINE FIELD IF NOT EXISTS archived_at ON execution_archive TYPE datetime;
 DEFINE INDEX IF NOT EXISTS execution_archive_pair ON execution_archive FIELDS agent_id, task_type;
 
@@ -87,8 +87,8 @@ DEFINE FIELD IF NOT EXISTS task_type ON trust_archive TYPE string;
 DEFINE FIELD IF NOT EXISTS trust ON trust_archive FLEXIBLE TYPE object;
 DEFINE FIELD IF NOT EXISTS profile ON trust_archive FLEXIBLE TYPE option<object>;
 DEFINE FIELD IF NOT EXISTS archived_at ON trust_archive TYPE datetime;
-DEFINE FIELD OVERWRITE feedback ON trust_archive FLEXIBLE TYPE option<array<object>>;
-DEFINE FIELD OVERWRITE stored_at ON trust_archive TYPE option<datetime>;
+DEFINE FIELD IF NOT EXISTS feedback ON trust_archive FLEXIBLE TYPE option<array<object>>;
+DEFINE FIELD IF NOT EXISTS stored_at ON trust_archive TYPE option<datetime>;
 DEFINE INDEX IF NOT EXISTS trust_archive_stored ON trust_archive FIELDS stored_at;
 """
 
