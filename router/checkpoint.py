@@ -35,6 +35,12 @@ class Checkpoint:
     trust: dict[Pair, TrustCounts]
     recent: dict[str, float]  # execution ids folded, stamped after ``settled``
     people: dict[str, float]  # feedback row ids folded, stamped after ``settled``
+    window_size: int = 100
+
+
+def window_size_of(meta: str) -> int | None:
+    """The window size a checkpoint was folded with (its windows hold at most that)."""
+    return json.loads(meta).get("window_size")
 
 
 def _when(moment: datetime | None) -> str | None:
@@ -81,7 +87,8 @@ def _batches(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
 
 def dump(cp: Checkpoint) -> tuple[str, list[str]]:
     """The checkpoint as (meta, chunks) text."""
-    meta = json.dumps({"settled": cp.settled, "clocks": cp.clocks,
+    meta = json.dumps({"settled": cp.settled, "window_size": cp.window_size,
+                       "clocks": cp.clocks,
                        "tails": {t: [list(k) for k in keys] for t, keys in cp.tails.items()},
                        "recent": cp.recent, "people": cp.people})
     trust = [_trust_row(p, c) for p, c in cp.trust.items()]
@@ -96,7 +103,7 @@ def load(meta: str, chunks: Iterable[str], window_size: int) -> Checkpoint:
     head = json.loads(meta)
     cp = Checkpoint(head["settled"], [], head["clocks"],
                     {t: [LogKey(*k) for k in keys] for t, keys in head["tails"].items()},
-                    {}, head["recent"], head["people"])
+                    {}, head["recent"], head["people"], window_size)
     for text in chunks:
         part = json.loads(text)
         cp.states += [_state(row, window_size) for row in part.get("states", ())]

@@ -149,6 +149,9 @@ class LogProjection:
         if found is None:
             return False
         head, chunks = found
+        if checkpoint.window_size_of(head["meta"]) != self.book.window_size:
+            log.info("the cached projection has another window size: reading the whole log")
+            return False
         cp = checkpoint.load(head["meta"], chunks, self.book.window_size)
         if self._cache.counts(head["settled"]) != (head["executions"], head["people"]):
             log.info("the cached projection does not match the log: reading the whole log")
@@ -176,7 +179,7 @@ class LogProjection:
             meta, chunks = checkpoint.dump(checkpoint.Checkpoint(
                 settled, states, clocks,
                 {t: [k for k in keys if k.stored_at > settled] for t, keys in tails.items()},
-                self.trust.book.all_counts(), recent, people))
+                self.trust.book.all_counts(), recent, people, self.book.window_size))
             self._cache.write(chunks, meta, datetime.fromtimestamp(settled, UTC),
                               self._total - len(recent), people_settled)
             self._since_cached = 0
