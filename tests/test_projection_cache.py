@@ -63,13 +63,13 @@ def test_a_cache_that_does_not_match_the_log_is_not_used(
         router.store.run("DELETE (SELECT VALUE id FROM execution WHERE task_type = 't0' "
                          "LIMIT 5);")  # the log changed behind the cache's back
         router.projection.stop()
-    with caplog.at_level(logging.INFO):
-        with AgentRouter(agents=AGENTS, store=kv_url, store_options=QUICK) as router:
-            assert sum(p.executions_total for p in router.profiles()) == 121 - 5
-            assert router.store.executions.count() == 121 - 5
-            from_cache_or_not = view(router)
-            router.refresh()
-            assert view(router) == from_cache_or_not
+    with caplog.at_level(logging.INFO), \
+            AgentRouter(agents=AGENTS, store=kv_url, store_options=QUICK) as router:
+        assert sum(p.executions_total for p in router.profiles()) == 121 - 5
+        assert router.store.executions.count() == 121 - 5
+        from_cache_or_not = view(router)
+        router.refresh()
+        assert view(router) == from_cache_or_not
     assert MISMATCH in caplog.text
 
 

@@ -274,6 +274,11 @@ def test_workers_finish_when_the_server_process_restarts(tmp_path: Path) -> None
             with Store(url, **target.options()) as store:
                 assert store.executions.stored_ids(acked) == set(acked)
                 assert store.executions.count() == 300
+            with AgentRouter(agents=["a", "b", "c"], store=url,
+                             store_options=target.options()) as fresh:
+                assert sum(p.executions_total for p in fresh.profiles()) == 300
+                assert sum(fresh.trust_layer.book.counts(a, "code").observations
+                           for a in "abc") == 300
         finally:
             stop_process(second)
     finally:
