@@ -161,6 +161,24 @@ def test_an_unanswered_commit_is_stored_and_applied_once(surreal: Target) -> Non
         assert fresh.trust_layer.book.counts("a", "code").observations == 2
 
 
+def test_an_unanswered_review_or_signal_is_stored_and_counted_once(surreal: Target) -> None:
+    """What a person or a signal says is appended under an id made before the first
+    try: a write whose answer was lost is found stored and counted once."""
+    server = surreal.fixture
+    with AgentRouter(agents=["a"], store=surreal.url,
+                     store_options=surreal.options()) as router:
+        server.drop_after_commits(1)
+        router.review("a", "code", approved=True)
+        server.drop_after_commits(1)
+        router.signal("a", "code", "user_corrected")
+        counts = router.trust_layer.book.counts("a", "code")
+        assert (counts.approvals, counts.rejections) == (1, 1)
+    assert server.connections == 3
+    with AgentRouter(agents=["a"], store=surreal.url, store_options=surreal.options()) as fresh:
+        counts = fresh.trust_layer.book.counts("a", "code")
+        assert (counts.approvals, counts.rejections) == (1, 1)
+
+
 def start_workers(target: Target, files: list[Path], count: int, pause: float = 0.0,
                   start_at: float = 0.0) -> list[subprocess.Popen[str]]:
     """One worker process per file, started at once, each recording ``count`` outcomes

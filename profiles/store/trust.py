@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from trustroute.profiles.store.connection import Connection
+from trustroute.profiles.store.connection import Connection, QueryFailed
 
 SCHEMA = """
 -- The lifecycle job's marks per pair (decay offsets subtracted from [frequency,
@@ -159,7 +159,15 @@ class TrustRepository:
     def append(self, row: dict[str, Any]) -> dict[str, Any]:
         """Append one feedback, review or signal row at once; returns it as stored
         (with its id and ``stored_at``)."""
-        return dict(self._conn.run(_APPEND, {"id": str(uuid.uuid4()), "row": row})[0][0])
+        key = str(uuid.uuid4())
+        try:
+            return dict(self._conn.run(_APPEND, {"id": key, "row": row})[0][0])
+        except QueryFailed:  # sent again after a lost answer: is the row stored?
+            found = self._conn.run(f"SELECT {_PEOPLE} FROM type::thing('trust_feedback', $id);",
+                                   {"id": key})[0]
+            if found:
+                return dict(found[0])
+            raise
 
     def people(self, since: datetime | None = None) -> list[dict[str, Any]]:
         """Rows of ``trust_feedback`` (stored after ``since``), in log order."""
