@@ -46,14 +46,15 @@ class WindowEntry:
     ``seq`` is the record's place among its task type's executions in log order (1, 2,
     ...), so strategies can age evidence by executions as well as by wall time; ``key``
     is its place in the log (``profiles.store.executions.LogKey``), which orders a
-    window.
+    window (bookkeeping, not evidence: left out of comparisons, and of cached
+    projections once no late row can come before it).
     """
 
     timestamp: float
     quality: float
     success: bool
     seq: int
-    key: tuple[float, int, str] | None = None
+    key: tuple[float, int, str] | None = field(default=None, compare=False)
 
 
 @dataclass(slots=True)

@@ -66,7 +66,9 @@ class LogProjection:
 
     @property
     def lookback(self) -> float:
-        return self.store.settings.sync_lookback_s
+        """How far back rows are re-read: ``sync_lookback_s`` against a server; none
+        embedded, where this process is the only writer and folds each write itself."""
+        return self.store.settings.sync_lookback_s if self.store.location.is_remote else 0.0
 
     @property
     def writing(self) -> threading.RLock:
@@ -161,18 +163,26 @@ class LogProjection:
         self.trust.restore(cp.trust, head["people"], cp.people, self._newest)
         self._recent = OrderedDict(cp.recent)
         self._total = head["executions"] + len(cp.recent)
-        self._since_cached = 0
+        self._since_cached = len(cp.recent)  # rows not settled yet: write it again
         self.strategy.rebuild(self.book, [], self.store)
         self.catch_up(rebuild=False)  # rows stored after it was written
         return not self.book.stale
 
     def save(self) -> None:
         """Write what this router folded as the store's cached projection (when it
-        folded anything since it read or wrote one)."""
+        folded anything since it read or wrote one, or that one had rows not settled).
+
+        It is valid up to the database's clock minus the look-back: every row stamped
+        before that is visible, and this router folded it (against a server it looks
+        once more first; if another process's row still slipped by, the next open's
+        counts check finds it)."""
+        if not self._since_cached:
+            return
+        if self.store.location.is_remote:
+            self.catch_up(rebuild=False)
+        now = self.store.run("RETURN time::now();")[-1].timestamp()
         with self._writing, self._lock:
-            if not self._since_cached:
-                return
-            settled = max(0.0, self._newest - self.lookback)
+            settled = max(0.0, now - self.lookback)
             recent = {i: t for i, t in self._recent.items() if t > settled}
             states, clocks, tails = self.book.export()
             people_settled, people = self.trust.settled_people(settled)
