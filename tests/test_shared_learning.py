@@ -9,14 +9,18 @@ window (time, quality, success, seq) and its trust counts.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
-from surreal_fixtures import Target, serve
-from test_store_server import finish, start_workers
+from surreal_fixtures import Target
+from test_store_server import (  # noqa: F401 - the fixtures are used by name
+    finish,
+    start_workers,
+    surreal_concurrent_fixture,
+    surreal_fixture,
+)
 
 from trustroute import AgentRouter
 from trustroute.profiles.records import ExecutionRecord
@@ -25,16 +29,6 @@ from trustroute.profiles.store import Store
 pytestmark = pytest.mark.slow
 AGENTS = ["a", "b", "c"]
 MOMENT = datetime(2030, 1, 1, tzinfo=UTC)  # every profile is computed at this moment
-
-
-@pytest.fixture(name="surreal")
-def surreal_fixture() -> Iterator[Target]:
-    yield from serve(serialized=True)
-
-
-@pytest.fixture(name="surreal_concurrent")
-def surreal_concurrent_fixture() -> Iterator[Target]:
-    yield from serve(serialized=False)
 
 
 def view(router: AgentRouter) -> dict[tuple[str, str], Any]:
