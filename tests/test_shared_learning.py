@@ -9,7 +9,7 @@ window (time, quality, success, seq) and its trust counts.
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -126,3 +126,32 @@ def test_people_and_signals_reach_other_routers(surreal: Target) -> None:
         assert second.trust_layer.book.counts("b", "code").rejections == 1
         with AgentRouter(agents=AGENTS, store=surreal.url, store_options=opts) as fresh:
             assert view(fresh) == view(second) == view(first)
+
+
+def test_the_lifecycle_job_reaches_other_routers(surreal: Target) -> None:
+    """One process runs the weekly decay (and later retires a pair deprecated too
+    long); another router folds the marks, and rebuilds after the retirement, without
+    refresh(), and holds what a freshly opened router holds."""
+    opts = surreal.options(sync_delay_s=3600.0)
+    t0 = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
+    with AgentRouter(agents=["good", "bad"], store=surreal.url, store_options=opts) as job, \
+            AgentRouter(agents=["good", "bad"], store=surreal.url, store_options=opts) as other:
+        for i in range(25):
+            job.record(agent_id="good", task_type="code", success=True, quality=0.9,
+                       timestamp=t0 + timedelta(minutes=i))
+        for i in range(2):
+            job.record(agent_id="bad", task_type="code", success=False,
+                       timestamp=t0 + timedelta(minutes=i))
+        other.projection.catch_up()
+        before = other.trust("good", "code")
+        assert job.decay(now=t0 + timedelta(days=8)).decayed == 2
+        other.projection.catch_up()
+        assert other.trust("good", "code") == job.trust("good", "code") != before
+        assert other.trust("bad", "code").tier == "deprecated"
+        report = job.decay(now=t0 + timedelta(days=8 + 35))
+        assert report.retired == [("bad", "code")]
+        other.projection.catch_up()
+        assert other.book.get("bad", "code") is None
+        with AgentRouter(agents=["good", "bad"], store=surreal.url,
+                         store_options=opts) as fresh:
+            assert view(other) == view(fresh) == view(job)
