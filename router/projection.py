@@ -129,19 +129,23 @@ class LogProjection:
         """Rebuild the book and every learner from the log. ``cached``: start from the
         store's cached projection when it verifies against the log, then fold the rows
         stored after it; otherwise (or when it does not verify) read the whole log."""
-        with self._writing, self._lock:
-            if not (cached and self._restore()):
-                rows = self.store.executions.scan()
-                self.book.clear()
-                placed, _ = self.book.place(rows)
-                for learner in self.learners:
-                    learner.rebuild(self.book, placed, self.store)
-                self._newest = max((r.key.stored_at for r in rows), default=float("-inf"))
-                self._recent = OrderedDict((r.record.record_id, r.key.stored_at)
-                                           for r in rows
-                                           if r.key.stored_at > self._newest - self.lookback)
-                self._total = len(rows)
-                self._since_cached = len(rows)
+        with self._writing:  # no write of this router's may slip between read and swap
+            if cached and self._restore():
+                pass
+            else:
+                rows = self.store.executions.scan()  # read without holding up select()
+                with self._lock:
+                    self.book.clear()
+                    placed, _ = self.book.place(rows)
+                    for learner in self.learners:
+                        learner.rebuild(self.book, placed, self.store)
+                    self._newest = max((r.key.stored_at for r in rows),
+                                       default=float("-inf"))
+                    self._recent = OrderedDict(
+                        (r.record.record_id, r.key.stored_at) for r in rows
+                        if r.key.stored_at > self._newest - self.lookback)
+                    self._total = len(rows)
+                    self._since_cached = len(rows)
         if cached and self._since_cached >= CACHE_AFTER:
             self.save()  # the next router to open reads the projection, not the log
 
@@ -158,13 +162,14 @@ class LogProjection:
         if self._cache.counts(head["settled"]) != (head["executions"], head["people"]):
             log.info("the cached projection does not match the log: reading the whole log")
             return False
-        self.book.restore(cp.states, cp.clocks, cp.tails)
-        self._newest = cp.settled + self.lookback  # what it had folded when written
-        self.trust.restore(cp.trust, head["people"], cp.people, self._newest)
-        self._recent = OrderedDict(cp.recent)
-        self._total = head["executions"] + len(cp.recent)
-        self._since_cached = len(cp.recent)  # rows not settled yet: write it again
-        self.strategy.rebuild(self.book, [], self.store)
+        with self._lock:
+            self.book.restore(cp.states, cp.clocks, cp.tails)
+            self._newest = cp.settled + self.lookback  # what it had folded when written
+            self.trust.restore(cp.trust, head["people"], cp.people, self._newest)
+            self._recent = OrderedDict(cp.recent)
+            self._total = head["executions"] + len(cp.recent)
+            self._since_cached = len(cp.recent)  # rows not settled yet: write it again
+            self.strategy.rebuild(self.book, [], self.store)
         self.catch_up(rebuild=False)  # rows stored after it was written
         return not self.book.stale
 
@@ -229,11 +234,19 @@ class LogProjection:
 
     def _run(self) -> None:
         period = self.store.settings.sync_delay_s / 4
+        failing = False
         while not self._stop.wait(period):
             try:
                 self.catch_up()
             except Exception as exc:  # the next look retries; the router keeps serving
-                log.warning("could not read other processes' records: %s", exc)
+                if not failing:
+                    log.warning("could not read other processes' records (retrying every "
+                                "%.2f s): %s", period, exc)
+                failing = True
+            else:
+                if failing:
+                    log.info("reading other processes' records again")
+                failing = False
 
     def stop(self) -> None:
         """Stop following (idempotent); waits for a look in progress."""
