@@ -12,6 +12,9 @@ time. The import streams the file twice (check, then write), so what it holds it
 not grow with the file; the target is under 400 MB at 1,000,000 rows. The embedded
 surrealkv engine keeps an index of every key in memory, which does grow with the store,
 so a third child only opens the imported store: the import's own cost is the difference.
+Last, the same import into a SurrealDB server (``tests/surreal_server.py`` as its own
+process, on surrealkv): there the engine's memory is the server's, and the import
+process holds only what trustroute itself keeps.
 """
 
 from __future__ import annotations
@@ -104,6 +107,32 @@ def main() -> None:
         print(f"store footprint (a process that only opens the imported store): peak RSS "
               f"{open_rss:,.0f} MB, {open_s:.1f} s, {int(count):,} executions; the import "
               f"adds {rss - open_rss:,.0f} MB to it")
+        server, url = start_server(Path(tmp) / "server")
+        try:
+            rss, seconds, out = child(IMPORT, "import", str(log), "--store", url, "--json",
+                                      "--batch-size", "1000")
+        finally:
+            server.terminate()
+            server.wait(timeout=60)
+        summary = json.loads(out)
+        verdict = "PASS" if rss < TARGET_MB else "MISS"
+        print(f"trustroute import into a server: peak RSS {rss:,.0f} MB (the import process; "
+              f"target: under {TARGET_MB:.0f} MB: {verdict}), {seconds:.1f} s, "
+              f"{ROWS / seconds:,.0f} rows/s, imported {summary['imported']:,}")
+
+
+def start_server(path: Path) -> tuple[subprocess.Popen[str], str]:
+    """The test server as its own process on a surrealkv store at ``path``; its URL."""
+    server = Path(__file__).resolve().parent.parent / "tests" / "surreal_server.py"
+    proc = subprocess.Popen([sys.executable, str(server), "--port", "0", "--storage",
+                             f"surrealkv://{path}"], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    url = proc.stdout.readline().strip()
+    if not url:
+        raise SystemExit("the test server did not start")
+    os.environ.setdefault("TRUSTROUTE_DB_USER", "root")
+    os.environ.setdefault("TRUSTROUTE_DB_PASS", "root")
+    return proc, url
 
 
 if __name__ == "__main__":
