@@ -183,6 +183,12 @@ class LogProjection:
         counts check finds it)."""
         if not self._since_cached:
             return
+        try:
+            self._save()
+        except Exception as exc:  # a cache: the next open reads the log instead
+            log.warning("could not write the cached projection: %s", exc)
+
+    def _save(self) -> None:
         if self.store.location.is_remote:
             self.catch_up(rebuild=False)
         now = self.store.run("RETURN time::now();")[-1].timestamp()
