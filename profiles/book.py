@@ -49,11 +49,6 @@ class ProfileBook:
         """How many executions of ``task_type`` the book holds (all agents)."""
         return self._clocks.get(task_type, 0)
 
-    def for_agent(self, agent_id: str) -> list[ProfileState]:
-        """Every task-type profile of one agent (for pooling across task types)."""
-        with self._lock:
-            return [s for (a, _), s in self._states.items() if a == agent_id]
-
     def for_task_type(self, task_type: str) -> list[ProfileState]:
         """Every agent's profile for one task type."""
         with self._lock:
