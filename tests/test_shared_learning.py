@@ -21,6 +21,8 @@ from test_store_server import (  # noqa: F401 - the fixtures are used by name
     surreal_concurrent_fixture,
     surreal_fixture,
 )
+from test_trust_lifecycle import T0
+from test_trust_lifecycle import _seed as seed_good_and_bad
 
 from trustroute import AgentRouter
 from trustroute.profiles.records import ExecutionRecord
@@ -133,15 +135,10 @@ def test_the_lifecycle_job_reaches_other_routers(surreal: Target) -> None:
     long); another router folds the marks, and rebuilds after the retirement, without
     refresh(), and holds what a freshly opened router holds."""
     opts = surreal.options(sync_delay_s=3600.0)
-    t0 = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
+    t0 = T0
     with AgentRouter(agents=["good", "bad"], store=surreal.url, store_options=opts) as job, \
             AgentRouter(agents=["good", "bad"], store=surreal.url, store_options=opts) as other:
-        for i in range(25):
-            job.record(agent_id="good", task_type="code", success=True, quality=0.9,
-                       timestamp=t0 + timedelta(minutes=i))
-        for i in range(2):
-            job.record(agent_id="bad", task_type="code", success=False,
-                       timestamp=t0 + timedelta(minutes=i))
+        seed_good_and_bad(job)  # 'good' succeeds 25 times, 'bad' fails twice, at T0
         other.projection.catch_up()
         before = other.trust("good", "code")
         assert job.decay(now=t0 + timedelta(days=8)).decayed == 2
