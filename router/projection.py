@@ -102,6 +102,8 @@ class LogProjection:
                         rows[r.record_id] = row
             self.trust.expect(list(rows))  # its changes enter this router's history
             self.fold(list(rows.values()))
+        if self._since_cached >= self.store.settings.projection_every:
+            self.save()
         return list(rows.values())
 
     def fold(self, rows: Sequence[LogRow]) -> int:
@@ -210,18 +212,15 @@ class LogProjection:
         execution rows were new. Rebuilds when a row arrived too late to be placed
         (or a pair was retired)."""
         since = datetime.fromtimestamp(max(0.0, self._newest - self.lookback), UTC)
-        keys, start = [], 0
-        while page := self.store.executions.since(since, start, _PAGE):
-            keys += page
-            start += len(page)
-            if len(page) < _PAGE:
+        total, start = 0, 0
+        while keys := self.store.executions.since(since, start, _PAGE):  # stamp order
+            start += len(keys)
+            missing = [k.record_id for k in keys if k.record_id not in self._recent
+                       and k.stored_at > self._newest - self.lookback]
+            if missing:  # one page at a time: catching up far stays in bounded memory
+                total += self.fold(list(self.store.executions.stored(missing).values()))
+            if len(keys) < _PAGE:
                 break
-        missing = [k.record_id for k in keys if k.record_id not in self._recent
-                   and k.stored_at > self._newest - self.lookback]
-        rows: list[LogRow] = []
-        for first in range(0, len(missing), _PAGE):
-            rows += self.store.executions.stored(missing[first:first + _PAGE]).values()
-        total = self.fold(rows)
         retired = self.trust.catch_up(self.lookback)
         if rebuild and (retired or self.book.stale):
             log.info("rebuilding from the log: %s", "a pair was retired" if retired else

@@ -84,3 +84,19 @@ def test_a_cache_folded_with_another_window_size_is_not_used(kv_url: str) -> Non
         assert view(router) == cached
     with AgentRouter(agents=AGENTS, store=kv_url, store_options=QUICK) as router:
         assert max(len(s.window) for s in router.book) > 5  # the wide window is back
+
+
+def test_the_cache_is_written_every_projection_every_rows_without_close(kv_url: str) -> None:
+    """A process that is killed never reaches close(): it writes the cache every
+    ``store.projection_every`` folded rows anyway, so the next open folds at most about
+    that many rows on top of it."""
+    with AgentRouter(agents=AGENTS, store=kv_url,
+                     store_options={"projection_every": 10}) as router:
+        cache = router.store.repository(ProjectionRepository)
+        for i in range(9):
+            router.record(agent_id=AGENTS[i % 3], task_type="t", success=True)
+        assert cache.read() is None
+        for i in range(16):
+            router.record(agent_id=AGENTS[i % 3], task_type="t", success=True)
+        head, _ = cache.read() or ({}, [])
+        assert head["executions"] == 20  # written at the 10th and the 20th row

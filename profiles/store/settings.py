@@ -41,6 +41,10 @@ class StoreSettings(BaseModel):
     #: this long before the newest one seen are read again and de-duplicated by id. A
     #: commit slower than this is folded at the next refresh() or open.
     sync_lookback_s: float = Field(default=5.0, gt=0, allow_inf_nan=False)
+    #: A router writes its cached projection (what it folded, see docs/storage.md) at
+    #: close() and after folding this many new rows: a process that is killed, never
+    #: closed, leaves the next one at most about this many rows to fold on top of it.
+    projection_every: int = Field(default=50_000, ge=1)
 
     def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
         """The URL's user:password part is never shown (the password field is hidden)."""
