@@ -4,8 +4,8 @@
 ``trustroute.router.trust.scores``); it is a projection of the log, folded by every
 router from executions and from what people and signals said. ``TrustDelta`` is what one
 log row adds. Folding deltas gives the same counts in any order: counters add up,
-``last_seen`` is the newest evidence, and the lifecycle's decay offsets apply only while
-no evidence newer than the decay exists.
+``last_seen`` is the newest evidence, ``reviewed`` is what the latest verdict said, and
+the lifecycle's decay offsets apply only while no evidence newer than the decay exists.
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ class TrustCounts(Counters):
     """
 
     reviewed: bool = False
+    reviewed_at: datetime | None = None  # when the verdict that set ``reviewed`` was given
     frequency_decay: float = 0.0
     effectiveness_decay: float = 0.0
     human_decay: float = 0.0
@@ -83,8 +84,10 @@ class TrustDelta(Counters):
     def apply_to(self, counts: TrustCounts) -> None:
         """Add this delta to ``counts``; evidence newer than the last decay clears it."""
         counts.add(self)
-        if self.reviewed is not None:
-            counts.reviewed = self.reviewed
+        if self.reviewed is not None and (self.at is None or counts.reviewed_at is None
+                                          or self.at >= counts.reviewed_at):
+            counts.reviewed = self.reviewed  # the latest verdict wins, in any fold order
+            counts.reviewed_at = self.at
         if self.at is not None:
             if counts.last_seen is None or self.at > counts.last_seen:
                 counts.last_seen = self.at

@@ -70,13 +70,14 @@ def _state(row: list[Any], window_size: int) -> ProfileState:
 
 
 def _trust_row(pair: Pair, c: TrustCounts) -> list[Any]:
-    return [*pair, [getattr(c, n) for n in COUNTERS], c.reviewed, _when(c.last_seen)]
+    return [*pair, [getattr(c, n) for n in COUNTERS], c.reviewed, _when(c.reviewed_at),
+            _when(c.last_seen)]
 
 
 def _trust(row: list[Any]) -> tuple[Pair, TrustCounts]:
-    agent, task, counters, reviewed, last_seen = row
-    counts = TrustCounts(**dict(zip(COUNTERS, counters, strict=True)),
-                         reviewed=reviewed, last_seen=_moment(last_seen))
+    agent, task, counters, reviewed, reviewed_at, last_seen = row
+    counts = TrustCounts(**dict(zip(COUNTERS, counters, strict=True)), reviewed=reviewed,
+                         reviewed_at=_moment(reviewed_at), last_seen=_moment(last_seen))
     return (agent, task), counts
 
 

@@ -106,7 +106,9 @@ def test_deltas_fold_to_the_same_counts_in_any_order(decayed_at: datetime, kept:
               signal_delta("a", "code", "user_corrected", T0 + timedelta(hours=1)),
               TrustDelta("a", "code", contradictions=1),
               verdict_delta("a", "code", True, T0 - timedelta(days=1), review=False),
-              execution_delta("a", "code", "positive", T0 - timedelta(days=2))]
+              execution_delta("a", "code", "positive", T0 - timedelta(days=2)),
+              # the latest verdict decides ``reviewed``, whatever order it is folded in
+              verdict_delta("a", "code", True, T0 + timedelta(hours=2), review=True)]
     offsets = (0.04, 0.02, 0.01)
     results = []
     for order in itertools.permutations(deltas):
@@ -122,8 +124,8 @@ def test_deltas_fold_to_the_same_counts_in_any_order(decayed_at: datetime, kept:
     first = results[0]
     assert all(counts == first for counts in results)
     assert (first.observations, first.positive, first.negative, first.approvals,
-            first.rejections, first.contradictions) == (2, 1, 1, 1, 1, 1)
-    assert first.reviewed is False and first.last_seen == T0 + timedelta(hours=1)
+            first.rejections, first.contradictions) == (2, 1, 1, 2, 1, 1)
+    assert first.reviewed is True and first.last_seen == T0 + timedelta(hours=2)
     assert (first.frequency_decay, first.effectiveness_decay, first.human_decay) == (
         offsets if kept else (0.0, 0.0, 0.0))
     assert first.decayed_at == decayed_at

@@ -22,7 +22,7 @@ from typing import Any
 
 from trustroute.profiles.store.connection import Connection
 
-FORMAT = 1  # the chunk layout (router.checkpoint); another format is never read
+FORMAT = 2  # the chunk layout (router.checkpoint); another format is never read
 
 SCHEMA = """
 DEFINE TABLE IF NOT EXISTS projection SCHEMAFULL;
