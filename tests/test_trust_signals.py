@@ -207,3 +207,15 @@ def test_rescue_memory_is_bounded() -> None:
     tracker.observe("a", "x", False, {"task_id": "T3"})
     assert len(tracker) == 2
     assert tracker.observe("b", "x", True, {"task_id": "T1"}) == []  # forgotten
+
+
+def test_attempts_without_numbers_are_ordered_by_when_they_happened() -> None:
+    """Routers receive records in different orders: a failure that reaches the tracker
+    after the success that rescued it is still charged when the records say when they
+    happened, and a success that happened before the failure rescues nothing."""
+    late = RescueTracker()
+    late.observe("b", "code", True, {"task_id": "T"}, (20.0, "r2"))
+    assert late.observe("a", "code", False, {"task_id": "T"}, (10.0, "r1")) == [("a", "code")]
+    early = RescueTracker()
+    early.observe("b", "code", True, {"task_id": "T"}, (10.0, "r1"))
+    assert early.observe("a", "code", False, {"task_id": "T"}, (20.0, "r2")) == []

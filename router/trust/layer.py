@@ -174,8 +174,8 @@ class TrustLayer:
         agent, task_type, at = record.agent_id, record.task_type, record.timestamp
         kind = outcome_kind(record.success, record.effective_quality)
         self._change(execution_delta(agent, task_type, kind, at), f"execution {kind}", at, mine)
-        for rescued in self.rescues.observe(agent, task_type, record.success,
-                                            record.metadata):
+        for rescued in self.rescues.observe(agent, task_type, record.success, record.metadata,
+                                            (at.timestamp(), record.record_id)):
             self._change(TrustDelta(*rescued, contradictions=1, at=at),
                          f"rescued by {agent}", at, mine)
 

@@ -2,8 +2,9 @@
 
 Convention shared with the integrations: every record for one user task carries
 ``metadata = {"task_id": <id>, "attempt": <int>}``. A contradiction for agent X is X
-failing on task T followed by a *later* attempt on T (a higher ``attempt``; arrival order
-when attempts are missing) by another agent that succeeded. Each failure is charged at
+failing on task T followed by a *later* attempt on T (a higher ``attempt``; when attempts
+are missing, the later record by its timestamp and id as the trust layer passes them,
+else by arrival) by another agent that succeeded. Each failure is charged at
 most once. The tracker is a bounded in-memory LRU over recent task ids, so it costs
 nothing on the database and copes with records arriving out of order.
 """
@@ -17,12 +18,12 @@ from typing import Any
 
 from trustroute.profiles.trust_counts import Pair
 
-Order = tuple[float | None, int]  # (attempt if given, arrival number)
+Order = tuple[float | None, tuple[float, str]]  # (attempt if given, when)
 
 
 def is_later(a: Order, b: Order) -> bool:
     """True when attempt ``a`` came after ``b``: by attempt number when both carry one
-    and they differ, else by arrival order."""
+    and they differ, else by when they happened."""
     if a[0] is not None and b[0] is not None and a[0] != b[0]:
         return a[0] > b[0]
     return a[1] > b[1]
@@ -54,16 +55,19 @@ class RescueTracker:
         self._arrivals = 0
 
     def observe(self, agent_id: str, task_type: str, success: bool,
-                metadata: Mapping[str, Any]) -> list[Pair]:
+                metadata: Mapping[str, Any], when: tuple[float, str] | None = None
+                ) -> list[Pair]:
         """Fold one record in; returns the (agent, task type) pairs to charge a
         contradiction (each failed pair rescued by this record, or rescued earlier when
-        this failure arrives late)."""
+        this failure arrives late). ``when`` (the record's time and id) orders attempts
+        without a number the same way whatever order records arrive in; without it,
+        arrival order does."""
         found = task_attempt(metadata)
         if found is None:
             return []
         self._arrivals += 1
         task_id, attempt = found
-        order: Order = (attempt, self._arrivals)
+        order: Order = (attempt, when if when is not None else (float(self._arrivals), ""))
         task = self._tasks.pop(task_id, None) or _Task()
         self._tasks[task_id] = task  # the most recently used task last
         if len(self._tasks) > self.capacity:
