@@ -171,22 +171,22 @@ class TrustRepository:
 
     def people(self, since: datetime | None = None) -> list[dict[str, Any]]:
         """Rows of ``trust_feedback`` (stored after ``since``), in log order."""
-        where = "" if since is None else " WHERE stored_at > $since"
-        return list(self._conn.run(f"SELECT {_PEOPLE} FROM trust_feedback{where} "
-                                   "ORDER BY stored_at, id;", {"since": since})[0])
+        return list(self._conn.run(_people_query(since), {"since": since})[0])
 
     def lifecycle(self, since: datetime | None = None) -> list[dict[str, Any]]:
         """The lifecycle job's marks per pair (changed after ``since``)."""
-        where = "" if since is None else " WHERE changed_at > $since"
-        return list(self._conn.run(
-            "SELECT agent_id, task_type, decay, decayed_at, deprecated_at, changed_at "
-            f"FROM trust_lifecycle{where};", {"since": since})[0])
+        return list(self._conn.run(_lifecycle_query(since), {"since": since})[0])
 
-    def retired_since(self, since: datetime) -> int:
-        """How many pairs were retired after ``since`` (a router then rebuilds)."""
-        rows = self._conn.run("SELECT count() AS n FROM trust_archive WHERE stored_at > $s "
-                              "GROUP ALL;", {"s": since})[0]
-        return int(rows[0]["n"]) if rows else 0
+    def changes(self, people_since: datetime, changed_since: datetime
+                ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
+        """In one round trip (a router asks four times a second): people's rows stored
+        after ``people_since``, lifecycle marks changed after ``changed_since``, and how
+        many pairs were retired after it."""
+        people, lifecycle, retired = self._conn.run(
+            _people_query(people_since) + _lifecycle_query(changed_since, "$changed")
+            + "SELECT count() AS n FROM trust_archive WHERE stored_at > $changed GROUP ALL;",
+            {"since": people_since, "changed": changed_since})
+        return list(people), list(lifecycle), int(retired[0]["n"]) if retired else 0
 
     def append_history(self, rows: Iterable[dict[str, Any]]) -> None:
         """Append confidence-history rows (derived: written after the fact, in a batch)."""
@@ -242,3 +242,14 @@ class TrustRepository:
             "SELECT *, record::id(id) AS record_id OMIT id FROM execution_archive "
             "WHERE agent_id = $a AND task_type = $t ORDER BY seq;",
             {"a": agent_id, "t": task_type})[0])
+
+
+def _people_query(since: datetime | None) -> str:
+    where = "" if since is None else " WHERE stored_at > $since"
+    return f"SELECT {_PEOPLE} FROM trust_feedback{where} ORDER BY stored_at, id;"
+
+
+def _lifecycle_query(since: datetime | None, bound: str = "$since") -> str:
+    where = "" if since is None else f" WHERE changed_at > {bound}"
+    return ("SELECT agent_id, task_type, decay, decayed_at, deprecated_at, changed_at "
+            f"FROM trust_lifecycle{where};")

@@ -233,9 +233,7 @@ class TrustLayer:
         changed since the last look; True when a pair was retired (rebuild the router)."""
         since = datetime.fromtimestamp(max(0.0, self._people_newest - lookback), UTC)
         changed = self._changed_since - timedelta(seconds=lookback)
-        people = self.repo.people(since)
-        lifecycle = self.repo.lifecycle(changed)
-        retired = self.repo.retired_since(changed)
+        people, lifecycle, retired = self.repo.changes(since, changed)
         with self._lock:
             for row in people:
                 self._fold_person(row, False)
