@@ -86,7 +86,7 @@ class ProfileBook:
         return placed, in_order
 
     def apply(self, record: ExecutionRecord, seq: int | None = None) -> ProfileState:
-        """Fold one record as the newest of its task type (replays and tests that feed
+        """Fold one record as the newest of its task type (for tests that feed
         a book directly); ``seq`` defaults to the next of the task type's clock."""
         with self._lock:
             clock = self._clocks.get(record.task_type, 0)
