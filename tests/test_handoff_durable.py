@@ -109,7 +109,7 @@ def test_close_returns_within_the_bound_and_leaves_the_hand_off_pending(kv_url: 
         begun = time.monotonic()
         router.close()
         took = time.monotonic() - begun
-        assert took < 2.0, took  # the bound (0.5 s) plus the flush
+        assert took < 3.0, took  # the bound (0.5 s) plus the flush, on a loaded machine
         with Store(kv_url) as store:
             rows = store.repository(HandoffRepository).pending()
         assert [(r["request"]["decision_id"], r["hook"]) for r in rows] == [

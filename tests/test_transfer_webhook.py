@@ -159,7 +159,8 @@ def test_timeout_is_a_deadline_for_the_whole_attempt(mode: str) -> None:
         outcome = dispatch(hook, store, mode)
         elapsed = time.monotonic() - started
         rows = store.repository(HandoffRepository).pending()
-    assert 1.9 < elapsed < 2.8
+    # far below the 38 s a per-read limit would allow; slack for a loaded machine
+    assert 1.9 < elapsed < 5.0
     assert outcome.pending and outcome.stored
     assert len(server.received) == 1
     assert rows[0]["error"].endswith("after 1 attempt(s): timed out after 2 s")
