@@ -155,27 +155,21 @@ class TransferDispatcher:
     # -- delivery ------------------------------------------------------------------------
     def _deliver(self, hook: Any, request: TransferRequest) -> HookDelivery:
         retrying = Retrying(**self._retry_options(hook))
+        caught: tuple[type[BaseException], ...] = (Exception, *passthrough_of(hook))
         try:
             response: Any = retrying(call_hook, hook, request)
-        except passthrough_of(hook):
-            self._mark_delivered(request, hook_name(hook))  # the hook working: paused
-            raise
-        except Exception as exc:
-            return self._delivery(hook, retrying, error=exc)
-        self._mark_delivered(request, hook_name(hook))
-        return self._delivery(hook, retrying, response)
+        except caught as exc:
+            return self._delivery(hook, request, retrying, error=exc)
+        return self._delivery(hook, request, retrying, response)
 
     async def _adeliver(self, hook: Any, request: TransferRequest) -> HookDelivery:
         retrying = AsyncRetrying(**self._retry_options(hook))
+        caught: tuple[type[BaseException], ...] = (Exception, *passthrough_of(hook))
         try:
             response: Any = await retrying(acall_hook, hook, request)
-        except passthrough_of(hook):
-            self._mark_delivered(request, hook_name(hook))  # the hook working: paused
-            raise
-        except Exception as exc:
-            return self._delivery(hook, retrying, error=exc)
-        self._mark_delivered(request, hook_name(hook))
-        return self._delivery(hook, retrying, response)
+        except caught as exc:
+            return self._delivery(hook, request, retrying, error=exc)
+        return self._delivery(hook, request, retrying, response)
 
     def _mark_delivered(self, request: TransferRequest, hook: str) -> None:
         if self.store is None:
@@ -192,15 +186,22 @@ class TransferDispatcher:
                 exc,
             )
 
-    @staticmethod
     def _delivery(
-        hook: Any, retrying: BaseRetrying, response: Any = None, error: Exception | None = None
+        self,
+        hook: Any,
+        request: TransferRequest,
+        retrying: BaseRetrying,
+        response: Any = None,
+        error: BaseException | None = None,
     ) -> HookDelivery:
         name, attempts = hook_name(hook), retrying.statistics["attempt_number"]
+        paused = isinstance(error, passthrough_of(hook))  # control flow: the hook working
+        if error is None or paused:
+            self._mark_delivered(request, name)
         if error is None:
             return HookDelivery(name, True, attempts, response=response)
-        if isinstance(error, passthrough_of(hook)):
-            raise error  # control flow: the hook working (a paused graph), not failing
+        if paused:
+            raise error
         text = f"{type(error).__name__}: {error}"
         log.warning("transfer hook %s failed after %d attempt(s): %s", name, attempts, text)
         return HookDelivery(name, False, attempts, error=text)
