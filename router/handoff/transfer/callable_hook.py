@@ -10,6 +10,7 @@ next to its ``router.yaml`` needs no ``PYTHONPATH``.
 
 from __future__ import annotations
 
+import functools
 import os
 import pkgutil
 import re
@@ -58,16 +59,14 @@ def import_target(
     check_target(target)
     folders = [str(Path(p).resolve()) for p in search_path]
     try:
-        obj = _resolve(target)
-    except ModuleNotFoundError as exc:
-        if exc.name != _top_package(target) or not folders:
-            raise _cannot_import(target, exc, folders) from None
-        with _IMPORT_LOCK:
-            sys.path.extend(f for f in folders if f not in sys.path)
         try:
             obj = _resolve(target)
-        except ImportError as again:
-            raise _cannot_import(target, again, folders) from None
+        except ModuleNotFoundError as exc:
+            if exc.name != _top_package(target) or not folders:
+                raise
+            with _IMPORT_LOCK:
+                sys.path.extend(f for f in folders if f not in sys.path)
+            obj = _resolve(target)
     except ImportError as exc:
         raise _cannot_import(target, exc, folders) from None
     if not callable(obj):
@@ -103,12 +102,11 @@ class CallableHook:
     ) -> None:
         self.target: str | None = None
         self.search_path = [Path(p) for p in search_path]
-        self._func: Callable[..., Any] | None = None
         if isinstance(func, str):
             self.target = check_target(func)
             default = re.split(r"[:.]", func)[-1]
         elif callable(func):
-            self._func = func
+            self.func = func
             default = getattr(func, "__name__", None) or "callable"
         else:
             raise TypeError(f"CallableHook needs a callable, got {type(func).__name__}")
@@ -117,13 +115,11 @@ class CallableHook:
     def __repr__(self) -> str:
         return f"CallableHook({self.name!r})"
 
-    @property
+    @functools.cached_property
     def func(self) -> Callable[..., Any]:
-        """The function, imported now if it was given by path and not imported yet."""
-        if self._func is None:
-            assert self.target is not None
-            self._func = import_target(self.target, self.search_path)
-        return self._func
+        """The function, imported on first use when it was given by path."""
+        assert self.target is not None  # else __init__ set it
+        return import_target(self.target, self.search_path)
 
     def __call__(self, request: TransferRequest) -> Any:
         """Call the function (an async one is driven to completion)."""
