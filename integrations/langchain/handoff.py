@@ -136,7 +136,12 @@ class HandoffRunnable(Runnable[Any, Any]):
         self.answer_chain = coerce_to_runnable(answer_chain)
         self.store = store if store is not None else (router.store if router else None)
         self.confidence = self._resolve_confidence(confidence, router)
-        self.dispatcher = self._resolve_dispatcher(hooks, router)
+        if isinstance(hooks, TransferDispatcher):
+            self.dispatcher: TransferDispatcher | None = hooks
+        elif hooks:
+            self.dispatcher = TransferDispatcher(list(hooks), store=self.store)
+        else:  # None: the HandoffResult goes back to the caller, who is the hand-off
+            self.dispatcher = router.transfer if router else None
         self.task_type = task_type
         self.k = k
         self.search_kwargs = dict(search_kwargs or {})
@@ -165,20 +170,6 @@ class HandoffRunnable(Runnable[Any, Any]):
         if router is not None and router.transfer is not None:
             return RetrievalConfidence.from_section(router.transfer.settings, router.store)
         return RetrievalConfidence()
-
-    def _resolve_dispatcher(
-        self, hooks: Any, router: AgentRouter | None
-    ) -> TransferDispatcher | None:
-        if isinstance(hooks, TransferDispatcher):
-            return hooks
-        if hooks:
-            return TransferDispatcher(list(hooks), store=self.store)
-        if router is not None and router.transfer is not None:
-            return router.transfer
-        return None  # the HandoffResult goes back to the caller, who is the hand-off
-
-    def _task_type(self, input_: Any) -> str:
-        return resolve_task_type(self.task_type, input_)
 
     # -- retrieval -------------------------------------------------------------------
     def _search(self, asynchronous: bool) -> Callable[..., Any] | None:
@@ -352,7 +343,8 @@ class HandoffRunnable(Runnable[Any, Any]):
         config: RunnableConfig,
         **kwargs: Any,
     ) -> Any:
-        query, task_type = _query_of(input_, self.input_key), self._task_type(input_)
+        query = _query_of(input_, self.input_key)
+        task_type = resolve_task_type(self.task_type, input_)
         child = patch_config(config, callbacks=run_manager.get_child())
         docs, scores = self._retrieve(query, child)
         result, request = self._decide(input_, query, task_type, docs, scores, run_manager.run_id)
@@ -377,7 +369,8 @@ class HandoffRunnable(Runnable[Any, Any]):
         config: RunnableConfig,
         **kwargs: Any,
     ) -> Any:
-        query, task_type = _query_of(input_, self.input_key), self._task_type(input_)
+        query = _query_of(input_, self.input_key)
+        task_type = resolve_task_type(self.task_type, input_)
         child = patch_config(config, callbacks=run_manager.get_child())
         docs, scores = await self._aretrieve(query, child)
         result, request = self._decide(input_, query, task_type, docs, scores, run_manager.run_id)
