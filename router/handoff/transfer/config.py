@@ -25,7 +25,7 @@ file is checked before anything is loaded.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -43,17 +43,6 @@ if TYPE_CHECKING:
     from trustroute.profiles.store import Store
 
 HOOK_KINDS = "trustroute.hook_kinds"  # entry-point group: hook kinds built outside router/
-
-
-def installed_hook_kind(kind: str) -> Callable[..., Any]:
-    """The factory an installed package declares for hook kind ``kind``."""
-    found = entry_points(group=HOOK_KINDS, name=kind)
-    if not found:
-        raise ValueError(
-            f"hooks: no installed package provides the hook kind {kind!r} (entry point "
-            f"{kind!r} in the group {HOOK_KINDS!r}); reinstall trustroute"
-        )
-    return next(iter(found)).load()
 
 
 class CallableHookSpec(BaseModel):
@@ -105,7 +94,13 @@ class LangGraphHookSpec(BaseModel):
 
     def build(self, config_dir: Path | None = None) -> Any:
         """The hook this entry describes (its factory loaded now, from the entry point)."""
-        factory = installed_hook_kind(self.type)
+        found = entry_points(group=HOOK_KINDS, name=self.type)
+        if not found:
+            raise ValueError(
+                f"hooks: no installed package provides the hook kind {self.type!r} (entry "
+                f"point {self.type!r} in the group {HOOK_KINDS!r}); reinstall trustroute"
+            )
+        factory = next(iter(found)).load()
         return factory(**self.model_dump(exclude={"type"}, exclude_none=True))
 
 
