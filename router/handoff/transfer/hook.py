@@ -54,11 +54,14 @@ def passthrough_of(hook: Any) -> tuple[type[BaseException], ...]:
     return tuple(value) if isinstance(value, tuple | list) else ()
 
 
-def _run_coroutine_blocking(awaitable: Awaitable[Any]) -> Any:
-    """Drive ``awaitable`` to completion from sync code, even inside a running loop."""
+def call_hook(hook: Any, request: TransferRequest) -> Any:
+    """Call a hook synchronously (awaiting it when it is async, even inside a running loop)."""
+    result = hook(request)
+    if not inspect.isawaitable(result):
+        return result
 
     async def wrap() -> Any:
-        return await awaitable
+        return await result
 
     try:
         asyncio.get_running_loop()
@@ -68,14 +71,6 @@ def _run_coroutine_blocking(awaitable: Awaitable[Any]) -> Any:
     # helper thread (with this context's variables) rather than deadlocking the caller's
     with ThreadPoolExecutor(1, thread_name_prefix="trustroute-hook") as pool:
         return pool.submit(contextvars.copy_context().run, asyncio.run, wrap()).result()
-
-
-def call_hook(hook: Any, request: TransferRequest) -> Any:
-    """Call a hook synchronously (awaiting it when it is async)."""
-    result = hook(request)
-    if inspect.isawaitable(result):
-        return _run_coroutine_blocking(result)
-    return result
 
 
 async def acall_hook(hook: Any, request: TransferRequest) -> Any:
