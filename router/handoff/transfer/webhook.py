@@ -68,10 +68,7 @@ class _Transient(Exception):
 def redact_url(url: str) -> str:
     """The URL without user:password and without the query string (tokens often live there)."""
     parts = urlsplit(url)
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+    return urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, "", ""))
 
 
 def sign(body: bytes, secret: str) -> str:
