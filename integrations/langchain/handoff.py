@@ -135,7 +135,17 @@ class HandoffRunnable(Runnable[Any, Any]):
         self.source = retriever_or_vectorstore
         self.answer_chain = coerce_to_runnable(answer_chain)
         self.store = store if store is not None else (router.store if router else None)
-        self.confidence = self._resolve_confidence(confidence, router)
+        if isinstance(confidence, str):  # a calibration saved in the store
+            if self.store is None:
+                raise ValueError(
+                    f"confidence={confidence!r} names a calibration; pass store= or router="
+                )
+            confidence = RetrievalConfidence.load(self.store, confidence)
+        elif confidence is None and router is not None and router.transfer is not None:
+            confidence = RetrievalConfidence.from_section(router.transfer.settings, router.store)
+        if not isinstance(confidence, RetrievalConfidence):  # a mapping, or None: defaults
+            confidence = RetrievalConfidence(confidence)
+        self.confidence = confidence
         if isinstance(hooks, TransferDispatcher):
             self.dispatcher: TransferDispatcher | None = hooks
         elif hooks:
@@ -154,22 +164,6 @@ class HandoffRunnable(Runnable[Any, Any]):
         )
         self.name = name or "HandoffRunnable"
         self.handoff_output = handoff_output
-
-    # -- construction helpers --------------------------------------------------------
-    def _resolve_confidence(self, given: Any, router: AgentRouter | None) -> RetrievalConfidence:
-        if isinstance(given, RetrievalConfidence):
-            return given
-        if isinstance(given, str):  # a calibration saved in the store
-            if self.store is None:
-                raise ValueError(
-                    f"confidence={given!r} names a calibration; pass store= or router="
-                )
-            return RetrievalConfidence.load(self.store, given)
-        if given is not None:
-            return RetrievalConfidence(given)
-        if router is not None and router.transfer is not None:
-            return RetrievalConfidence.from_section(router.transfer.settings, router.store)
-        return RetrievalConfidence()
 
     # -- retrieval -------------------------------------------------------------------
     def _search(self, asynchronous: bool) -> Callable[..., Any] | None:
@@ -200,18 +194,15 @@ class HandoffRunnable(Runnable[Any, Any]):
         for key in keys:
             if key in doc.metadata:
                 return float(doc.metadata[key])
-        raise self._no_score(index, keys)
-
-    def _no_score(self, index: int, keys: Sequence[str]) -> ValueError:
-        """What to do about a retriever whose documents carry no relevance score."""
+        # no relevance score: say what to pass instead
         name, store = type(self.source).__name__, getattr(self.source, "vectorstore", None)
         if store is not None:  # vectorstore.as_retriever(): the store itself has the scores
-            return ValueError(
+            raise ValueError(
                 f"{name} over {type(store).__name__} returns documents without relevance "
                 "scores; pass the vector store itself (retriever.vectorstore, with k= and "
                 "search_kwargs=), which HandoffRunnable searches with relevance scores"
             )
-        return ValueError(
+        raise ValueError(
             f"{name} returned document {index} without a relevance score in its metadata "
             f"(looked for {', '.join(keys)}). HandoffRunnable needs one per document: use a "
             "retriever that writes it into each document's metadata (rerankers write "
