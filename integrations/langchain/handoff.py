@@ -8,19 +8,9 @@ out = rag.invoke("Can I pay my card bill in Bitcoin?")
 if isinstance(out, HandoffResult): ...   # handed over; out.message is what the user sees
 ```
 
-``task_type`` reads as in ``RoutedRunnable`` (a string is a key of the input mapping;
-default ``fixed_task_type("rag")``). ``handoff_output="text"`` returns a hand-off's
-message as a string, so the runnable composes with ``StrOutputParser``.
-
-Retrieval carries relevance scores: a vector store is searched with
-``similarity_search_with_relevance_scores`` (or ``similarity_search_with_score`` mapped by
-``relevance_score_fn``); a retriever's documents must carry a score in their metadata
-(``score``, ``relevance_score``, ... or ``score_key``). The answer chain gets a dict with
-``question``, ``context`` (the documents' text), ``documents`` and ``confidence`` (plus the
-keys of a dict input). Every decision -- answered or handed over -- is written to the
-store's hand-off log with its task type, so ``trustroute handoffs --stats`` and
-``trustroute profiles`` show the hand-off rate per task type. Sync and async paths are
-symmetric; callbacks and config flow to the retriever and the answer chain.
+Retrieval needs relevance scores, every decision (answered or handed over) goes to the
+store's hand-off log with its task type, and sync and async paths are symmetric: see
+docs/handoff.md ("LangChain: HandoffRunnable") for each option.
 """
 
 from __future__ import annotations
