@@ -28,7 +28,8 @@ from tenacity import (
     AsyncRetrying,
     BaseRetrying,
     Retrying,
-    retry_if_exception,
+    retry_if_exception_type,
+    retry_if_not_exception_type,
     stop_after_attempt,
     wait_exponential,
 )
@@ -136,19 +137,17 @@ class TransferDispatcher:
 
     def _retry_options(self, hook: Any) -> dict[str, Any]:
         own = getattr(hook, "dispatch_attempts", None)
-        passthrough = passthrough_of(hook)
-
-        def retryable(exc: BaseException) -> bool:
-            # ordinary errors; never control flow (passthrough, Ctrl-C, cancellation)
-            return isinstance(exc, Exception) and not isinstance(exc, passthrough)
-
+        # ordinary errors; never control flow (passthrough, Ctrl-C, cancellation)
+        retryable = retry_if_exception_type(Exception) & retry_if_not_exception_type(
+            passthrough_of(hook)
+        )
         return {
             "stop": stop_after_attempt(own if isinstance(own, int) and own >= 1 else self.attempts),
             "wait": wait_exponential(
                 multiplier=self.settings.dispatch_backoff_s,
                 max=self.settings.dispatch_max_backoff_s,
             ),
-            "retry": retry_if_exception(retryable),
+            "retry": retryable,
             "reraise": True,
         }
 
