@@ -10,9 +10,7 @@ and its effective number of runs (prior pseudo-runs included). An optional
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from trustroute.router.strategies.base import Arm, ArmScore, StrategyContext
+from trustroute.router.strategies.base import StrategyContext
 from trustroute.router.strategies.pooled_posterior import PooledPosterior
 
 
@@ -21,9 +19,6 @@ class LowerBound(PooledPosterior):
 
     name = "lower_bound"
 
-    def score(self, arms: Sequence[Arm], ctx: StrategyContext) -> list[ArmScore]:
-        """Lower-bound verdicts (or a random order when the floor fires)."""
-        post = self.posterior(arms, ctx)
-        if self.floor_draw(ctx):
-            return self.random_order_verdicts(post, ctx)
-        return self.lower_bound_verdicts(post)
+    def exploit(self, ctx: StrategyContext) -> bool:
+        """Always: this strategy never samples."""
+        return True

@@ -17,7 +17,7 @@ The same is done for the success rate (``success_probability``). Posteriors are 
 per (task type, arms) until the ledger changes, so a stream of decisions without new
 outcomes only samples.
 
-``thompson`` and ``lower_bound`` are subclasses that differ only in how they rank.
+``thompson`` and ``lower_bound`` are subclasses that differ only in ``exploit``.
 """
 
 from __future__ import annotations
@@ -240,24 +240,22 @@ class PooledPosterior:
         post.next_draw += 1
         return row
 
-    # -- verdicts shared by the ranking strategies --------------------------------------
+    # -- ranking ----------------------------------------------------------------------
     def exploit(self, ctx: StrategyContext) -> bool:
         """True when this decision ranks by the lower bound instead of sampling."""
         return self.params.exploit_only or ctx.exploit_only
 
-    def floor_draw(self, ctx: StrategyContext) -> bool:
-        """True when the exploration floor turns this decision into a uniform pick."""
+    def score(self, arms: Sequence[Arm], ctx: StrategyContext) -> list[ArmScore]:
+        """Thompson verdicts, lower-bound ones when ``exploit``, or a uniformly random
+        order when the exploration floor turns this decision into a random pick."""
+        post = self.posterior(arms, ctx)
         floor = self.params.exploration_floor
-        return bool(floor) and float(ctx.rng.random()) < floor
-
-    def lower_bound_verdicts(self, post: Posterior) -> list[ArmScore]:
-        """Verdicts ranking each arm by its posterior's Wilson lower bound."""
-        return self.verdicts(post, post.lower_bound, "lower bound", "lower_bound")
-
-    def random_order_verdicts(self, post: Posterior, ctx: StrategyContext) -> list[ArmScore]:
-        """Verdicts in a uniformly random order (a decision taken by the exploration floor)."""
-        order = ctx.rng.random(len(post.alpha))
-        return self.verdicts(post, order, "exploration floor: random", "random_order")
+        if floor and float(ctx.rng.random()) < floor:
+            order = ctx.rng.random(len(post.alpha))
+            return self.verdicts(post, order, "exploration floor: random", "random_order")
+        if self.exploit(ctx):
+            return self.verdicts(post, post.lower_bound, "lower bound", "lower_bound")
+        return self.verdicts(post, self.draw(post, ctx.rng), "Thompson draw", "sample")
 
     @staticmethod
     def verdicts(post: Posterior, values: np.ndarray, label: str,

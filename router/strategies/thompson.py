@@ -15,9 +15,6 @@ way as quality); the score itself is about *quality*.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from trustroute.router.strategies.base import Arm, ArmScore, StrategyContext
 from trustroute.router.strategies.pooled_posterior import PooledPosterior
 
 
@@ -25,12 +22,3 @@ class ThompsonSampling(PooledPosterior):
     """Sample each arm's quality from its posterior; the best draw wins."""
 
     name = "thompson"
-
-    def score(self, arms: Sequence[Arm], ctx: StrategyContext) -> list[ArmScore]:
-        """Thompson verdicts (lower-bound ones in exploit-only mode)."""
-        post = self.posterior(arms, ctx)
-        if self.floor_draw(ctx):
-            return self.random_order_verdicts(post, ctx)
-        if self.exploit(ctx):
-            return self.lower_bound_verdicts(post)
-        return self.verdicts(post, self.draw(post, ctx.rng), "Thompson draw", "sample")
