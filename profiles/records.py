@@ -82,30 +82,16 @@ class ExecutionRecord(BaseModel):
     decision_id: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
 
-    @field_validator("agent_id", "task_type", "record_id")
+    @field_validator("agent_id", "task_type", "record_id", "decision_id")
     @classmethod
-    def _identifier(cls, value: str, info: Any) -> str:
-        return check_identifier(value, info.field_name)
-
-    @field_validator("decision_id")
-    @classmethod
-    def _optional_identifier(cls, value: str | None, info: Any) -> str | None:
+    def _identifier(cls, value: str | None, info: Any) -> str | None:
         return None if value is None else check_identifier(value, info.field_name)
 
-    @field_validator("quality", mode="before")
+    @field_validator("quality", "latency_ms", "cost", mode="before")
     @classmethod
-    def _quality(cls, value: Any) -> Any:
-        return None if value is None else check_finite(value, "quality", low=0.0, high=1.0)
-
-    @field_validator("latency_ms", mode="before")
-    @classmethod
-    def _latency(cls, value: Any) -> Any:
-        return check_finite(value, "latency_ms", low=0.0, high=MAX_LATENCY_MS)
-
-    @field_validator("cost", mode="before")
-    @classmethod
-    def _cost(cls, value: Any) -> Any:
-        return None if value is None else check_finite(value, "cost", low=0.0, high=MAX_COST)
+    def _number(cls, value: Any, info: Any) -> Any:
+        high = {"quality": 1.0, "latency_ms": MAX_LATENCY_MS, "cost": MAX_COST}[info.field_name]
+        return None if value is None else check_finite(value, info.field_name, low=0.0, high=high)
 
     @field_validator("timestamp")
     @classmethod
