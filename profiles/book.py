@@ -134,6 +134,4 @@ class ProfileBook:
 
     def clear(self) -> None:
         """Forget everything (before a rebuild)."""
-        with self._lock:
-            self._states, self._clocks, self._tails = {}, {}, {}
-            self.stale = False
+        self.restore([], {}, {})
