@@ -41,11 +41,6 @@ def unique_tools(trace: ReasoningTrace) -> frozenset[str]:
     return frozenset(s.tool for s in trace.steps if s.tool)
 
 
-def uses_tools(trace: ReasoningTrace) -> bool:
-    """True when any step names a tool or is a tool call."""
-    return any(s.tool or s.type == "tool_call" for s in trace.steps)
-
-
 def complexity(trace: ReasoningTrace) -> float:
     """C = 0.5 · k/4 + 0.3 · r + 0.2 · min(1, n/20), in [0, 1].
 

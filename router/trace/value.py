@@ -24,7 +24,6 @@ from trustroute.router.trace.components import (
     outcome_confidence,
     tool_diversity,
     unique_tools,
-    uses_tools,
 )
 from trustroute.router.trace.model import ReasoningTrace
 from trustroute.router.trace.novelty import Embedder, NoveltyCache, anovelty, novelty
@@ -78,7 +77,8 @@ def combine(trace: ReasoningTrace, novelty_value: float,
         score = SINGLE_THOUGHT_SCORE
     if trace.success and error_recoveries(trace) >= RECOVERY_BONUS_MIN_RECOVERIES:
         score = min(1.0, score + RECOVERY_BONUS)
-    if uses_tools(trace) and len(unique_tools(trace)) <= 1:
+    uses_tools = any(s.tool or s.type == "tool_call" for s in trace.steps)
+    if uses_tools and len(unique_tools(trace)) <= 1:
         score = max(0.0, score - SINGLE_TOOL_PENALTY)
     return min(1.0, max(0.0, score))
 
