@@ -77,8 +77,3 @@ class PosteriorParams(BaseModel):
                     problems.append(f"{key}: {err['msg']} (got {err.get('input')!r})")
             raise InvalidStrategyParams(
                 f"bad parameters for strategy {strategy!r}: " + "; ".join(problems)) from None
-
-    @property
-    def half_life_seconds(self) -> float | None:
-        """``half_life_days`` in seconds."""
-        return None if self.half_life_days is None else self.half_life_days * 86_400.0

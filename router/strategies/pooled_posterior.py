@@ -84,7 +84,8 @@ class PooledPosterior:
     def __init__(self, **params: Any) -> None:
         self.params = PosteriorParams.parse(self.name, params)
         p = self.params
-        self.ledger = EvidenceLedger(p.half_life_executions, p.half_life_seconds,
+        half_life_seconds = None if p.half_life_days is None else p.half_life_days * 86_400.0
+        self.ledger = EvidenceLedger(p.half_life_executions, half_life_seconds,
                                      p.type_prior_strength)
         self.monitor = (ChangeMonitor(p.change_window, p.change_delta)
                         if p.change_detection else None)
