@@ -24,7 +24,7 @@ import numpy as np
 
 from trustroute.profiles.book import ProfileBook
 from trustroute.profiles.profile import WindowEntry
-from trustroute.router.strategies.change_point import ChangePoint, detect_change
+from trustroute.router.strategies.change_point import detect_change
 
 _STRIDE_DIVISOR = 25  # test every len/25 outcomes: at most 8 late on a 200-outcome history
 
@@ -34,7 +34,6 @@ class DetectedChange:
     """A change of one agent, and its outcomes from the change on."""
 
     agent_id: str
-    change: ChangePoint
     kept: dict[str, tuple[WindowEntry, ...]]
     """Per task type, the agent's outcomes from the change on, oldest first (task types
     without one are absent)."""
@@ -122,8 +121,7 @@ class ChangeMonitor:
                 history.successes[since].tolist(), strict=True):
             kept.setdefault(names[g], []).append(WindowEntry(stamp, value, success, seq))
         history.keep_last(n - change.index)
-        return DetectedChange(agent_id, change,
-                              {name: tuple(entries) for name, entries in kept.items()})
+        return DetectedChange(agent_id, {name: tuple(entries) for name, entries in kept.items()})
 
     def rebuild(self, book: ProfileBook) -> list[DetectedChange]:
         """Histories from a freshly loaded book's windows (merged by time), re-tested."""
