@@ -59,7 +59,6 @@ class Posterior:
     lower_bound: np.ndarray
     success: list[float]  # posterior mean of the success rate
     penalties: list[float] | None  # lambda_cost x cost + lambda_latency x latency; None: all 0
-    explained: list[str]  # per arm: the posterior in words
     components: list[dict[str, float]]  # per arm: the numbers behind it
     pending: np.ndarray | None = None  # Thompson draws taken ahead (batch, arms)
     next_draw: int = 0
@@ -179,23 +178,18 @@ class PooledPosterior:
         qa, qb = alpha[0], beta[0]
         lower_bound = wilson_lower_bound(mean[0], qa + qb, p.z)
         penalty = self._penalty(arms)
-        explained, components = [], []
-        columns = zip(mean[0].tolist(), beta_sd(qa, qb).tolist(), pair[2].tolist(),
-                      prior_mean[0].tolist(), prior_strength.tolist(), mean[1].tolist(),
-                      lower_bound.tolist(), penalty.tolist(), strict=True)
-        for mu, sd, n, prior, strength, success, bound, cost in columns:
-            explained.append(f"mean {mu:.2f} ± {sd:.2f} over {n:.1f} runs "
-                             f"(pooled prior {prior:.2f} x {strength:.1f})")
-            components.append({
-                "posterior_mean": mu, "posterior_sd": sd, "evidence": n,
-                "prior_mean": prior, "prior_strength": strength,
-                "success_probability": success, "lower_bound": bound, "penalty": cost,
-            })
+        columns = {
+            "posterior_mean": mean[0], "posterior_sd": beta_sd(qa, qb), "evidence": pair[2],
+            "prior_mean": prior_mean[0], "prior_strength": prior_strength,
+            "success_probability": mean[1], "lower_bound": lower_bound, "penalty": penalty,
+        }
+        rows = zip(*(values.tolist() for values in columns.values()), strict=True)
+        components = [dict(zip(columns, row, strict=True)) for row in rows]
         return Posterior(
             version=self.ledger.version, computed_at=now, alpha=qa, beta=qb,
             lower_bound=lower_bound, success=mean[1].tolist(),
             penalties=penalty.tolist() if penalty.any() else None,
-            explained=explained, components=components)
+            components=components)
 
     def _penalty(self, arms: Sequence[Arm]) -> np.ndarray:
         """``lambda_cost x cost + lambda_latency x latency_s`` per arm (0 by default).
@@ -271,7 +265,10 @@ class PooledPosterior:
             [value - penalty for value, penalty in zip(drawn, post.penalties, strict=True)]
 
         def explain(i: int) -> Explanation:
-            reason = f"{label} {drawn[i]:.2f}; {post.explained[i]}"
+            c = post.components[i]
+            reason = (f"{label} {drawn[i]:.2f}; mean {c['posterior_mean']:.2f} ± "
+                      f"{c['posterior_sd']:.2f} over {c['evidence']:.1f} runs (pooled prior "
+                      f"{c['prior_mean']:.2f} x {c['prior_strength']:.1f})")
             if post.penalties is not None:  # every arm names the penalty, zero or not
                 reason += f"; cost/latency penalty {post.penalties[i]:.3f}"
             return reason, {**post.components[i], component: drawn[i], "objective": scores[i]}
