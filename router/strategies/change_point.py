@@ -69,18 +69,10 @@ def _xlogx(x: np.ndarray) -> np.ndarray:
     return np.asarray(x * np.log(np.maximum(x, 1e-300)))
 
 
-@dataclass(frozen=True, slots=True)
-class SplitStatistics:
-    """Both test statistics at each candidate split."""
-
-    per_type: np.ndarray  # GLR with a free before/after mean per task type
-    dof: np.ndarray  # task types observed on both sides of the split
-    shift: np.ndarray  # one common shift of every task type (one degree of freedom)
-
-
 def split_statistics(groups: np.ndarray, values: np.ndarray, splits: np.ndarray
-                     ) -> SplitStatistics:
-    """Both statistics at each split in ``splits`` (1 .. n-1).
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Both statistics at each split in ``splits`` (1 .. n-1): ``(per_type, dof, shift)``,
+    ``dof`` being the task types observed on both sides of the split.
 
     per-type GLR: the sum over task types of
     ``n_before KL(mean_before, mean) + n_after KL(mean_after, mean)``, computed in the
@@ -125,7 +117,7 @@ def split_statistics(groups: np.ndarray, values: np.ndarray, splits: np.ndarray
     effective = 1.0 / (1.0 / after + spread)
     shift = np.where(splits >= _MIN_BASELINE_RUNS,
                      effective * bernoulli_kl(observed, expected), 0.0)
-    return SplitStatistics(np.maximum(per_type, 0.0), dof, shift)
+    return np.maximum(per_type, 0.0), dof, shift
 
 
 def detect_change(groups: np.ndarray, values: np.ndarray, delta: float = 0.05,
@@ -144,17 +136,16 @@ def detect_change(groups: np.ndarray, values: np.ndarray, delta: float = 0.05,
     # candidate splits on a grid of at most ~max_splits points (Besson & Kaufmann's
     # down-sampling): the change point is located to within the grid step
     splits = np.arange(1, n, max(1, (n - 1) // max_splits))
-    stats = split_statistics(np.asarray(groups, dtype=np.int64), values, splits)
-    per_type_threshold = glr_threshold(n, np.maximum(stats.dof, 1), delta / 2.0)
+    per_type, dof, shift = split_statistics(np.asarray(groups, dtype=np.int64), values, splits)
+    per_type_threshold = glr_threshold(n, np.maximum(dof, 1), delta / 2.0)
     shift_threshold = float(glr_threshold(n, 1, delta / 2.0))
-    margins = np.stack((np.where(stats.dof > 0, stats.per_type - per_type_threshold,
-                                 -np.inf),
-                        stats.shift - shift_threshold))
+    margins = np.stack((np.where(dof > 0, per_type - per_type_threshold, -np.inf),
+                        shift - shift_threshold))
     kind, best = np.unravel_index(int(np.argmax(margins)), margins.shape)
     if not margins[kind, best] > 0.0:
         return None
     s = int(splits[best])
-    statistic = stats.per_type[best] if kind == 0 else stats.shift[best]
+    statistic = per_type[best] if kind == 0 else shift[best]
     threshold = per_type_threshold[best] if kind == 0 else shift_threshold
     return ChangePoint(index=s, statistic=float(statistic), threshold=float(threshold),
                        before=float(values[:s].mean()), after=float(values[s:].mean()),
