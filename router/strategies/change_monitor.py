@@ -137,8 +137,7 @@ class ChangeMonitor:
             history = self._history[agent_id] = AgentHistory(self.window)
             for stamp, seq, task_type, quality, success in rows[-self.window:]:
                 history.append(task_type, seq, quality, stamp, success)
-            if history.size >= 4:
-                change = self._test(agent_id, history)
-                if change is not None:
-                    changes.append(change)
+            change = self._test(agent_id, history) if history.due() else None
+            if change is not None:
+                changes.append(change)
         return changes
