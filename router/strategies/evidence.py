@@ -203,8 +203,6 @@ class EvidenceLedger:
         """Recompute everything from a freshly loaded book (windows plus aggregates)."""
         self.clear()
         states = list(book)
-        if not states:
-            return
         # a clock or a time behind its own records would weigh them above 1: take the max
         clocks: dict[str, int] = {}
         latest = 0.0
@@ -223,8 +221,7 @@ class EvidenceLedger:
             clock = clocks[state.task_type]
             te = self._type(state.task_type, clock)
             te.sums[:, i] = self._state_sums(state, clock, latest)
-        for te in self._types.values():
-            te.decay = 1.0
+        for te in self._types.values():  # all new, at decay 1
             self._agents += te.sums
             self._overall += te.sums.sum(axis=1)
         for te in self._types.values():
