@@ -64,8 +64,8 @@ class _StrictYamlLoader(yaml.SafeLoader):
             self.depth -= 1
 
     def construct_document(self, node: yaml.Node) -> Any:
-        """Measure the document with its aliases expanded before building any value."""
-        _expanded(node, 1, {}, set())
+        """Count the document's values with its aliases expanded before building any."""
+        _expanded_values(node, {}, set())
         return super().construct_document(node)
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
@@ -88,39 +88,33 @@ class _StrictYamlLoader(yaml.SafeLoader):
         return built
 
 
-def _expanded(node: yaml.Node, level: int, seen: dict[int, tuple[int, int]],
-              open_nodes: set[int]) -> tuple[int, int]:
-    """(values, levels) of ``node`` as it would be built, every alias expanded.
+def _expanded_values(node: yaml.Node, seen: dict[int, int], open_nodes: set[int]) -> int:
+    """How many values ``node`` holds as it would be built, every alias expanded.
 
     Each distinct node is measured once (aliases share nodes), so this costs the size of
-    the text, not of the expansion; the recursion never goes past ``MAX_DEPTH``.
+    the text, not of the expansion; an alias names a node defined before it, so the
+    recursion is no deeper than the text's nesting (bounded by ``compose_node``).
     """
     if isinstance(node, yaml.ScalarNode):
-        return 1, 0
+        return 1
     key = id(node)
     if key in open_nodes:
         raise yaml.constructor.ConstructorError(
             None, None, "an alias refers to itself (a loop)", node.start_mark)
     if key not in seen:
-        if level > MAX_DEPTH:
-            raise yaml.constructor.ConstructorError(None, None, TOO_DEEP, node.start_mark)
         open_nodes.add(key)
         children = ([part for pair in node.value for part in pair]
                     if isinstance(node, yaml.MappingNode) else node.value)
-        values, height = 1, 0
+        values = 1
         for child in children:
-            child_values, child_height = _expanded(child, level + 1, seen, open_nodes)
-            values, height = values + child_values, max(height, child_height)
+            values += _expanded_values(child, seen, open_nodes)
             if values > MAX_CONFIG_VALUES:
                 raise yaml.constructor.ConstructorError(
                     None, None, f"more than {MAX_CONFIG_VALUES:,} values once aliases are expanded",
                     node.start_mark)
         open_nodes.discard(key)
-        seen[key] = (values, height + 1)
-    values, height = seen[key]
-    if level - 1 + height > MAX_DEPTH:
-        raise yaml.constructor.ConstructorError(None, None, TOO_DEEP, node.start_mark)
-    return values, height
+        seen[key] = values
+    return seen[key]
 
 
 def _json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -151,12 +145,13 @@ def parse(text: str, fmt: str) -> Any:
     """Parse config text; ParseError (or the format's own error, with a position)."""
     try:
         if fmt == "YAML":
-            return yaml.load(text, Loader=_StrictYamlLoader)  # a SafeLoader: no tags, no code
-        data = (tomllib.loads(text) if fmt == "TOML"
-                else json.loads(text, object_pairs_hook=_json_object))
+            data = yaml.load(text, Loader=_StrictYamlLoader)  # a SafeLoader: no tags, no code
+        else:
+            data = (tomllib.loads(text) if fmt == "TOML"
+                    else json.loads(text, object_pairs_hook=_json_object))
     except RecursionError:  # the recursive TOML and JSON parsers, far past MAX_DEPTH
         raise ParseError(TOO_DEEP) from None
-    where = too_deep_at(data)
+    where = too_deep_at(data)  # in YAML, also nesting built through aliases
     if where is not None:
         shown = ".".join(str(p) for p in where[:3])
         raise ParseError(f"{shown}: {TOO_DEEP}" if shown else TOO_DEEP)
