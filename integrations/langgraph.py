@@ -37,26 +37,19 @@ OUTSIDE_A_GRAPH = (
     "dispatcher from the node, or use another hook (CallableHook, WebhookHook) outside a graph"
 )
 _RUNS_KEPT = 1024  # node runs whose hand-off count is remembered (oldest forgotten first)
+# hand-offs prepared so far per node run; shared: two hooks in one node must not reuse an index
+_handoffs: OrderedDict[Any, int] = OrderedDict()
+_handoffs_lock = threading.Lock()
 
 
-class _HandoffCounter:
-    """How many hand-offs each node run (one attempt of one task) has prepared so far."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._runs: OrderedDict[Any, int] = OrderedDict()
-
-    def next(self, run: Any) -> int:
-        """The index of this hand-off within the node run ``run`` (0, 1, ...)."""
-        with self._lock:
-            index = self._runs.pop(run, 0)
-            self._runs[run] = index + 1
-            while len(self._runs) > _RUNS_KEPT:
-                self._runs.popitem(last=False)
-            return index
-
-
-_COUNTER = _HandoffCounter()  # shared: two hooks in one node must not reuse an index
+def _handoff_index(run: Any) -> int:
+    """The index of this hand-off within the node run ``run`` (0, 1, ...)."""
+    with _handoffs_lock:
+        index = _handoffs.pop(run, 0)
+        _handoffs[run] = index + 1
+        if len(_handoffs) > _RUNS_KEPT:
+            _handoffs.popitem(last=False)
+        return index
 
 
 class LangGraphInterruptHook:
@@ -108,7 +101,7 @@ class LangGraphInterruptHook:
         run = self._node_run()
         if run is None or "request_id" in request.model_fields_set:
             return request
-        key = [run.thread_id, run.checkpoint_id, run.checkpoint_ns, _COUNTER.next(run)]
+        key = [run.thread_id, run.checkpoint_id, run.checkpoint_ns, _handoff_index(run)]
         request_id = uuid.uuid5(REQUEST_ID_NAMESPACE, json.dumps(key))
         return request.model_copy(update={"request_id": str(request_id)})
 
