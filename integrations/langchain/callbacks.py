@@ -37,11 +37,7 @@ MAX_STEP_CHARS = 2000  # a step's content is evidence, not an archive
 
 
 def _text(value: Any) -> str:
-    if isinstance(value, ToolMessage):
-        value = value.content
-    if not isinstance(value, str):
-        value = str(value)
-    return value[:MAX_STEP_CHARS]
+    return str(value.content if isinstance(value, ToolMessage) else value)[:MAX_STEP_CHARS]
 
 
 class TraceCollector(BaseCallbackHandler):

@@ -57,10 +57,6 @@ def single_thought_warning(agent_id: str) -> TraceQualityWarning:
         "in [0, 1] per output) instead of quality='trace'. (Warned once per RoutedRunnable.)")
 
 
-def _single_thought(trace: ReasoningTrace) -> bool:
-    return len(trace.steps) == 1 and trace.steps[0].type == "thought"
-
-
 def ai_messages(value: Any, depth: int = _SCAN_DEPTH) -> Iterator[AIMessage]:
     """AI messages inside ``value`` (itself, lists, tuples, dict values, ``.messages``)."""
     if isinstance(value, AIMessage):
@@ -273,6 +269,7 @@ class Attempt:
                                  objective=objective_text(self.task.input),
                                  task_domain=self.task.task_type,
                                  result_summary=objective_text(output))
-        if _single_thought(trace) and self.routed._first_single_thought():
+        single_thought = len(trace.steps) == 1 and trace.steps[0].type == "thought"
+        if single_thought and self.routed._first_single_thought():
             warnings.warn(single_thought_warning(self.decision.agent_id), stacklevel=2)
         return trace
