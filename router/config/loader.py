@@ -60,12 +60,10 @@ def substitute_env(value: Any, path: str | Path, where: tuple[Any, ...] = (),
             escaped, name, default = m.group(1), m.group(2), m.group(3)
             if escaped:
                 return m.group(0)[1:]
-            found = os.environ.get(name)
-            if found is not None and (found or default is None):
-                result = found
-            elif default is not None:
+            result = os.environ.get(name)
+            if not result and default is not None:  # unset or empty, as in the shell
                 result = default
-            else:
+            if result is None:
                 raise ConfigError(f"{path}: {key_path(where)}: environment variable {name} "
                                   f"is not set (set it, or write ${{{name}:-default}})")
             if secrets is not None and (is_secret_key(where) or "@" in value[m.end():]):

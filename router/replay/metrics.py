@@ -67,8 +67,7 @@ class StrategySummary:
     def _stat(self, values: list[float]) -> dict[str, float]:
         arr = np.asarray(values, dtype=float)
         sd = float(arr.std(ddof=1)) if len(arr) > 1 else 0.0
-        return {"mean": float(arr.mean()), "sd": sd,
-                "ci95": 1.96 * sd / np.sqrt(len(arr)) if len(arr) > 1 else 0.0}
+        return {"mean": float(arr.mean()), "sd": sd, "ci95": 1.96 * sd / np.sqrt(len(arr))}
 
     @property
     def pct_oracle(self) -> dict[str, float]:
