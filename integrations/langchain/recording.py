@@ -46,17 +46,6 @@ class TraceQualityWarning(UserWarning):
     """``quality="trace"`` is recording a score that cannot tell runs apart."""
 
 
-def single_thought_warning(agent_id: str) -> TraceQualityWarning:
-    """Why a run that is one thought step makes trace scoring useless, and what to do."""
-    return TraceQualityWarning(
-        f"RoutedRunnable(quality='trace'): agent {agent_id!r}'s run was a single thought "
-        "(one model answer, no tool call, retrieval or error), and a single thought scores "
-        f"{SINGLE_THOUGHT_SCORE} by design, so every such run records quality "
-        f"{SINGLE_THOUGHT_SCORE} whatever its answer. Trace scoring is for agents that use "
-        "tools or retrieval; for a plain model or chain pass evaluator= (a bool or a number "
-        "in [0, 1] per output) instead of quality='trace'. (Warned once per RoutedRunnable.)")
-
-
 def ai_messages(value: Any, depth: int = _SCAN_DEPTH) -> Iterator[AIMessage]:
     """AI messages inside ``value`` (itself, lists, tuples, dict values, ``.messages``)."""
     if isinstance(value, AIMessage):
@@ -271,5 +260,12 @@ class Attempt:
                                  result_summary=objective_text(output))
         single_thought = len(trace.steps) == 1 and trace.steps[0].type == "thought"
         if single_thought and self.routed._first_single_thought():
-            warnings.warn(single_thought_warning(self.decision.agent_id), stacklevel=2)
+            warnings.warn(TraceQualityWarning(
+                f"RoutedRunnable(quality='trace'): agent {self.decision.agent_id!r}'s run was "
+                "a single thought (one model answer, no tool call, retrieval or error), and a "
+                f"single thought scores {SINGLE_THOUGHT_SCORE} by design, so every such run "
+                f"records quality {SINGLE_THOUGHT_SCORE} whatever its answer. Trace scoring "
+                "is for agents that use tools or retrieval; for a plain model or chain pass "
+                "evaluator= (a bool or a number in [0, 1] per output) instead of "
+                "quality='trace'. (Warned once per RoutedRunnable.)"), stacklevel=2)
         return trace

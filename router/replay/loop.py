@@ -73,7 +73,7 @@ def replay_run(plan: RunPlan, factory: RouterFactory, *, label: str = "",
     missing = np.isnan(plan.quality)
     chosen = np.full(plan.steps, -1, dtype=np.int64)
     revealed = np.full(plan.steps, np.nan)
-    oracle = plan.oracle if observer is not None else None
+    oracle = plan.oracle
     with factory(plan) as router:
         for step, task_type in enumerate(plan.task_types):
             row_missing = missing[step]
@@ -89,7 +89,7 @@ def replay_run(plan: RunPlan, factory: RouterFactory, *, label: str = "",
                           cost=_cell(plan.cost, step, j))
             chosen[step] = j
             revealed[step] = quality
-            if observer is not None and oracle is not None:
+            if observer is not None:
                 observer(ReplayStep(plan, step, decision, quality, success,
                                     float(plan.expected[step, j]), float(oracle[step])))
             if on_step is not None:
