@@ -1,19 +1,14 @@
-"""LangGraph adapter: a transfer hook that pauses the running graph for a person.
+"""LangGraph adapter: a transfer hook that pauses the running graph for a person
+(docs/handoff.md describes it for users).
 
 Inside a LangGraph node, ``LangGraphInterruptHook`` calls ``langgraph.types.interrupt``
-with the request's JSON payload. The graph stops (its state saved by the checkpointer),
-the caller sees the payload under ``__interrupt__``, and a person resumes the thread with
-``Command(resume=answer)``; the node then re-runs and the hook returns ``answer``, which
-becomes ``HandoffResult.human_response``.
-
-The interrupt is control flow, not failure: the hook declares LangGraph's
-``GraphBubbleUp`` as passthrough so the dispatcher re-raises it without retrying or
-storing the request as pending, and it runs after the other hooks. Because a resumed node
-runs again from its start, hooks before it fire again on resume. So that receivers can
-de-duplicate, the hook gives the request (through ``prepare_request``, before any hook
-sees it) an id derived from the graph's thread, checkpoint and task and the hand-off's
-place in the node: the *n*-th hand-off of a node run has the same ``request_id`` in the
-run that paused and in the run that resumed. A ``request_id`` the caller set is kept.
+with the request's payload; a person resumes the thread with ``Command(resume=answer)``
+and the node re-runs, so the hook returns ``answer``. The interrupt is control flow, not
+failure (``passthrough``: never retried or stored as pending), and the hook runs last.
+Because a resumed node runs again from its start, hooks before it fire again: so that
+receivers can de-duplicate, ``prepare_request`` derives the request's id from the
+graph's thread, checkpoint and task and the hand-off's place in the node run (a
+``request_id`` the caller set is kept).
 
 Needs the ``langgraph`` extra (LangGraph 1.1 or later): ``pip install 'trustroute[langgraph]'``.
 """

@@ -1,27 +1,15 @@
 """``RoutedRunnable``: a LangChain Runnable that routes each input to the best agent and
-records how it went.
+records how it went; docs/langchain.md describes the behaviour in full.
 
-Each invocation is one task and one run: inside it the task type is read from the input
-(``task_type``), the router chooses an agent (taking an in-flight slot), the agent runs
-as a child run named after its id, and the outcome (success, quality, latency, token
-cost) is recorded. A task type that cannot be read or an agent that cannot be chosen is
-therefore the run's error, seen by tracers. When the agent raises, the failure is
-recorded and the next-best agent not yet tried gets the task, up to ``max_attempts``;
-when every attempt fails, the first agent's own exception is raised (as LangChain's
-fallbacks do) with the others attached (``AllAgentsFailed.of``). A stream falls back
-only before its first chunk (after that the caller already holds output from that
-agent), so a mid-stream error is recorded and re-raised.
-
-The in-flight slot is released on every path: success, failure, exception in the
-evaluator, a closed generator, or a cancelled task. A cancelled or abandoned run records
-nothing: whether the agent would have succeeded is unknown. Async paths never wait on
-the database on the event loop (``router.aselect`` is in-memory, ``router.arecord``
-writes from a worker thread).
-
-Run metadata: the RoutedRunnable's own run starts with the task's task_type and task_id
-and, when it ends, credits the agent whose output it returns (agent_id, decision_id,
-score, attempt); each agent's child run carries its own attempt's, and so does every run
-nested inside it.
+Each invocation is one task and one run: reading the task type, choosing the agent (which
+takes an in-flight slot), running it as a child run named after its id and recording
+the outcome all happen inside that run, so an error at any step is the run's error, seen
+by tracers. A failed agent hands the task to the next-best one (a stream only before its
+first chunk: after that the caller already holds that agent's output). The slot is
+released on every path; a cancelled or abandoned run records nothing, since whether the
+agent would have succeeded is unknown. Async paths never wait on the database on the
+event loop (``router.aselect`` is in-memory, ``router.arecord`` writes from a worker
+thread).
 """
 
 from __future__ import annotations

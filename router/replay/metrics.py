@@ -101,9 +101,7 @@ class StrategySummary:
 
     def choice_share(self, top: int | None = None) -> list[tuple[str, float]]:
         """Agents by share of all decisions across runs, most chosen first."""
-        total: Counter[str] = Counter()
-        for r in self.runs:
-            total.update(r.choices)
+        total: Counter[str] = sum((r.choices for r in self.runs), Counter())
         n = sum(total.values()) or 1
         return [(a, c / n) for a, c in total.most_common(top)]
 
