@@ -124,19 +124,15 @@ class RouterConfig(Section):
         if "transfer" not in overrides:  # hand-off hooks; pending requests go to the store
             kwargs["transfer"] = build_dispatcher(self.hooks, self.handoff, source=self._source)
         if "strategy" not in overrides and "strategy_params" not in overrides:
-            self._check_strategy_params()
+            try:  # build the file's strategy once, so bad params are blamed on the file's key
+                make_strategy(self.strategy.name, **self.strategy.params)
+            except (RouterError, ValueError, TypeError) as exc:
+                # the name was checked on load, so the file's strategy.params are at fault
+                where = f"{self._source}: " if self._source else ""
+                raise ConfigError(mask_credentials(f"{where}strategy.params: {exc}",
+                                                   self.secrets)) from None
         kwargs.update(overrides)
         return AgentRouter(**kwargs)
-
-    def _check_strategy_params(self) -> None:
-        """Build the file's strategy once, so bad params are blamed on the file's key."""
-        try:
-            make_strategy(self.strategy.name, **self.strategy.params)
-        except (RouterError, ValueError, TypeError) as exc:
-            # the name was checked on load, so the file's strategy.params are at fault
-            where = f"{self._source}: " if self._source else ""
-            raise ConfigError(mask_credentials(f"{where}strategy.params: {exc}", self.secrets)
-                              ) from None
 
 
 def load_config(path: str | Path) -> RouterConfig:
