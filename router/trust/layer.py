@@ -183,22 +183,7 @@ class TrustLayer:
                 store: Store) -> None:
         """Fold the whole log again: executions (``placed``), what people and signals
         said, the lifecycle's marks; reload the calibration map."""
-        self.flush()
-        people = self.repo.people()
-        lifecycle = self.repo.lifecycle()
-        with self._flush_lock, self._lock:
-            self.book.clear()
-            self.rescues = RescueTracker(self.options.rescue_memory)
-            self._people.clear()
-            self._people_total = 0
-            self._people_newest = 0.0
-            self._changed_since = utc_now()
-            for record, _ in placed:
-                self._fold_execution(record, False)
-            for row in people:
-                self._fold_person(row, False)
-            self._mark(lifecycle)
-        self.decisions.load()
+        self._start_over({}, 0, {}, 0.0, placed, self.repo.people())
 
     def restore(self, counts: dict[Pair, TrustCounts], settled_people: int,
                 people: dict[str, float], newest: float) -> None:
@@ -207,6 +192,14 @@ class TrustLayer:
         lifecycle's marks; reload the calibration map. ``newest``: the stamp up to which
         people rows were looked for when it was written.
         (The rescue tracker starts empty, as it does after a rebuild from the log.)"""
+        self._start_over(counts, settled_people, people, newest, (), ())
+
+    def _start_over(self, counts: dict[Pair, TrustCounts], settled_people: int,
+                    people: dict[str, float], newest: float,
+                    placed: Sequence[tuple[ExecutionRecord, int]],
+                    rows: Sequence[dict[str, Any]]) -> None:
+        """Replace the state with ``counts`` and the people rows folded into them, fold
+        ``placed`` executions, people's ``rows`` and the lifecycle's marks on top."""
         self.flush()
         lifecycle = self.repo.lifecycle()
         with self._flush_lock, self._lock:
@@ -218,6 +211,10 @@ class TrustLayer:
             self._people_total = settled_people + len(people)
             self._people_newest = max([newest, *people.values()])
             self._changed_since = utc_now()
+            for record, _ in placed:
+                self._fold_execution(record, False)
+            for row in rows:
+                self._fold_person(row, False)
             self._mark(lifecycle)
         self.decisions.load()
 
