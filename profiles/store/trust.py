@@ -101,6 +101,10 @@ CREATE type::thing('trust_feedback', $id) SET agent_id = $row.agent_id,
     kind = $row.kind, signal = $row.signal, comment = $row.comment, at = $row.at,
     stored_at = time::now()
 RETURN {_PEOPLE};"""
+_PEOPLE_SELECT = f"SELECT {_PEOPLE} FROM trust_feedback"
+_PEOPLE_ORDER = "ORDER BY stored_at, id;"
+_LIFECYCLE_SELECT = ("SELECT agent_id, task_type, decay, decayed_at, deprecated_at, changed_at "
+                     "FROM trust_lifecycle")
 
 _DECAY = """
 BEGIN TRANSACTION;
@@ -169,13 +173,13 @@ class TrustRepository:
                 return dict(found[0])
             raise
 
-    def people(self, since: datetime | None = None) -> list[dict[str, Any]]:
-        """Rows of ``trust_feedback`` (stored after ``since``), in log order."""
-        return list(self._conn.run(_people_query(since), {"since": since})[0])
+    def people(self) -> list[dict[str, Any]]:
+        """Every row of ``trust_feedback``, in log order."""
+        return list(self._conn.run(f"{_PEOPLE_SELECT} {_PEOPLE_ORDER}")[0])
 
-    def lifecycle(self, since: datetime | None = None) -> list[dict[str, Any]]:
-        """The lifecycle job's marks per pair (changed after ``since``)."""
-        return list(self._conn.run(_lifecycle_query(since), {"since": since})[0])
+    def lifecycle(self) -> list[dict[str, Any]]:
+        """The lifecycle job's marks per pair."""
+        return list(self._conn.run(f"{_LIFECYCLE_SELECT};")[0])
 
     def changes(self, people_since: datetime, changed_since: datetime
                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
@@ -183,8 +187,9 @@ class TrustRepository:
         after ``people_since``, lifecycle marks changed after ``changed_since``, and how
         many pairs were retired after it."""
         people, lifecycle, retired = self._conn.run(
-            _people_query(people_since) + _lifecycle_query(changed_since, "$changed")
-            + "SELECT count() AS n FROM trust_archive WHERE stored_at > $changed GROUP ALL;",
+            f"{_PEOPLE_SELECT} WHERE stored_at > $since {_PEOPLE_ORDER}"
+            f"{_LIFECYCLE_SELECT} WHERE changed_at > $changed;"
+            "SELECT count() AS n FROM trust_archive WHERE stored_at > $changed GROUP ALL;",
             {"since": people_since, "changed": changed_since})
         return list(people), list(lifecycle), int(retired[0]["n"]) if retired else 0
 
@@ -243,13 +248,3 @@ class TrustRepository:
             "WHERE agent_id = $a AND task_type = $t ORDER BY seq;",
             {"a": agent_id, "t": task_type})[0])
 
-
-def _people_query(since: datetime | None) -> str:
-    where = "" if since is None else " WHERE stored_at > $since"
-    return f"SELECT {_PEOPLE} FROM trust_feedback{where} ORDER BY stored_at, id;"
-
-
-def _lifecycle_query(since: datetime | None, bound: str = "$since") -> str:
-    where = "" if since is None else f" WHERE changed_at > {bound}"
-    return ("SELECT agent_id, task_type, decay, decayed_at, deprecated_at, changed_at "
-            f"FROM trust_lifecycle{where};")
