@@ -24,7 +24,6 @@ from trustroute.profiles.store import Store
 from trustroute.profiles.store.trust import TrustRepository
 from trustroute.router.router import AgentRouter
 from trustroute.router.trust.decay import (
-    DecaySettings,
     decay_once,
     due_for_deletion,
     is_unseen,
@@ -51,40 +50,30 @@ class DecayReport:
         return asdict(self)
 
 
-def run_decay(target: AgentRouter | Store, *, now: datetime | None = None,
-              settings: DecaySettings | None = None,
-              weights: tuple[float, float, float] | None = None) -> DecayReport:
+def run_decay(target: AgentRouter | Store, *, now: datetime | None = None) -> DecayReport:
     """Run the weekly trust lifecycle on a router (its settings; it is refreshed after)
     or directly on a store (a router is opened on it to read the log)."""
     if isinstance(target, Store):
         with AgentRouter(store=target, unknown_agents="allow") as router:
-            return run_decay(router, now=now, settings=settings, weights=weights)
-    router = target
-    router.flush()
-    report = _decay(router, now or utc_now(), settings or router.trust_layer.options.decay,
-                    weights or router.trust_layer.options.weights)
-    if not report.already_applied:
-        router.refresh()
-    return report
-
-
-def _decay(router: AgentRouter, now: datetime, settings: DecaySettings,
-           weights: tuple[float, float, float]) -> DecayReport:
-    """The job itself, on one router's view of its store."""
+            return run_decay(router, now=now)
+    now = now or utc_now()
     if now.tzinfo is None:
         raise ValueError("now must be timezone-aware")
+    router = target
+    router.flush()
     repo = router.store.repository(TrustRepository)
     report = DecayReport(iso_week(now))
     if repo.week_applied(report.week) is not None:
         report.already_applied = True
         return report
+    book, settings = router.trust_layer.book, router.trust_layer.options.decay
     changes, marks, history, doomed = [], [], [], []
-    for (agent_id, task_type), counts in sorted(router.trust_layer.book.all_counts().items()):
+    for (agent_id, task_type), counts in sorted(book.all_counts().items()):
         pair = {"agent_id": agent_id, "task_type": task_type}
-        before = after = trust_scores(counts, weights)
+        before = after = book.scores(agent_id, task_type)
         if is_unseen(counts, now, settings):
             decayed = decay_once(counts, settings)
-            after = trust_scores(decayed, weights)
+            after = trust_scores(decayed, book.weights)
             changes.append({**pair, "decay": [decayed.frequency_decay,
                                               decayed.effectiveness_decay,
                                               decayed.human_decay]})
@@ -113,4 +102,5 @@ def _decay(router: AgentRouter, now: datetime, settings: DecaySettings,
         report.deleted += 1
         report.retired.append((agent_id, task_type))
     repo.record_run(report.week, report.decayed, report.deprecated, report.deleted, now)
+    router.refresh()
     return report
