@@ -53,12 +53,11 @@ class TrustBook:
         delta.apply_to(counts)
         return before, self._set_scores(delta.pair, counts)
 
-    def set_decay(self, pair: Pair, offsets: tuple[float, ...], decayed_at: datetime | None,
+    def set_decay(self, pair: Pair, offsets: tuple[float, float, float], decayed_at: datetime | None,
                   deprecated_at: datetime | None) -> TrustScores:
         """Put the lifecycle job's marks on a pair; returns its scores."""
         counts = self._counts.setdefault(pair, TrustCounts())
-        f, e, h = (min(1.0, float(x)) for x in offsets)
-        counts.set_decay((f, e, h), decayed_at, deprecated_at)
+        counts.set_decay(offsets, decayed_at, deprecated_at)
         return self._set_scores(pair, counts)
 
     def install(self, pair: Pair, counts: TrustCounts) -> TrustScores:

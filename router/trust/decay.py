@@ -43,11 +43,10 @@ def is_unseen(counts: TrustCounts, now: datetime, settings: DecaySettings) -> bo
 
 def decay_once(counts: TrustCounts, settings: DecaySettings) -> TrustCounts:
     """A copy with one week's decay added to the offsets (each offset capped at 1)."""
-    out = replace(counts)
-    out.frequency_decay = min(1.0, out.frequency_decay + settings.frequency)
-    out.effectiveness_decay = min(1.0, out.effectiveness_decay + settings.effectiveness)
-    out.human_decay = min(1.0, out.human_decay + settings.human)
-    return out
+    return replace(
+        counts, frequency_decay=min(1.0, counts.frequency_decay + settings.frequency),
+        effectiveness_decay=min(1.0, counts.effectiveness_decay + settings.effectiveness),
+        human_decay=min(1.0, counts.human_decay + settings.human))
 
 
 def due_for_deletion(counts: TrustCounts, now: datetime, settings: DecaySettings) -> bool:
