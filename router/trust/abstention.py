@@ -2,20 +2,9 @@
 
 Gates are small settings models that can be called, each answering one question about a
 ranked decision and returning a one-line explanation when it fires. ``AbstentionPolicy``
-(config section ``abstention``) evaluates the enabled gates in this order; the first
-that fires is reported as the decision's ``abstain_reason`` (the gate's name) and the
-router then routes anyway (flagged), hands the task to a person, or raises ``Abstained``.
-
-- ``weak_resonance`` (on by default): no eligible candidate's calibrated success
-  probability reaches the floor (0.5: even the best option is more likely to fail than
-  to succeed). Candidates with no estimate at all are unknown, not weak: that is what
-  ``sparse_evidence`` is for.
-- ``sparse_evidence``: fewer than ``min_candidates`` (2: a choice is informed only when
-  at least two options have been seen to compare) candidates have any recorded outcome
-  for this task type.
-- ``conflicted``: the probability that the runner-up is actually better than the chosen
-  agent (normal approximation of the two success estimates, each with the variance of a
-  Beta posterior after its executions) exceeds the ceiling (0.4; 0.5 is a pure coin toss).
+(config section ``abstention``) evaluates the enabled gates in order; the first that
+fires is the decision's ``abstain_reason``. The gates, their defaults and the reasons
+for them are in docs/trust.md ("Abstention").
 """
 
 from __future__ import annotations

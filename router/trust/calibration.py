@@ -3,22 +3,10 @@
 A strategy's success probability is a model's belief; a router that says "80%" should
 see about 80% of those decisions succeed. ``CalibrationMap`` learns, from decisions
 joined with their outcomes, how predicted probabilities translate into realised success
-rates, and corrects new predictions accordingly.
-
-How the map works (defaults from principles, not fitted to any data set):
-
-- equal-width buckets over [0, 1] (10 by default: the usual reliability-diagram
-  resolution, and the bins of the expected calibration error reported next to it);
-- per bucket, the correction is ``realised mean - predicted mean``, *shrunk* toward 0
-  (the identity map) by ``prior_strength`` pseudo-observations: with ``n`` outcomes the
-  correction is weighted ``n / (n + prior_strength)``. 20 pseudo-observations means a
-  bucket's own evidence gets half the say once its realised rate has a standard error
-  of about 0.1; it also makes the map the identity until data arrives;
-- a bucket with fewer than ``min_count`` outcomes contributes no correction at all;
-- corrections are interpolated linearly between the buckets' predicted means, so the
-  map has no steps at bucket edges;
-- evidence is forgotten exponentially with an effective memory of ``horizon`` outcomes,
-  because the thing being calibrated (a learning router) changes as it learns.
+rates, and corrects new predictions accordingly: per equal-width bucket, the correction
+``realised - predicted`` is shrunk toward 0 by ``prior_strength`` pseudo-observations,
+interpolated between buckets and forgotten over ``horizon`` outcomes (the defaults and
+their reasons: docs/trust.md, "Calibrated confidence").
 
 Also here: the reliability table and the calibration report over logged decisions; the
 Brier score and the expected calibration error (ECE) are in ``trustroute.router.stats``.
@@ -39,8 +27,8 @@ from trustroute.router.trust.settings import Settings
 
 
 class CalibrationSettings(Settings):
-    """How the calibration map learns (config ``trust.calibration``; see the module
-    docstring for the reasons)."""
+    """How the calibration map learns (config ``trust.calibration``; the reasons for
+    the defaults are in docs/trust.md)."""
 
     buckets: int = Field(default=10, ge=1, le=1000)
     prior_strength: float = Field(default=20.0, ge=0)

@@ -1,16 +1,10 @@
 """The trust lifecycle job: decay what is not seen, deprecate what fell, retire the dead.
 
 ``run_decay`` is safe to run on any schedule: it does its work at most once per ISO week
-(the week is recorded in the store, and each pair's decay is guarded by the week too), so
-a second run in the same week changes nothing. It reads the pairs' trust counts from a
-router's projection of the log and writes only the lifecycle's own marks
-(``trust_lifecycle``), which every router folds in. For every pair unseen for
-``unseen_days`` it adds one week of decay to the offsets subtracted from the three
-scores; a pair whose composite falls below ``deprecate_below`` is marked deprecated
-as of this run (the tier policy stops selecting it at once); a pair the job marked more
-than ``delete_after_days`` ago is retired: its executions are moved to ``execution_archive`` and
-its profile and counts to ``trust_archive`` in one transaction. Every score change is
-appended to the confidence history.
+(the week is recorded in the store, and each pair's decay is guarded by the week too).
+It reads the pairs' trust counts from a router's projection of the log and writes only
+the lifecycle's own marks (``trust_lifecycle``), which every router folds in, the
+confidence history and, for retired pairs, the archive (docs/trust.md, "Lifecycle").
 """
 
 from __future__ import annotations
