@@ -36,11 +36,6 @@ class TrustBook:
         found = self._counts.get((agent_id, task_type))
         return TrustCounts() if found is None else replace(found)
 
-    def observations(self, agent_id: str, task_type: str) -> int:
-        """How many observations back a pair's scores."""
-        found = self._counts.get((agent_id, task_type))
-        return 0 if found is None else found.observations
-
     def pairs(self) -> list[Pair]:
         """Every known pair, sorted."""
         return sorted(self._counts)
@@ -53,25 +48,23 @@ class TrustBook:
         delta.apply_to(counts)
         return before, self._set_scores(delta.pair, counts)
 
-    def set_decay(self, pair: Pair, offsets: tuple[float, float, float], decayed_at: datetime | None,
-                  deprecated_at: datetime | None) -> TrustScores:
+    def set_decay(self, pair: Pair, offsets: tuple[float, float, float],
+                  decayed_at: datetime | None, deprecated_at: datetime | None) -> TrustScores:
         """Put the lifecycle job's marks on a pair; returns its scores."""
         counts = self._counts.setdefault(pair, TrustCounts())
         counts.set_decay(offsets, decayed_at, deprecated_at)
-        return self._set_scores(pair, counts)
-
-    def install(self, pair: Pair, counts: TrustCounts) -> TrustScores:
-        """Put a pair's counts in place (the book takes the object); returns its scores."""
-        self._counts[pair] = counts
         return self._set_scores(pair, counts)
 
     def all_counts(self) -> dict[Pair, TrustCounts]:
         """A copy of every pair's counts."""
         return {pair: replace(c) for pair, c in self._counts.items()}
 
-    def clear(self) -> None:
-        """Forget every pair (before the log is folded again)."""
-        self._counts, self._scores, self.deprecated_pairs = {}, {}, 0
+    def reset(self, counts: dict[Pair, TrustCounts]) -> None:
+        """Start over from ``counts`` (the book takes the objects), forgetting every
+        other pair (before the log is folded again)."""
+        self._counts, self._scores, self.deprecated_pairs = dict(counts), {}, 0
+        for pair, c in counts.items():
+            self._set_scores(pair, c)
 
     def _set_scores(self, key: Pair, counts: TrustCounts) -> TrustScores:
         scores = trust_scores(counts, self.weights)

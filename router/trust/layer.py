@@ -203,10 +203,8 @@ class TrustLayer:
         self.flush()
         lifecycle = self.repo.lifecycle()
         with self._flush_lock, self._lock:
-            self.book.clear()
+            self.book.reset(counts)
             self.rescues = RescueTracker(self.options.rescue_memory)
-            for pair, c in counts.items():
-                self.book.install(pair, c)
             self._people = OrderedDict(people)
             self._people_total = settled_people + len(people)
             self._people_newest = max([newest, *people.values()])

@@ -41,8 +41,8 @@ class TierPolicy(Settings):
         if not exclude and not trusted_only:
             return ranked  # the common case: nothing to look up
         tiers = [book.scores(c.agent_id, task_type).tier for c in ranked]
-        why = ["not selected: trust tier deprecated" if exclude and t is Tier.DEPRECATED
-               and book.observations(c.agent_id, task_type) >= self.new_profile_observations
+        why = ["not selected: trust tier deprecated" if exclude and t is Tier.DEPRECATED and
+               book.counts(c.agent_id, task_type).observations >= self.new_profile_observations
                else None for c, t in zip(ranked, tiers, strict=True)]
         if trusted_only and any(
                 w is None and t in TRUSTED for w, t in zip(why, tiers, strict=True)):
