@@ -21,6 +21,7 @@ store and the trust layer keep the counts, this module turns them into scores.
 from __future__ import annotations
 
 import math
+from dataclasses import asdict
 from datetime import datetime
 from enum import StrEnum
 from typing import NamedTuple
@@ -219,10 +220,8 @@ def signal_delta(agent_id: str, task_type: str, name: str, at: datetime) -> Trus
     except KeyError:
         raise ValueError(f"unknown trust signal {name!r}; known: "
                          f"{', '.join(sorted(SIGNALS))}") from None
-    delta = TrustDelta(agent_id, task_type, reviewed=False if counts.rejections else None,
-                       at=at)
-    delta.add(counts)
-    return delta
+    return TrustDelta(agent_id, task_type, **asdict(counts),
+                      reviewed=False if counts.rejections else None, at=at)
 
 
 def execution_delta(agent_id: str, task_type: str, kind: str, at: datetime) -> TrustDelta:
