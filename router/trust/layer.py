@@ -1,27 +1,15 @@
 """The trust layer inside a router: tiers on the way in, calibrated confidence on the way
-out, trust counts folded from the log.
+out, trust counts folded from the log (docs/trust.md, "Inside the router").
 
-``AgentRouter.select`` calls it three times, none of which touches the database:
-
-- ``admit``: the tier policy moves the candidates it does not admit last (a dict lookup
-  per candidate, and nothing at all while no pair is deprecated and exploitation is off);
-- ``judge``: calibrated confidence, decision tier and the abstention gates, as a
-  ``TrustVerdict`` (pure: nothing is buffered);
-- ``settle``: the decision built from that verdict is buffered for the decision log and
-  an abstention is acted on (``on_abstain``: ``route_anyway`` returns it flagged,
-  ``raise`` releases its slot and raises ``Abstained``, ``human`` stores the hand-off
-  request as pending on the caller's thread, so it survives a crash once ``select()``
-  returned, then delivers it on a worker thread (``router.handoff.worker``)).
-
-As a ``Learner`` (``trustroute.router.learner``) it folds placed executions into the
-trust counts (and contradictions), and ``rebuild``s them from the whole log: executions,
-then what people and signals said (``trust_feedback``, appended at once by ``feedback``,
-``review`` and ``signal``: nothing a person said waits in a buffer), then the lifecycle
-job's marks. ``catch_up`` folds what other processes' people and jobs wrote.
-
-Only derived rows are buffered: the decision log and the confidence history of this
-router's own changes, written from ``record()`` once ``flush_every`` items or
-``flush_seconds`` have accumulated, and on ``flush()``/``close()``.
+``AgentRouter.select`` calls ``admit``, ``judge`` and ``settle``; none of them waits on
+the database, except that ``on_abstain: human`` stores the hand-off request as pending on
+the caller's thread (so it survives a crash once ``select()`` returned) before a worker
+thread delivers it. As a ``Learner`` it folds placed executions into the trust counts
+and ``rebuild``s them from the whole log. What people and signals say is appended at
+once (nothing a person said waits in a buffer); only derived rows are buffered: the
+decision log and the confidence history of this router's own changes, written from
+``record()`` once ``flush_every`` items or ``flush_seconds`` have accumulated, and on
+``flush()``/``close()``.
 """
 
 from __future__ import annotations
