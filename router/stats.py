@@ -60,14 +60,10 @@ def wilson_lower_bound(proportion: Floats | float, n: Floats | float,
         bound = np.divide(num, denom, out=np.zeros(np.broadcast(num, denom).shape),
                           where=denom > 0.0)
         return np.clip(np.minimum(bound, p), 0.0, 1.0)  # <= p, also where rounding isn't
-    p_, m_ = float(proportion), float(n)
-    if m_ <= 0.0:
-        return 0.0
+    p_, m_ = float(proportion), max(float(n), 0.0)
     mp_ = m_ * p_
     denom_ = 2.0 * mp_ + z2 + z * math.sqrt(z2 + 4.0 * m_ * max(p_ * (1.0 - p_), 0.0))
-    if denom_ <= 0.0:
-        return 0.0
-    return min(1.0, p_, max(0.0, 2.0 * mp_ * p_ / denom_))
+    return min(1.0, p_, max(0.0, 2.0 * mp_ * p_ / denom_)) if denom_ > 0.0 else 0.0
 
 
 def binomial_cdf(n: int, p: float) -> Floats:
