@@ -8,6 +8,7 @@ import os
 import sys
 import warnings
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -93,37 +94,31 @@ def run_cli(argv: list[str]) -> int:
     """
     with warnings.catch_warnings():
         warnings.showwarning = show_warning
-        return _run(argv)
-
-
-def _run(argv: list[str]) -> int:
-    try:
-        cli.main(args=argv, prog_name="trustroute", standalone_mode=False)
-    except click.exceptions.NoArgsIsHelpError as exc:  # bare `trustroute`: just help
-        click.echo(exc.ctx.get_help() if exc.ctx else "")
+        try:
+            cli.main(args=argv, prog_name="trustroute", standalone_mode=False)
+        except click.exceptions.NoArgsIsHelpError as exc:  # bare `trustroute`: just help
+            click.echo(exc.ctx.get_help() if exc.ctx else "")
+            return 0
+        except click.exceptions.Exit as exc:
+            return int(exc.exit_code or 0)
+        except click.ClickException as exc:
+            ctx = exc.ctx if isinstance(exc, click.UsageError) else None
+            hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+            show_error(f"{exc.format_message()}{hint}")
+            return exc.exit_code
+        except click.exceptions.Abort:
+            err_console.print("aborted")
+            return 1
+        except EXPECTED_ERRORS as exc:
+            show_error(error_line(exc))
+            return 2
+        except RecursionError:  # input nested past every parser's limit
+            show_error("input nested too deeply to process")
+            return 2
+        except KeyboardInterrupt:
+            err_console.print("interrupted")
+            return 130
         return 0
-    except click.exceptions.Exit as exc:
-        return int(exc.exit_code or 0)
-    except click.UsageError as exc:
-        hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
-        show_error(f"{exc.format_message()}{hint}")
-        return exc.exit_code
-    except click.ClickException as exc:
-        show_error(exc.format_message())
-        return exc.exit_code
-    except click.exceptions.Abort:
-        err_console.print("aborted")
-        return 1
-    except EXPECTED_ERRORS as exc:
-        show_error(error_line(exc))
-        return 2
-    except RecursionError:  # input nested past every parser's limit
-        show_error("input nested too deeply to process")
-        return 2
-    except KeyboardInterrupt:
-        err_console.print("interrupted")
-        return 130
-    return 0
 
 
 def load_router_config(config: Path | None, store: str | None) -> RouterConfig:
@@ -143,6 +138,25 @@ def load_router_config(config: Path | None, store: str | None) -> RouterConfig:
 def open_router(config: Path | None, store: str | None, **overrides: Any) -> AgentRouter:
     """Build the router the user's options describe."""
     return load_router_config(config, store).build_router(**overrides)
+
+
+def utc_time(ctx: click.Context, param: click.Parameter, text: str | None) -> datetime | None:
+    """Option callback: ISO date/time text as an aware UTC datetime (UTC unless it names a
+    zone; a date means its midnight); errors name the option."""
+    if text is None:
+        return None
+    option = param.opts[0]
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise CliError(f"{option}: {text!r} is not an ISO date/time (e.g. 2025-03-01 or "
+                       "2025-03-01T12:00:00+00:00)") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:
+        raise CliError(f"{option}: {text!r} is out of range in UTC") from None
 
 
 def finite(data: Any) -> Any:

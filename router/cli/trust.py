@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 import click
@@ -11,7 +11,6 @@ from rich.markup import escape
 
 from trustroute.profiles.store.decisions import DecisionRepository
 from trustroute.router.cli.base import (
-    CliError,
     cli,
     console,
     exclusive,
@@ -19,6 +18,7 @@ from trustroute.router.cli.base import (
     open_router,
     print_json,
     router_options,
+    utc_time,
 )
 from trustroute.router.cli.tables import compact_table, plural
 from trustroute.router.trust.calibration import CalibrationReport, calibration_report
@@ -52,28 +52,16 @@ def review(agent_id: str, task_type: str, approve: bool, reject: bool, comment: 
 
 
 @cli.command(name="decay")
-@click.option("--now", "now_text", default=None, metavar="ISO-TIME",
+@click.option("--now", default=None, metavar="ISO-TIME", callback=utc_time,
               help="Run as of this moment (default: now); e.g. 2025-03-01T00:00:00+00:00.")
 @router_options
 @json_option
-def decay(now_text: str | None, config: Path | None, store: str | None, as_json: bool) -> None:
+def decay(now: datetime | None, config: Path | None, store: str | None, as_json: bool) -> None:
     """Weekly trust lifecycle: decay unseen pairs, deprecate weak ones, retire dead ones.
 
     Safe to schedule daily: it does its work once per ISO week. Retired pairs' executions
     are archived (table execution_archive), not lost.
     """
-    now = None
-    if now_text is not None:
-        try:
-            now = datetime.fromisoformat(now_text)
-        except ValueError:
-            raise CliError(f"--now: {now_text!r} is not an ISO date/time") from None
-        if now.tzinfo is None:
-            now = now.replace(tzinfo=UTC)
-        try:
-            now = now.astimezone(UTC)
-        except OverflowError:
-            raise CliError(f"--now: {now_text!r} is out of range in UTC") from None
     with open_router(config, store) as router:
         report = run_decay(router, now=now)
     if as_json:
