@@ -19,7 +19,6 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from trustroute.profiles.store import Store
 from trustroute.profiles.store.handoffs import PENDING_STATUSES, HandoffRepository
 from trustroute.router.cli.base import (
     CliError,
@@ -142,7 +141,7 @@ def calibrate_handoff(
     report = tuned.calibration
     assert report is not None
     if name is not None:
-        with open_router(config, store) as router:
+        with settings.build_router() as router:
             tuned.save(router.store, name)
             where = router.store.url
     if as_json:
@@ -212,11 +211,6 @@ def stats_table(rows: list[dict[str, Any]], title: str) -> Table:
             num(r["mean_confidence"]),
         )
     return table
-
-
-def handoff_rates(store: Store, task_type: str | None = None) -> list[dict[str, Any]]:
-    """Hand-off rate per task type from the decision log (for ``trustroute profiles``)."""
-    return store.repository(HandoffRepository).decision_stats(task_type)
 
 
 @cli.command(name="handoffs")

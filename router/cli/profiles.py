@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
+from trustroute.profiles.store.handoffs import HandoffRepository
 from trustroute.router.cli.base import (
     cli,
     console,
@@ -15,7 +16,7 @@ from trustroute.router.cli.base import (
     print_json,
     router_options,
 )
-from trustroute.router.cli.handoff import handoff_rates, stats_table
+from trustroute.router.cli.handoff import stats_table
 from trustroute.router.cli.tables import PROFILES_LEGEND, profiles_tables
 
 
@@ -35,7 +36,7 @@ def show_profiles(task_type: str | None, agent: str | None, config: Path | None,
     with open_router(config, store) as router:
         found = router.profiles(task_type)
         url = router.store.url
-        rates = handoff_rates(router.store, task_type)
+        rates = router.store.repository(HandoffRepository).decision_stats(task_type)
     if agent is not None:
         found = [p for p in found if p.agent_id == agent]
     if as_json:
