@@ -47,17 +47,6 @@ class ExecutionFileError(ValueError):
     """A row of an execution log that cannot be imported."""
 
 
-def detect_format(path: Path, given: str | None = None) -> str:
-    """``jsonl`` or ``csv``, from ``given`` or the file extension."""
-    if given:
-        return given
-    fmt = FORMATS.get(path.suffix.lower())
-    if fmt is None:
-        raise ExecutionFileError(f"{path}: cannot tell the format from {path.suffix or 'no'!r}"
-                                 " extension; use .jsonl or .csv, or pass --format")
-    return fmt
-
-
 def _blank(value: Any) -> bool:
     return value is None or (value.__class__ is str and not value.strip())
 
@@ -176,7 +165,10 @@ def iter_executions(path: Path, fmt: str | None = None) -> Iterator[ExecutionRec
     A stream may fail part-way, so the importer makes a first pass through
     ``check_executions`` before it writes anything.
     """
-    fmt = detect_format(path, fmt)
+    fmt = fmt or FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        raise ExecutionFileError(f"{path}: cannot tell the format from {path.suffix or 'no'!r}"
+                                 " extension; use .jsonl or .csv, or pass --format")
     rows = jsonl_rows(path) if fmt == "jsonl" else csv_rows(path, check_header=_check_header)
     seen: Counter[bytes] = Counter()
     try:
