@@ -66,9 +66,8 @@ def compact_table(headers: Iterable[str], names: Collection[str] = NAME_COLUMNS,
     """A table without padding or edges: numbers right-aligned, never wrapped and never
     narrower than their header (a header may be given on two lines, ``"mean\\nquality"``);
     the ``names`` columns on the left, folded when long."""
-    options.setdefault("show_edge", False)
     table = Table(title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 0), pad_edge=False,
-                  **options)
+                  show_edge=False, **options)
     for header in headers:
         if header in names:  # "task type" may wrap to two lines, a word is never cut
             table.add_column(header, justify="left", overflow="fold",
@@ -87,7 +86,7 @@ def decision_table(decision: RoutingDecision) -> Table:
     """
     table = compact_table(("#", "agent", "final", "score", "expertise", "conf.", "adjusted",
                            "runs", "load"),
-                          title=f"candidates for {escape(decision.task_type)}", show_edge=False)
+                          title=f"candidates for {escape(decision.task_type)}")
     for rank, c in enumerate(decision.candidates, start=1):
         name = escape(c.agent_id)
         table.add_row(str(rank), f"[bold green]{name}[/]" if c.agent_id == decision.agent_id
@@ -151,7 +150,7 @@ def leaderboard_heading(task_type: str, rows: list[LeaderboardRow],
 def leaderboard_table(rows: list[LeaderboardRow]) -> Table:
     """The demo's leaderboard for one task type; the truly best agent is starred."""
     table = compact_table(("#", "agent", "routed", "quality", "hidden", "runs", "expertise",
-                           "conf.", "adjusted"), show_edge=False)
+                           "conf.", "adjusted"))
     for r in rows:
         name = escape(r.agent_id) + (" ★" if r.is_best else "")
         table.add_row(str(r.rank), f"[bold]{name}[/]" if r.rank == 1 else name,
