@@ -12,7 +12,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from trustroute.profiles.profile import TaskTypeProfile
 from trustroute.profiles.records import utc_now
@@ -29,6 +29,7 @@ RECENT = 100  # the last executions per task type that count as "recent routing"
 BUCKETS = 10  # time buckets of the charts over time
 TOP_AGENTS = 3  # agents per task type on the trust radar
 Progress = Callable[[int], None]
+_Row = TypeVar("_Row", bound=tuple[Any, ...])
 
 
 @dataclass(frozen=True)
@@ -116,45 +117,36 @@ def edges(times: Sequence[datetime], buckets: int = BUCKETS) -> list[datetime]:
     return [first + step * i for i in range(buckets)] + [last]
 
 
-def bucket_index(t: datetime, bounds: Sequence[datetime]) -> int:
-    """Index of the bucket of ``t`` (the last bucket includes its upper edge)."""
-    span = (bounds[-1] - bounds[0]).total_seconds()
-    if span <= 0:
-        return 0
-    n = len(bounds) - 1
-    return min(n - 1, int((t - bounds[0]).total_seconds() / span * n))
+def in_buckets(rows: Sequence[_Row], bounds: Sequence[datetime]) -> list[list[_Row]]:
+    """``rows`` (time first) in the buckets of ``bounds``; the last bucket includes its
+    upper edge."""
+    n = max(0, len(bounds) - 1)
+    groups: list[list[_Row]] = [[] for _ in range(n)]
+    span = (bounds[-1] - bounds[0]).total_seconds() if n else 0.0
+    for row in rows:
+        i = int((row[0] - bounds[0]).total_seconds() / span * n) if span > 0 else 0
+        groups[min(n - 1, i)].append(row)
+    return groups
 
 
 def routing_buckets(rows: Sequence[tuple[datetime, str, float]], bounds: Sequence[datetime]
                     ) -> list[Bucket]:
     """(time, agent, quality) rows in the buckets of ``bounds``."""
-    n = max(0, len(bounds) - 1)
-    agents: list[Counter[str]] = [Counter() for _ in range(n)]
-    quality = [0.0] * n
-    for t, agent, q in rows:
-        i = bucket_index(t, bounds)
-        agents[i][agent] += 1
-        quality[i] += q
     out = []
-    for i in range(n):
-        tasks = sum(agents[i].values())
+    for i, group in enumerate(in_buckets(rows, bounds)):
+        tasks = len(group)
+        agents = Counter(agent for _, agent, _ in group)
         out.append(Bucket(bounds[i], bounds[i + 1], tasks,
-                          {a: c / tasks for a, c in agents[i].most_common()},
-                          quality[i] / tasks if tasks else None))
+                          {a: c / tasks for a, c in agents.most_common()},
+                          sum(q for _, _, q in group) / tasks if tasks else None))
     return out
 
 
 def rate_buckets(rows: Sequence[tuple[datetime, bool]], bounds: Sequence[datetime]
                  ) -> list[RateBucket]:
     """(time, transferred) rows in the buckets of ``bounds``."""
-    n = max(0, len(bounds) - 1)
-    decisions, transferred = [0] * n, [0] * n
-    for t, moved in rows:
-        i = bucket_index(t, bounds)
-        decisions[i] += 1
-        transferred[i] += moved
-    return [RateBucket(bounds[i], bounds[i + 1], decisions[i], transferred[i])
-            for i in range(n)]
+    return [RateBucket(bounds[i], bounds[i + 1], len(group), sum(moved for _, moved in group))
+            for i, group in enumerate(in_buckets(rows, bounds))]
 
 
 def leaderboards(profiles: Iterable[TaskTypeProfile], recent: dict[str, Counter[str]],
