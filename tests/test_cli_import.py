@@ -9,7 +9,7 @@ import pytest
 from cli_helpers import run
 
 from trustroute.router import AgentRouter
-from trustroute.router.cli.execution_file import ExecutionFileError, read_executions
+from trustroute.router.cli.execution_file import ExecutionFileError, iter_executions
 
 
 @pytest.fixture(autouse=True)
@@ -138,15 +138,15 @@ def test_missing_file_and_empty_file(capsys: pytest.CaptureFixture[str], workdir
 def test_derived_record_ids_are_stable_and_count_repeats(workdir: Path) -> None:
     row = {"agent_id": "a", "task_type": "t", "success": True}
     path = jsonl(workdir / "x.jsonl", [row, {**row, "quality": 0.5}, row])
-    first = [r.record_id for r in read_executions(path)]
+    first = [r.record_id for r in iter_executions(path)]
     assert len(set(first)) == 3  # the repeated row is a second execution, not a duplicate
-    assert [r.record_id for r in read_executions(path)] == first
+    assert [r.record_id for r in iter_executions(path)] == first
     shifted = jsonl(workdir / "y.jsonl", [{**row, "agent_id": "z"}, row, row])
-    assert set(first[0::2]) == {r.record_id for r in read_executions(shifted)[1:]}
+    assert set(first[0::2]) == {r.record_id for r in list(iter_executions(shifted))[1:]}
 
 
 def test_non_utf8_file_is_a_clear_error(workdir: Path) -> None:
     path = workdir / "latin.csv"
     path.write_bytes(b"agent_id,task_type,success\ncaf\xe9,t,true\n")
     with pytest.raises(ExecutionFileError, match="not UTF-8"):
-        read_executions(path)
+        list(iter_executions(path))

@@ -162,8 +162,8 @@ def iter_executions(path: Path, fmt: str | None = None) -> Iterator[ExecutionRec
     """Each row of ``path`` as a record, streamed (one row in memory at a time), or
     ExecutionFileError naming the first bad one when the reader reaches it.
 
-    A stream may fail part-way, so the importer makes a first pass through
-    ``check_executions`` before it writes anything.
+    A stream may fail part-way, so the importer makes a first, checking pass through
+    the whole file before it writes anything.
     """
     fmt = fmt or FORMATS.get(path.suffix.lower())
     if fmt is None:
@@ -182,13 +182,3 @@ def iter_executions(path: Path, fmt: str | None = None) -> Iterator[ExecutionRec
         where = f"line {exc.line}: " if exc.line else ""
         raise ExecutionFileError(f"{exc.path}: {where}{exc.problem}") from None
 
-
-def check_executions(path: Path, fmt: str | None = None) -> int:
-    """Validate every row of ``path`` without keeping any; the number of rows, or
-    ExecutionFileError naming the first bad one."""
-    return sum(1 for _ in iter_executions(path, fmt))
-
-
-def read_executions(path: Path, fmt: str | None = None) -> list[ExecutionRecord]:
-    """Every row of ``path`` as a record, or ExecutionFileError naming the first bad one."""
-    return list(iter_executions(path, fmt))

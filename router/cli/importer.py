@@ -18,7 +18,7 @@ from trustroute.router.cli.base import (
     print_json,
     router_options,
 )
-from trustroute.router.cli.execution_file import check_executions, iter_executions
+from trustroute.router.cli.execution_file import iter_executions
 from trustroute.router.cli.tables import plural
 
 
@@ -41,7 +41,8 @@ def import_executions(file: Path, fmt: str | None, batch_size: int, config: Path
     before anything is written, naming its line and field; the second writes in batches.
     Rows already in the store (same record_id) are skipped, so importing twice is safe.
     """
-    rows = check_executions(file, fmt)  # pass 1: a bad row stops here, nothing written
+    # pass 1 checks every row: a bad one stops the import here, before anything is written
+    rows = sum(1 for _ in iter_executions(file, fmt))
     with open_router(config, store) as router:
         imported = 0
         with Progress(TextColumn("importing"), BarColumn(), MofNCompleteColumn(),
