@@ -13,7 +13,6 @@ from types import ModuleType
 from trustroute.router.report.data import RECENT, Bucket, Handoffs, RateBucket, ReportData
 
 PLOT_HINT = 'pip install "trustroute[plot]"'
-SECTIONS = ("leaderboard", "routing", "radar", "trend", "calibration", "handoffs")
 CSS = """
 body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}
 h1{margin-bottom:.2em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:1.6em}
@@ -212,6 +211,7 @@ TITLES: dict[str, tuple[str, Callable[[ReportData, ModuleType | None], str]]] = 
     "calibration": ("5. Is the router's confidence honest?", calibration),
     "handoffs": ("6. Hand-offs", handoffs),
 }
+SECTIONS = tuple(TITLES)  # the section ids, in page order
 
 
 def render(data: ReportData, charts: ModuleType | None) -> str:
@@ -226,8 +226,7 @@ def render(data: ReportData, charts: ModuleType | None) -> str:
     if charts is None:
         body.append(f'<p class="hint">matplotlib is not installed, so this report has tables '
                     f"only; for the pictures: <code>{escape(PLOT_HINT)}</code></p>")
-    for key in SECTIONS:
-        title, build = TITLES[key]
+    for key, (title, build) in TITLES.items():
         body.append(f'<section id="{key}"><h2>{escape(title)}</h2>{build(data, charts)}'
                     "</section>")
     return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
