@@ -123,12 +123,9 @@ def run_cli(argv: list[str]) -> int:
 
 def load_router_config(config: Path | None, store: str | None) -> RouterConfig:
     """The config named by --config, ./router.yaml when present, else defaults."""
-    if config is not None:
-        cfg = load_config(config)
-    elif DEFAULT_CONFIG.exists():
-        cfg = load_config(DEFAULT_CONFIG)
-    else:
-        cfg = RouterConfig()
+    if config is None and DEFAULT_CONFIG.exists():
+        config = DEFAULT_CONFIG
+    cfg = RouterConfig() if config is None else load_config(config)
     if store is not None:
         cfg.store = cfg.store.model_copy(update={"url": store})
     _loaded_secrets.update(cfg.secrets)
