@@ -36,9 +36,9 @@ def pct(value: float) -> str:
     return f"{100.0 * value:.0f}%"
 
 
-def plural(count: int, noun: str, many: str | None = None) -> str:
-    """``1 run``, ``2 runs``, ``1,000 runs`` (``many`` for irregular plurals)."""
-    return f"{count:,} {noun if count == 1 else many or noun + 's'}"
+def plural(count: int, noun: str) -> str:
+    """``1 run``, ``2 runs``, ``1,000 runs``."""
+    return f"{count:,} {noun if count == 1 else noun + 's'}"
 
 
 def seconds(milliseconds: float) -> str:
