@@ -70,7 +70,6 @@ def run_demo(router: AgentRouter, workload: Workload, *, tasks: int = 400, seed:
         run.results.append(result)
         if on_result is not None:
             on_result(result)
-    for task_type in workload.task_types:
-        for agent_id in workload.agent_ids:
-            run.profiles[(agent_id, task_type)] = router.profile(agent_id, task_type)
+    run.profiles = {(agent_id, task_type): router.profile(agent_id, task_type)
+                    for task_type in workload.task_types for agent_id in workload.agent_ids}
     return run
