@@ -56,7 +56,10 @@ def check_finite(value: float, field: str, *, low: float | None = None,
     """Reject NaN, infinities and values outside [low, high], naming the field."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise FieldTypeError(f"{field} must be a number, got {type(value).__name__}")
-    value = float(value)
+    try:
+        value = float(value)
+    except OverflowError:  # an integer past the largest float
+        value = math.inf
     if not math.isfinite(value):
         raise ValueError(f"{field} must be a finite number, got {value}")
     if low is not None and value < low:

@@ -44,6 +44,8 @@ ROW = '{"agent_id": "a", "task_type": "t", "success": true'
     ("ts.csv", "agent_id,task_type,success,timestamp\na,t,true,0001-01-01T00:00:00+14:00",
      "line 2: timestamp: timestamp 0001-01-01T00:00:00+14:00 is out of range in UTC"),
     ("posix.jsonl", f'{ROW}, "timestamp": 1e300}}', "line 1: timestamp: "),
+    ("posix.jsonl", f'{ROW}, "timestamp": 1{"0" * 400}}}',
+     "line 1: timestamp: 1000000000000000... POSIX seconds is out of range"),
     ("deep.jsonl", f'{ROW}, "metadata": {deep_object(DEEP)}}}',
      "line 1: nested too deeply to read"),
     ("deep.csv", "agent_id,task_type,success,metadata\na,t,true,\""

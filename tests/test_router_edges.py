@@ -34,6 +34,7 @@ def nested(depth: int) -> dict[str, object]:
     ({"success": "yes"}, "success"),
     ({"success": True, "timestamp": "0001-01-01T00:00:00+14:00"}, "out of range"),
     ({"success": True, "latency_ms": 1.7e308}, "latency_ms must be <="),
+    ({"success": True, "latency_ms": 10**400}, "latency_ms must be a finite number"),
     ({"success": True, "cost": 1e300}, "cost must be <="),
     ({"success": True, "metadata": nested(1000)}, "nested deeper than 32"),
     ({"success": True, "metadata": {"n": 2**70}}, "does not fit in 64 bits"),

@@ -93,6 +93,8 @@ def _timestamp(value: Any) -> Any:
         seconds = float(value) if isinstance(value, int | float) else float(str(value).strip())
     except ValueError:
         return value  # not a number: ISO 8601 text
+    except OverflowError:  # an integer past any float
+        raise ValueError(f"{str(value)[:16]}... POSIX seconds is out of range") from None
     try:
         return datetime.fromtimestamp(seconds, UTC)
     except (OverflowError, OSError, ValueError):
