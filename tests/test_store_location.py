@@ -133,7 +133,8 @@ def test_credentials_come_from_the_environment(monkeypatch: pytest.MonkeyPatch,
     conn.open()  # (not closed: the SDK's HTTP client has no close)
     assert surreal_server.signins() == [[{"user": "alice", "pass": "pw"}]]
     assert ("use", ["trustroute", "trustroute"]) in surreal_server.calls
-    explicit = Connection(parse_store_url(surreal_server.url), username="bob", password="x")
+    explicit = Connection(parse_store_url(surreal_server.url),
+                          StoreSettings(username="bob", password="x"))
     explicit.open()
     assert surreal_server.signins()[-1] == [{"user": "bob", "pass": "x"}]
 

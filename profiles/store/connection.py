@@ -48,6 +48,7 @@ from trustroute.profiles.store.errors import (
     StoreUnavailableError,
 )
 from trustroute.profiles.store.location import StoreLocation
+from trustroute.profiles.store.settings import StoreSettings
 
 log = logging.getLogger(__name__)
 
@@ -91,25 +92,18 @@ class RetryableConflict(QueryFailed):
 class Connection:
     """Thread-safe wrapper around a blocking SDK connection that re-opens itself."""
 
-    def __init__(self, location: StoreLocation, *, namespace: str = "trustroute",
-                 database: str = "trustroute", username: str | None = None,
-                 password: str | None = None, retry_attempts: int = 5,
-                 retry_max_wait_s: float = 2.0, conflict_attempts: int = 10,
-                 reconnect_timeout_s: float = 10.0) -> None:
+    def __init__(self, location: StoreLocation, settings: StoreSettings | None = None
+                 ) -> None:
         self.location = location
-        self.namespace = namespace
-        self.database = database
-        from_env = username is None and password is None
-        self._username = username if username is not None else os.environ.get(
+        self.settings = s = settings or StoreSettings()
+        self._username = s.username if s.username is not None else os.environ.get(
             "TRUSTROUTE_DB_USER")
-        self._password = password if password is not None else os.environ.get(
+        self._password = s.password if s.password is not None else os.environ.get(
             "TRUSTROUTE_DB_PASS")
-        self._credentials_from = ("TRUSTROUTE_DB_USER / TRUSTROUTE_DB_PASS" if from_env
-                                  else "store.username / store.password")
-        self._attempts = retry_attempts
-        self._max_wait = retry_max_wait_s
-        self._conflict_attempts = conflict_attempts
-        self._reconnect_s = reconnect_timeout_s
+        self._credentials_from = (
+            "TRUSTROUTE_DB_USER / TRUSTROUTE_DB_PASS" if s.username is None and s.password is None
+            else "store.username / store.password")
+        self._backoff = wait_exponential(multiplier=0.1, max=s.retry_max_wait_s)
         self._lock = threading.Lock()
         self._db: Any = None
         self._broken = False  # the SDK connection dropped: replace it before the next call
@@ -130,11 +124,11 @@ class Connection:
                     "after the fork, in each worker (not at import time under gunicorn "
                     "--preload), or start workers with 'spawn'; see docs/deploy.md")
             _ENGINE_PID = self._pid
-        attempts = self._attempts if self.location.is_remote else 1
+        attempts = self.settings.retry_attempts if self.location.is_remote else 1
         try:
             for attempt in Retrying(
                 stop=stop_after_attempt(attempts),
-                wait=wait_exponential(multiplier=0.1, max=self._max_wait),
+                wait=self._backoff,
                 retry=retry_if_exception_type(TRANSIENT_ERRORS),
                 reraise=not self.location.is_remote,
             ):
@@ -162,8 +156,9 @@ class Connection:
         try:
             if self.location.is_remote and self._username:
                 db.signin({"username": self._username, "password": self._password or ""})
-            step = f"namespace {self.namespace!r} / database {self.database!r}"
-            db.use(self.namespace, self.database)
+            namespace, database = self.settings.namespace, self.settings.database
+            step = f"namespace {namespace!r} / database {database!r}"
+            db.use(namespace, database)
         except ServerError as exc:
             with contextlib.suppress(Exception):
                 db.close()
@@ -191,7 +186,7 @@ class Connection:
         try:  # the common case pays for no tenacity round (~20 us of a ~600 us write)
             return self._attempt(sql, bound)
         except RetryableConflict as first:
-            if self._conflict_attempts <= 1:
+            if self.settings.conflict_attempts <= 1:
                 raise
             failure: BaseException = first
         except TRANSIENT_ERRORS as first:
@@ -200,14 +195,15 @@ class Connection:
             failure = first
         log.info("retrying a query on %s after: %s", self.location.redacted(), failure)
         try:
-            for attempt in Retrying(stop=self._stop, wait=self._wait,
-                                    retry=self._retryable, reraise=True):
+            for attempt in Retrying(stop=self._stop, wait=self._wait, reraise=True,
+                                    retry=retry_if_exception_type(
+                                        (RetryableConflict, *TRANSIENT_ERRORS))):
                 with attempt:
                     return self._attempt(sql, bound)
         except TRANSIENT_ERRORS as exc:
             raise StoreUnavailableError(
                 f"lost the connection to SurrealDB at {self.location.redacted()} and could "
-                f"not re-open it within {self._reconnect_s:g} s: {exc}") from exc
+                f"not re-open it within {self.settings.reconnect_timeout_s:g} s: {exc}") from exc
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _attempt(self, sql: str, params: dict[str, Any]) -> list[Any]:
@@ -267,30 +263,21 @@ class Connection:
         return self._db
 
     # -- the retry policy of run() ---------------------------------------------------
-    @staticmethod
-    def _retryable(state: RetryCallState) -> bool:
-        exc = state.outcome.exception() if state.outcome else None
-        return isinstance(exc, (RetryableConflict, *TRANSIENT_ERRORS))
-
     def _stop(self, state: RetryCallState) -> bool:
         """Conflicts: ``conflict_attempts`` tries in all (the first was before tenacity).
         A dropped connection: until ``reconnect_timeout_s`` would be exceeded."""
-        exc = state.outcome.exception() if state.outcome else None
-        if isinstance(exc, RetryableConflict):
-            return state.attempt_number + 1 >= self._conflict_attempts
+        if _conflict(state):
+            return state.attempt_number + 1 >= self.settings.conflict_attempts
         waited = state.seconds_since_start or 0.0
-        return waited + self._backoff(state) > self._reconnect_s
+        return waited + self._backoff(state) > self.settings.reconnect_timeout_s
 
     def _wait(self, state: RetryCallState) -> float:
         """Short random waits for conflicts (the other writer is done within
         milliseconds), exponential ones up to ``retry_max_wait_s`` for a server."""
-        exc = state.outcome.exception() if state.outcome else None
-        if isinstance(exc, RetryableConflict):
-            return float(wait_random_exponential(multiplier=0.01, max=self._max_wait)(state))
+        if _conflict(state):
+            return wait_random_exponential(multiplier=0.01,
+                                           max=self.settings.retry_max_wait_s)(state)
         return self._backoff(state)
-
-    def _backoff(self, state: RetryCallState) -> float:
-        return float(wait_exponential(multiplier=0.1, max=self._max_wait)(state))
 
     def close(self) -> None:
         """Close the SDK connection (idempotent). In a forked child nothing of the
@@ -319,6 +306,11 @@ def _disown_inherited() -> None:
 
 
 os.register_at_fork(after_in_child=_disown_inherited)
+
+
+def _conflict(state: RetryCallState) -> bool:
+    return state.outcome is not None and isinstance(state.outcome.exception(),
+                                                    RetryableConflict)
 
 
 def _identity(path: Any) -> tuple[int, int] | None:

@@ -41,18 +41,10 @@ class Store:
             StoreSettings(url=url, **options)
         self.location: StoreLocation = parse_store_url(self.settings.url, base_dir=base_dir)
         self._lock = PathLock(self.location.path) if self.location.path else None
-        s = self.settings
-        self.conn = Connection(self.location, namespace=s.namespace, database=s.database,
-                               username=s.username, password=s.password,
-                               retry_attempts=s.retry_attempts,
-                               retry_max_wait_s=s.retry_max_wait_s,
-                               conflict_attempts=s.conflict_attempts,
-                               reconnect_timeout_s=s.reconnect_timeout_s)
+        self.conn = Connection(self.location, self.settings)
         if self._lock:
-            self._lock.acquire()
+            self._lock.acquire()  # creates the store's parent folder too
         try:
-            if self.location.path:
-                self.location.path.parent.mkdir(parents=True, exist_ok=True)
             self.conn.open()
             self.schema_version = ensure_schema(self.conn, SCHEMA_PARTS)
         except BaseException:
