@@ -64,10 +64,7 @@ class StoreLocation:
 
     def redacted(self) -> str:
         """The URL without any user:password part, safe for messages and logs."""
-        head, sep, tail = self.url.partition("://")
-        if "@" in tail.split("/", 1)[0]:
-            tail = "***@" + tail.split("@", 1)[1]
-        return head + sep + tail
+        return redact_credentials(self.url)
 
 
 def parse_store_url(url: str | None, *, base_dir: Path | None = None) -> StoreLocation:
