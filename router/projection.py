@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from trustroute.profiles.book import ProfileBook
 from trustroute.profiles.records import ExecutionRecord
 from trustroute.profiles.store import Store
-from trustroute.profiles.store.executions import LogRow
+from trustroute.profiles.store.executions import LogKey, LogRow
 from trustroute.profiles.store.projections import ProjectionRepository
 from trustroute.router import checkpoint
 from trustroute.router.learner import Learner, StrategyLearner
@@ -33,7 +33,6 @@ if TYPE_CHECKING:
     from trustroute.router.trust.layer import TrustLayer
 
 log = logging.getLogger(__name__)
-_PAGE = 5000
 CACHE_AFTER = 10_000  # an open that read this many rows writes the projection at once
 
 
@@ -70,16 +69,11 @@ class LogProjection:
         embedded, where this process is the only writer and folds each write itself."""
         return self.store.settings.sync_lookback_s if self.store.location.is_remote else 0.0
 
-    @property
-    def writing(self) -> threading.RLock:
-        """Held by a write and its fold (``refresh`` waits for it)."""
-        return self._writing
-
     # -- folding ---------------------------------------------------------------------
-    def folded(self, row: LogRow) -> bool:
-        """True when this router has folded ``row`` already."""
-        return (row.record.record_id in self._recent
-                or row.key.stored_at <= self._newest - self.lookback)
+    def folded(self, key: LogKey) -> bool:
+        """True when this router has folded the row at ``key`` already (rows written
+        before the log design, stamped ``-inf``, were folded when the log was read)."""
+        return key.record_id in self._recent or key.stored_at <= self._newest - self.lookback
 
     def append(self, records: Sequence[ExecutionRecord]) -> list[LogRow]:
         """Write this router's records to the log (one write) and fold them; returns the
@@ -87,17 +81,14 @@ class LogProjection:
         try of the same record stored it without this router folding it (its answer was
         lost); otherwise it is left out (a duplicate)."""
         with self._writing:
-            if len(records) == 1:
-                keys = [self.store.executions.record(records[0])]
-            else:
-                keys = self.store.executions.record_many(records)
+            keys = self.store.executions.record_many(records)
             rows = {r.record_id: LogRow(r, k) for r, k in zip(records, keys, strict=True)
                     if k is not None}
             if again := [r for r in records if r.record_id not in rows]:
                 stored = self.store.executions.stored(list({r.record_id for r in again}))
                 for r in again:
                     row = stored.pop(r.record_id, None)
-                    if row is not None and not self.folded(row) and \
+                    if row is not None and not self.folded(row.key) and \
                             same_execution(row.record, r):
                         rows[r.record_id] = row
             self.trust.expect(list(rows))  # its changes enter this router's history
@@ -109,7 +100,7 @@ class LogProjection:
     def fold(self, rows: Sequence[LogRow]) -> int:
         """Fold the rows not folded yet, in log order; returns how many were new."""
         with self._writing, self._lock:
-            fresh = sorted((r for r in rows if not self.folded(r)), key=lambda r: r.key)
+            fresh = sorted((r for r in rows if not self.folded(r.key)), key=lambda r: r.key)
             if not fresh:
                 return 0
             for row in fresh:
@@ -132,9 +123,7 @@ class LogProjection:
         store's cached projection when it verifies against the log, then fold the rows
         stored after it; otherwise (or when it does not verify) read the whole log."""
         with self._writing:  # no write of this router's may slip between read and swap
-            if cached and self._restore():
-                pass
-            else:
+            if not (cached and self._restore()):
                 rows = self.store.executions.scan()  # read without holding up select()
                 with self._lock:
                     self.book.clear()
@@ -212,15 +201,11 @@ class LogProjection:
         execution rows were new. Rebuilds when a row arrived too late to be placed
         (or a pair was retired)."""
         since = datetime.fromtimestamp(max(0.0, self._newest - self.lookback), UTC)
-        total, start = 0, 0
-        while keys := self.store.executions.since(since, start, _PAGE):  # stamp order
-            start += len(keys)
-            missing = [k.record_id for k in keys if k.record_id not in self._recent
-                       and k.stored_at > self._newest - self.lookback]
+        total = 0
+        for keys in self.store.executions.since(since):  # stamp order
+            missing = [k.record_id for k in keys if not self.folded(k)]
             if missing:  # one page at a time: catching up far stays in bounded memory
                 total += self.fold(list(self.store.executions.stored(missing).values()))
-            if len(keys) < _PAGE:
-                break
         retired = self.trust.catch_up(self.lookback)
         if rebuild and (retired or self.book.stale):
             log.info("rebuilding from the log: %s", "a pair was retired" if retired else

@@ -79,7 +79,7 @@ INSERT INTO execution (
 
 STORED = f"SELECT {_COLUMNS} FROM $ids;"
 SINCE = ("SELECT stored_at, pos, record::id(id) AS record_id FROM execution "
-         "WHERE stored_at > $since ORDER BY stored_at LIMIT $n START $start;")
+         "WHERE stored_at > $since ORDER BY stored_at")
 
 
 class LogKey(NamedTuple):
@@ -157,8 +157,10 @@ class ExecutionRepository:
 
         The write is all or nothing: when an id turns out to be stored already, the
         stored ids are looked up, dropped, and the rest is written again. Each retry
-        drops at least one record, so this ends.
+        drops at least one record, so this ends. A single record is one ``CREATE``.
         """
+        if len(records) == 1:
+            return [self.record(records[0])]
         keys: list[LogKey | None] = [None] * len(records)
         first: dict[str, int] = {}
         for index, record in enumerate(records):
@@ -188,13 +190,25 @@ class ExecutionRepository:
         """Which of ``record_ids`` are stored (for checking what a crash kept)."""
         return set(self.stored(record_ids)) if record_ids else set()
 
-    def since(self, moment: datetime, start: int = 0, limit: int = 5000) -> list[LogKey]:
+    def _pages(self, sql: str, params: dict[str, Any], batch: int
+               ) -> Iterator[list[dict[str, Any]]]:
+        """The rows of ``sql`` (a SELECT without LIMIT), ``batch`` at a time."""
+        start = 0
+        while True:
+            page = self._conn.run(f"{sql} LIMIT $n START $start;",
+                                  {**params, "n": batch, "start": start})[0]
+            yield page
+            if len(page) < batch:
+                return
+            start += batch
+
+    def since(self, moment: datetime, batch: int = 5000) -> Iterator[list[LogKey]]:
         """The log keys of rows stored after ``moment`` (by the database's clock),
-        oldest first; one page of ``limit`` from ``start``. Keys only: a router re-reads
-        a few seconds of the log at every look and fetches just the rows it lacks."""
-        found = self._conn.run(SINCE, {"since": moment, "start": start, "n": limit})[0]
-        return [LogKey(r["stored_at"].timestamp(), int(r.get("pos") or 0), r["record_id"])
-                for r in found]
+        oldest first, one page of ``batch`` at a time. Keys only: a router re-reads a
+        few seconds of the log at every look and fetches just the rows it lacks."""
+        for page in self._pages(SINCE, {"since": moment}, batch):
+            yield [LogKey(r["stored_at"].timestamp(), int(r.get("pos") or 0), r["record_id"])
+                   for r in page]
 
     def scan(self, batch: int = 5000) -> list[LogRow]:
         """The whole log in log order (what a router rebuilds from).
@@ -204,14 +218,8 @@ class ExecutionRepository:
         100,000 rows. A row written meanwhile can shift a page and come twice; the id
         keeps it once (a row deleted meanwhile retires its pair, and that rebuilds)."""
         rows: dict[str, LogRow] = {}
-        start = 0
-        while True:
-            page = self._conn.run(f"SELECT {_COLUMNS} FROM execution LIMIT $n START $start;",
-                                  {"n": batch, "start": start})[0]
+        for page in self._pages(f"SELECT {_COLUMNS} FROM execution", {}, batch):
             rows.update((row["record_id"], log_row(row)) for row in page)
-            if len(page) < batch:
-                break
-            start += batch
         return sorted(rows.values(), key=lambda r: r.key)
 
     def count(self) -> int:
@@ -236,14 +244,6 @@ class ExecutionRepository:
             clauses.append("timestamp >= $since")
             params["since"] = since
         where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
-        start = 0
-        while True:
-            page = self._conn.run(
-                f"SELECT *, record::id(id) AS record_id FROM execution{where}"
-                " ORDER BY timestamp, stored_at, pos, id LIMIT $lim START $start;",
-                {**params, "lim": batch, "start": start},
-            )[0]
+        for page in self._pages(f"SELECT *, record::id(id) AS record_id FROM execution{where}"
+                                " ORDER BY timestamp, stored_at, pos, id", params, batch):
             yield from page
-            if len(page) < batch:
-                return
-            start += batch
