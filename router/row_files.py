@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -29,22 +30,19 @@ class RowFileError(ValueError):
 def jsonl_rows(path: Path) -> Iterator[Row]:
     """Each non-blank line's JSON object with its line number."""
     with _open(path) as handle:
-        try:
-            for line_no, text in enumerate(handle, start=1):
-                if not text.strip():
-                    continue
-                try:
-                    row = json.loads(text)
-                except json.JSONDecodeError as exc:
-                    raise RowFileError(path, line_no, f"not valid JSON: {exc.msg}") from None
-                except RecursionError:  # past the parser's ~1,000 levels; no row needs 10
-                    raise RowFileError(path, line_no, "nested too deeply to read") from None
-                if not isinstance(row, dict):
-                    raise RowFileError(path, line_no,
-                                       f"expected a JSON object, got {type(row).__name__}")
-                yield line_no, row
-        except UnicodeDecodeError as exc:
-            raise _not_utf8(path, exc) from None
+        for line_no, text in enumerate(handle, start=1):
+            if not text.strip():
+                continue
+            try:
+                row = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise RowFileError(path, line_no, f"not valid JSON: {exc.msg}") from None
+            except RecursionError:  # past the parser's ~1,000 levels; no row needs 10
+                raise RowFileError(path, line_no, "nested too deeply to read") from None
+            if not isinstance(row, dict):
+                raise RowFileError(path, line_no,
+                                   f"expected a JSON object, got {type(row).__name__}")
+            yield line_no, row
 
 
 def csv_rows(path: Path, delimiter: str = ",",
@@ -70,18 +68,19 @@ def csv_rows(path: Path, delimiter: str = ",",
                     raise RowFileError(path, reader.line_num, f"more values than the "
                                                               f"{len(header)} header columns")
                 yield reader.line_num, row
-        except UnicodeDecodeError as exc:
-            raise _not_utf8(path, exc) from None
         except csv.Error as exc:
             raise RowFileError(path, reader.line_num, f"not valid CSV: {exc}") from None
 
 
-def _open(path: Path, newline: str | None = None) -> TextIO:
+@contextmanager
+def _open(path: Path, newline: str | None = None) -> Iterator[TextIO]:
+    """The file as text; a failure to open or decode it is a RowFileError."""
     try:
-        return path.open(encoding="utf-8-sig", newline=newline)
+        handle = path.open(encoding="utf-8-sig", newline=newline)
     except OSError as exc:
         raise RowFileError(path, 0, f"cannot read: {exc.strerror or exc}") from None
-
-
-def _not_utf8(path: Path, exc: UnicodeDecodeError) -> RowFileError:
-    return RowFileError(path, 0, f"not UTF-8 text (byte {exc.start})")
+    with handle:
+        try:
+            yield handle
+        except UnicodeDecodeError as exc:
+            raise RowFileError(path, 0, f"not UTF-8 text (byte {exc.start})") from None
