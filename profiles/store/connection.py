@@ -39,6 +39,7 @@ from tenacity import (
     wait_exponential,
     wait_random_exponential,
 )
+from websockets.exceptions import WebSocketException
 
 from trustroute.profiles.store.errors import (
     StoreAuthError,
@@ -54,16 +55,9 @@ log = logging.getLogger(__name__)
 
 TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
     ConnectionUnavailableError,
-    ConnectionError,
-    TimeoutError,
-    OSError,
+    OSError,  # ConnectionError and TimeoutError among them
+    WebSocketException,  # the SDK's websocket client (a dependency of the SDK)
 )
-try:  # the websocket client's own connection errors, when it is installed
-    from websockets.exceptions import WebSocketException
-
-    TRANSIENT_ERRORS = (*TRANSIENT_ERRORS, WebSocketException)
-except ImportError:  # pragma: no cover - websockets ships with the SDK
-    pass
 
 #: The engine's words for a transaction that lost a conflict and may simply run again.
 RETRYABLE = "can be retried"
