@@ -175,26 +175,23 @@ class LogProjection:
         if not self._since_cached:
             return
         try:
-            self._save()
+            if self.store.location.is_remote:
+                self.catch_up(rebuild=False)
+            now = self.store.run("RETURN time::now();")[-1].timestamp()
+            with self._writing, self._lock:
+                settled = max(0.0, now - self.lookback)
+                recent = {i: t for i, t in self._recent.items() if t > settled}
+                states, clocks, tails = self.book.export()
+                people_settled, people = self.trust.settled_people(settled)
+                meta, chunks = checkpoint.dump(checkpoint.Checkpoint(
+                    settled, states, clocks,
+                    {t: [k for k in keys if k.stored_at > settled] for t, keys in tails.items()},
+                    self.trust.book.all_counts(), recent, people, self.book.window_size))
+                self._cache.write(chunks, meta, datetime.fromtimestamp(settled, UTC),
+                                  self._total - len(recent), people_settled)
+                self._since_cached = 0
         except Exception as exc:  # a cache: the next open reads the log instead
             log.warning("could not write the cached projection: %s", exc)
-
-    def _save(self) -> None:
-        if self.store.location.is_remote:
-            self.catch_up(rebuild=False)
-        now = self.store.run("RETURN time::now();")[-1].timestamp()
-        with self._writing, self._lock:
-            settled = max(0.0, now - self.lookback)
-            recent = {i: t for i, t in self._recent.items() if t > settled}
-            states, clocks, tails = self.book.export()
-            people_settled, people = self.trust.settled_people(settled)
-            meta, chunks = checkpoint.dump(checkpoint.Checkpoint(
-                settled, states, clocks,
-                {t: [k for k in keys if k.stored_at > settled] for t, keys in tails.items()},
-                self.trust.book.all_counts(), recent, people, self.book.window_size))
-            self._cache.write(chunks, meta, datetime.fromtimestamp(settled, UTC),
-                              self._total - len(recent), people_settled)
-            self._since_cached = 0
 
     def catch_up(self, *, rebuild: bool = True) -> int:
         """Fold what other processes stored since the last look; returns how many
