@@ -60,14 +60,11 @@ class Store:
         (idempotent DEFINE ... IF NOT EXISTS statements) is applied before first use, so
         each feature keeps its tables and queries in its own module.
         """
-        repo = self._repositories.get(cls)
-        if repo is None:
-            schema = getattr(cls, "SCHEMA", "")
-            if schema:
+        if cls not in self._repositories:
+            if schema := getattr(cls, "SCHEMA", ""):
                 self.conn.run(schema)
-            repo = cls(self.conn)  # type: ignore[call-arg]
-            self._repositories[cls] = repo
-        return repo
+            self._repositories[cls] = cls(self.conn)  # type: ignore[call-arg]
+        return self._repositories[cls]
 
     @property
     def url(self) -> str:
