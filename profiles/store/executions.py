@@ -115,13 +115,6 @@ def row_params(record: ExecutionRecord, pos: int = 0) -> dict[str, Any]:
     return row
 
 
-def _key(record_id: str, stored_at: datetime | None, pos: int | None,
-         timestamp: datetime, seq: int | None) -> LogKey:
-    if stored_at is None:  # written before the log design: before every new row
-        return LogKey(float("-inf"), int(seq or 0), f"{timestamp.isoformat()} {record_id}")
-    return LogKey(stored_at.timestamp(), int(pos or 0), record_id)
-
-
 def log_row(row: dict[str, Any]) -> LogRow:
     """A stored row (``_COLUMNS``) as a record and its log key (not validated again: the
     schema checked it when it was written, and rows written under older, looser limits
@@ -131,8 +124,11 @@ def log_row(row: dict[str, Any]) -> LogRow:
         success=row["success"], quality=row["quality"], latency_ms=row["latency_ms"],
         cost=row.get("cost"), timestamp=row["timestamp"],
         decision_id=row.get("decision_id"), metadata=row.get("metadata") or {})
-    return LogRow(record, _key(row["record_id"], row.get("stored_at"), row.get("pos"),
-                               row["timestamp"], row.get("seq")))
+    if row.get("stored_at") is None:  # written before the log design: before every new row
+        return LogRow(record, LogKey(float("-inf"), int(row.get("seq") or 0),
+                                     f"{record.timestamp.isoformat()} {record.record_id}"))
+    return LogRow(record, LogKey(row["stored_at"].timestamp(), int(row.get("pos") or 0),
+                                 record.record_id))
 
 
 class ExecutionRepository:
