@@ -1,12 +1,10 @@
 """The one outcome path: every part of the router that learns is a ``Learner``.
 
-The execution log is the truth (``profiles.store.executions``). The router's
-``ProfileBook`` puts each log row in its place and gives it its seq; the placed records
-are then folded into each learner in order: the strategy (through ``StrategyLearner``,
-since strategies read the book) and the trust layer. A router folds its own writes
-once they commit and other processes' rows as it catches up; ``refresh`` reads the
-whole log again and ``rebuild``s each learner from it. A learner never writes on the
-decision path and never sees a record that was not committed.
+The router's ``ProfileBook`` places each row of the execution log and gives it its seq
+(docs/architecture.md, steps 4 and 5); the placed records are then folded into each
+learner in order: the strategy (through ``StrategyLearner``, since strategies read the
+book), then the trust layer. A learner never writes on the decision path and never sees
+a record that was not committed.
 """
 
 from __future__ import annotations
