@@ -177,21 +177,17 @@ class Connection:
     def run(self, sql: str, params: dict[str, Any] | None = None) -> list[Any]:
         """Run SurrealQL with bound ``params``; returns each statement's result."""
         bound = params or {}
+        # a dropped connection is re-opened only for a server; embedded, it is a real failure
+        retryable = (RetryableConflict, *(TRANSIENT_ERRORS if self.location.is_remote else ()))
         try:  # the common case pays for no tenacity round (~20 us of a ~600 us write)
             return self._attempt(sql, bound)
-        except RetryableConflict as first:
-            if self.settings.conflict_attempts <= 1:
+        except retryable as first:
+            if isinstance(first, RetryableConflict) and self.settings.conflict_attempts <= 1:
                 raise
-            failure: BaseException = first
-        except TRANSIENT_ERRORS as first:
-            if not self.location.is_remote:
-                raise
-            failure = first
-        log.info("retrying a query on %s after: %s", self.location.redacted(), failure)
+            log.info("retrying a query on %s after: %s", self.location.redacted(), first)
         try:
             for attempt in Retrying(stop=self._stop, wait=self._wait, reraise=True,
-                                    retry=retry_if_exception_type(
-                                        (RetryableConflict, *TRANSIENT_ERRORS))):
+                                    retry=retry_if_exception_type(retryable)):
                 with attempt:
                     return self._attempt(sql, bound)
         except TRANSIENT_ERRORS as exc:
