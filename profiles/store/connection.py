@@ -178,7 +178,8 @@ class Connection:
         """Run SurrealQL with bound ``params``; returns each statement's result."""
         bound = params or {}
         # a dropped connection is re-opened only for a server; embedded, it is a real failure
-        retryable = (RetryableConflict, *(TRANSIENT_ERRORS if self.location.is_remote else ()))
+        retryable: tuple[type[BaseException], ...] = (
+            RetryableConflict, *(TRANSIENT_ERRORS if self.location.is_remote else ()))
         try:  # the common case pays for no tenacity round (~20 us of a ~600 us write)
             return self._attempt(sql, bound)
         except retryable as first:
