@@ -30,7 +30,12 @@ from langchain_core.runnables.base import coerce_to_runnable
 from langchain_core.vectorstores import InMemoryVectorStore
 from pydantic import BaseModel, ConfigDict, Field
 
-from trustroute.integrations.langchain.task import TaskTypeSpec, fixed_task_type, resolve_task_type
+from trustroute.integrations.langchain.task import (
+    TaskTypeSpec,
+    check_task_type,
+    fixed_task_type,
+    resolve_task_type,
+)
 from trustroute.profiles.store.handoffs import HandoffRepository
 from trustroute.router.handoff.confidence import ConfidenceResult, RetrievalConfidence
 from trustroute.router.handoff.inputs import SCORE_KEYS
@@ -118,10 +123,7 @@ class HandoffRunnable(Runnable[Any, Any]):
             raise ValueError(f"k must be >= 1, got {k}")
         if handoff_output not in HANDOFF_OUTPUTS:
             raise ValueError(f"handoff_output must be 'result' or 'text', got {handoff_output!r}")
-        if not ((isinstance(task_type, str) and task_type) or callable(task_type)):
-            raise TypeError("task_type must be a non-empty string (the input key holding the "
-                            "task type), a callable of the input, or fixed_task_type(name), "
-                            f"got {task_type!r}")
+        self.task_type = check_task_type(task_type)
         self.source = retriever_or_vectorstore
         self.answer_chain = coerce_to_runnable(answer_chain)
         self.store = store if store is not None else (router.store if router else None)
@@ -142,7 +144,6 @@ class HandoffRunnable(Runnable[Any, Any]):
             self.dispatcher = TransferDispatcher(list(hooks), store=self.store)
         else:  # None: the HandoffResult goes back to the caller, who is the hand-off
             self.dispatcher = router.transfer if router else None
-        self.task_type = task_type
         self.k = k
         self.search_kwargs = dict(search_kwargs or {})
         self.score_key = score_key

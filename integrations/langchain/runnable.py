@@ -30,7 +30,7 @@ from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
 from trustroute.integrations.langchain.errors import AgentsMismatch
 from trustroute.integrations.langchain.recording import Attempt
-from trustroute.integrations.langchain.task import RoutedTask, resolve_task_type
+from trustroute.integrations.langchain.task import RoutedTask, check_task_type, resolve_task_type
 from trustroute.router.router import AgentRouter
 from trustroute.router.trace import NoveltyCache, TraceWeights
 
@@ -94,11 +94,7 @@ class RoutedRunnable(RunnableSerializable[Any, Any]):
     @field_validator("task_type", mode="before")
     @classmethod
     def _check_task_type(cls, value: Any) -> Any:
-        if (isinstance(value, str) and value) or callable(value):
-            return value
-        raise TypeError("task_type must be a non-empty string (the input key holding the "
-                        "task type), a callable of the input, or fixed_task_type(name), "
-                        f"got {value!r}")
+        return check_task_type(value)
 
     @field_validator("embedder")
     @classmethod

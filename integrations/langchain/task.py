@@ -52,6 +52,15 @@ def fixed_task_type(name: str) -> FixedTaskType:
     return FixedTaskType(name)
 
 
+def check_task_type(value: Any) -> TaskTypeSpec:
+    """``value`` if it can name a task type: an input key, or a callable of the input."""
+    if (isinstance(value, str) and value) or callable(value):
+        return value
+    raise TypeError("task_type must be a non-empty string (the input key holding the "
+                    "task type), a callable of the input, or fixed_task_type(name), "
+                    f"got {value!r}")
+
+
 def _describe(input_: Any, key: str) -> str:
     """Why ``input_`` has no value under ``key``, for the error message."""
     if isinstance(input_, Mapping):
