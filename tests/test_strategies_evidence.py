@@ -18,8 +18,7 @@ def feed(ledger: EvidenceLedger, book: ProfileBook, agent: str, task_type: str,
          quality: float, when: datetime = T0) -> None:
     rec = ExecutionRecord(agent_id=agent, task_type=task_type, success=quality >= 0.5,
                           quality=quality, timestamp=when)
-    book.apply(rec)
-    ledger.add(agent, task_type, quality, rec.success, book.clock(task_type), when.timestamp())
+    ledger.add(agent, task_type, book.apply(rec).window[-1])
 
 
 def test_unchosen_agents_evidence_ages_with_the_task_types_clock() -> None:

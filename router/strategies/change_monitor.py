@@ -39,48 +39,40 @@ class DetectedChange:
     without one are absent)."""
 
 
+#: One outcome of an agent's history; the fields after ``group`` are WindowEntry's, in order.
+_OUTCOME = np.dtype([("group", np.int64), ("timestamp", float), ("quality", float),
+                     ("success", bool), ("seq", np.int64)])
+
+
 @dataclass(slots=True)
 class AgentHistory:
-    """One agent's outcomes since its last change, in arrival order (arrays, no objects)."""
+    """One agent's outcomes since its last change, in arrival order (one record array)."""
 
     capacity: int
     types: dict[str, int] = field(default_factory=dict)  # task type -> local group id
-    groups: np.ndarray = field(init=False)
-    seqs: np.ndarray = field(init=False)
-    values: np.ndarray = field(init=False)
-    stamps: np.ndarray = field(init=False)  # POSIX seconds
-    successes: np.ndarray = field(init=False)
+    rows: np.ndarray = field(init=False)  # _OUTCOME records, the first ``size`` in use
     size: int = 0
     since_test: int = 0
 
     def __post_init__(self) -> None:
-        self.groups = np.zeros(self.capacity, dtype=np.int64)
-        self.seqs = np.zeros(self.capacity, dtype=np.int64)
-        self.values = np.zeros(self.capacity)
-        self.stamps = np.zeros(self.capacity)
-        self.successes = np.zeros(self.capacity, dtype=bool)
+        self.rows = np.zeros(self.capacity, dtype=_OUTCOME)
 
-    def append(self, task_type: str, seq: int, quality: float, timestamp: float,
-               success: bool) -> None:
+    def append(self, task_type: str, entry: WindowEntry) -> None:
         """Add one outcome; when full, the oldest quarter is dropped at once."""
         if self.size == self.capacity:
             self.keep_last(self.capacity - max(1, self.capacity // 4))
         group = self.types.setdefault(task_type, len(self.types))
-        i = self.size
-        self.groups[i], self.seqs[i], self.values[i] = group, seq, quality
-        self.stamps[i], self.successes[i] = timestamp, success
+        self.rows[self.size] = (group, entry.timestamp, entry.quality, entry.success, entry.seq)
         self.size += 1
         self.since_test += 1
 
     def keep_last(self, count: int) -> None:
         """Keep only the ``count`` most recent outcomes (and renumber task types)."""
-        start = self.size - count
-        for arr in (self.groups, self.seqs, self.values, self.stamps, self.successes):
-            arr[:count] = arr[start:self.size]
+        self.rows[:count] = self.rows[self.size - count:self.size]
         self.size = count
         names = {g: t for t, g in self.types.items()}
-        used, local = np.unique(self.groups[:count], return_inverse=True)
-        self.groups[:count] = local
+        used, local = np.unique(self.rows["group"][:count], return_inverse=True)
+        self.rows["group"][:count] = local
         self.types = {names[int(g)]: i for i, g in enumerate(used)}
 
     def due(self) -> bool:
@@ -96,47 +88,42 @@ class ChangeMonitor:
         self.delta = delta
         self._history: dict[str, AgentHistory] = {}
 
-    def add(self, agent_id: str, task_type: str, seq: int, quality: float,
-            timestamp: float, success: bool) -> DetectedChange | None:
+    def add(self, agent_id: str, task_type: str, entry: WindowEntry) -> DetectedChange | None:
         """Append one outcome and, when due, test the agent's history."""
         history = self._history.get(agent_id)
         if history is None:
             history = self._history[agent_id] = AgentHistory(self.window)
-        history.append(task_type, seq, quality, timestamp, success)
+        history.append(task_type, entry)
         return self._test(agent_id, history) if history.due() else None
 
     def _test(self, agent_id: str, history: AgentHistory) -> DetectedChange | None:
         """Run the test; on a change, keep only the outcomes from it on."""
         history.since_test = 0
         n = history.size
-        change = detect_change(history.groups[:n], history.values[:n], self.delta)
+        rows = history.rows[:n]
+        change = detect_change(rows["group"], rows["quality"], self.delta)
         if change is None:
             return None
         names = {g: t for t, g in history.types.items()}
         kept: dict[str, list[WindowEntry]] = {}
-        since = slice(change.index, n)
-        for g, seq, stamp, value, success in zip(
-                history.groups[since].tolist(), history.seqs[since].tolist(),
-                history.stamps[since].tolist(), history.values[since].tolist(),
-                history.successes[since].tolist(), strict=True):
-            kept.setdefault(names[g], []).append(WindowEntry(stamp, value, success, seq))
+        for g, *fields in rows[change.index:].tolist():
+            kept.setdefault(names[g], []).append(WindowEntry(*fields))
         history.keep_last(n - change.index)
         return DetectedChange(agent_id, {name: tuple(entries) for name, entries in kept.items()})
 
     def rebuild(self, book: ProfileBook) -> list[DetectedChange]:
         """Histories from a freshly loaded book's windows (merged by time), re-tested."""
         self._history = {}
-        merged: dict[str, list[tuple[float, int, str, float, bool]]] = {}
+        merged: dict[str, list[tuple[str, WindowEntry]]] = {}
         for state in book:
             rows = merged.setdefault(state.agent_id, [])
-            rows.extend((e.timestamp, e.seq, state.task_type, e.quality, e.success)
-                        for e in state.window)
+            rows.extend((state.task_type, e) for e in state.window)
         changes = []
         for agent_id, rows in merged.items():
-            rows.sort(key=lambda row: (row[0], row[1]))
+            rows.sort(key=lambda row: (row[1].timestamp, row[1].seq))
             history = self._history[agent_id] = AgentHistory(self.window)
-            for stamp, seq, task_type, quality, success in rows[-self.window:]:
-                history.append(task_type, seq, quality, stamp, success)
+            for task_type, entry in rows[-self.window:]:
+                history.append(task_type, entry)
             change = self._test(agent_id, history) if history.due() else None
             if change is not None:
                 changes.append(change)

@@ -163,25 +163,28 @@ class EvidenceLedger:
         self._expected += np.outer(te.baseline, current[_WEIGHT])
         self.version += 1
 
-    def _stored_weight(self, te: TypeEvidence, seq: float, timestamp: float) -> float:
-        exec_w = float(halving(te.ref - seq, self.half_life_executions))
-        return exec_w * self._time_weight(timestamp)
+    def _stored_sums(self, te: TypeEvidence, entries: Sequence[WindowEntry]) -> np.ndarray:
+        """Stored (quality, success, weight) sums of ``entries`` in ``te``'s frames."""
+        sums = np.zeros(3)
+        for e in entries:
+            w = float(halving(te.ref - e.seq, self.half_life_executions))
+            w *= self._time_weight(e.timestamp)
+            sums += (e.quality * w, float(e.success) * w, w)
+        return sums
 
-    def add(self, agent_id: str, task_type: str, quality: float, success: bool, seq: int,
-            timestamp: float) -> None:
-        """Fold one record in; ``seq`` is its task type's clock value."""
+    def add(self, agent_id: str, task_type: str, entry: WindowEntry) -> None:
+        """Fold one record in; ``entry.seq`` is its task type's clock value."""
         i = self._pair(agent_id, task_type)
-        te = self._type(task_type, seq - 1)
-        self._time_weight(timestamp)  # re-base the wall-time frame first if needed
+        te = self._type(task_type, entry.seq - 1)
+        self._time_weight(entry.timestamp)  # re-base the wall-time frame first if needed
         self._detach(te)
-        te.clock = max(te.clock, seq)
+        te.clock = max(te.clock, entry.seq)
         h = self.half_life_executions
         if h is not None and (te.clock - te.ref) / h > _REBASE_EXPONENT:
             te.sums *= self._exec_decay(te)
             te.ref = float(te.clock)
         te.decay = self._exec_decay(te)
-        w = self._stored_weight(te, seq, timestamp)
-        te.sums[:, i] += (quality * w, float(success) * w, w)
+        te.sums[:, i] += self._stored_sums(te, [entry])
         self._attach(te)
 
     def replace_pair(self, agent_id: str, task_type: str,
@@ -192,11 +195,7 @@ class EvidenceLedger:
             return
         i = self.index(agent_id)
         self._detach(te)
-        sums = np.zeros(3)
-        for e in entries:
-            w = self._stored_weight(te, e.seq, e.timestamp)
-            sums += (e.quality * w, float(e.success) * w, w)
-        te.sums[:, i] = sums
+        te.sums[:, i] = self._stored_sums(te, entries)
         self._attach(te)
 
     def rebuild(self, book: ProfileBook) -> None:

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from trustroute.profiles.book import ProfileBook
+from trustroute.profiles.profile import WindowEntry
 from trustroute.profiles.records import ExecutionRecord
 from trustroute.router.stats import wilson_lower_bound
 from trustroute.router.strategies.base import Arm, ArmScore, Explanation, StrategyContext
@@ -94,11 +95,11 @@ class PooledPosterior:
     # -- life cycle ------------------------------------------------------------------
     def observe(self, record: ExecutionRecord, seq: int, book: ProfileBook) -> None:
         """Fold one committed record into the ledger (and the change monitor)."""
-        quality, stamp = record.effective_quality, record.timestamp.timestamp()
-        self.ledger.add(record.agent_id, record.task_type, quality, record.success, seq, stamp)
+        entry = WindowEntry(record.timestamp.timestamp(), record.effective_quality,
+                            record.success, seq)
+        self.ledger.add(record.agent_id, record.task_type, entry)
         if self.monitor is not None:
-            change = self.monitor.add(record.agent_id, record.task_type, seq, quality, stamp,
-                                      record.success)
+            change = self.monitor.add(record.agent_id, record.task_type, entry)
             if change is not None:
                 self._forget(change, book.window_size)
         usage = self._usage.setdefault(record.agent_id, Usage())
