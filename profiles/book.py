@@ -77,11 +77,7 @@ class ProfileBook:
             for record, key in rows:
                 seq, last = self._take_seq(record.task_type, key)
                 in_order = in_order and last
-                state = self._states.get((record.agent_id, record.task_type))
-                if state is None:
-                    state = ProfileState(record.agent_id, record.task_type, self.window_size)
-                    self._states[(record.agent_id, record.task_type)] = state
-                state.apply(record, seq, key)
+                self._fold(record, seq, key)
                 placed.append((record, seq))
         return placed, in_order
 
@@ -92,12 +88,17 @@ class ProfileBook:
             clock = self._clocks.get(record.task_type, 0)
             seq = clock + 1 if seq is None else seq
             self._clocks[record.task_type] = max(clock, seq)
-            state = self._states.get((record.agent_id, record.task_type))
-            if state is None:
-                state = ProfileState(record.agent_id, record.task_type, self.window_size)
-                self._states[(record.agent_id, record.task_type)] = state
-            state.apply(record, seq)
-            return state
+            return self._fold(record, seq)
+
+    def _fold(self, record: ExecutionRecord, seq: int, key: LogKey | None = None
+              ) -> ProfileState:
+        """Fold ``record`` into its pair's state (created on the pair's first record)."""
+        pair = (record.agent_id, record.task_type)
+        state = self._states.get(pair)
+        if state is None:
+            state = self._states[pair] = ProfileState(*pair, self.window_size)
+        state.apply(record, seq, key)
+        return state
 
     def _take_seq(self, task_type: str, key: LogKey) -> tuple[int, bool]:
         """The seq of a new row of ``task_type`` at ``key`` (moving later seqs up), and
