@@ -155,9 +155,8 @@ def novelty(trace: ReasoningTrace, embedder: Embedder | None = None,
 async def anovelty(trace: ReasoningTrace, embedder: Embedder | None = None,
                    cache: NoveltyCache | None = None) -> float:
     """Async ``novelty``: uses the embedder's ``aembed_query`` when it has one."""
-    if embedder is None:
-        return NEUTRAL_NOVELTY
-    text = trace_text(trace)
     aembed = getattr(embedder, "aembed_query", None)
-    vector = await aembed(text) if aembed is not None else embedder.embed_query(text)
+    if aembed is None:
+        return novelty(trace, embedder, cache)
+    vector = await aembed(trace_text(trace))
     return (cache if cache is not None else _shared_cache).observe(vector)
