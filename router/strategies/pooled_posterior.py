@@ -66,16 +66,6 @@ class Posterior:
     batch: int = 1
 
 
-@dataclass(slots=True)
-class Usage:
-    """One agent's recorded cost and latency, across task types."""
-
-    cost_sum: float = 0.0
-    cost_count: int = 0
-    latency_sum_ms: float = 0.0
-    runs: int = 0
-
-
 class PooledPosterior:
     """Keeps the evidence ledger and turns it into a posterior per arm."""
 
@@ -90,7 +80,6 @@ class PooledPosterior:
         self.monitor = (ChangeMonitor(p.change_window, p.change_delta)
                         if p.change_detection else None)
         self._cache: dict[tuple[str, tuple[int, ...]], tuple[tuple[Any, ...], Posterior]] = {}
-        self._usage: dict[str, Usage] = {}
 
     # -- life cycle ------------------------------------------------------------------
     def observe(self, record: ExecutionRecord, seq: int, book: ProfileBook) -> None:
@@ -102,27 +91,14 @@ class PooledPosterior:
             change = self.monitor.add(record.agent_id, record.task_type, entry)
             if change is not None:
                 self._forget(change, book.window_size)
-        usage = self._usage.setdefault(record.agent_id, Usage())
-        if record.cost is not None:
-            usage.cost_sum += record.cost
-            usage.cost_count += 1
-        usage.latency_sum_ms += record.latency_ms
-        usage.runs += 1
 
     def reset(self, book: ProfileBook) -> None:
-        """Rebuild the ledger, change monitor and usage from a freshly loaded book."""
+        """Rebuild the ledger and change monitor from a freshly loaded book."""
         self.ledger.rebuild(book)
         self._cache.clear()
         if self.monitor is not None:
             for change in self.monitor.rebuild(book):
                 self._forget(change, book.window_size)
-        self._usage = {}
-        for state in book:
-            usage = self._usage.setdefault(state.agent_id, Usage())
-            usage.cost_sum += state.cost_sum
-            usage.cost_count += state.cost_count
-            usage.latency_sum_ms += state.latency_sum_ms
-            usage.runs += state.executions_total
 
     def _forget(self, change: DetectedChange, window: int) -> None:
         """Drop the agent's evidence from before ``change`` on every task type.
@@ -151,13 +127,14 @@ class PooledPosterior:
                     self.params.half_life_days is None
                     or 0.0 <= ctx.now.timestamp() - post.computed_at < _TIME_REFRESH_SECONDS):
                 return post
-        post = self._compute(arms, ctx.task_type, ctx.now.timestamp())
+        post = self._compute(arms, ctx.task_type, ctx.now.timestamp(), ctx.book)
         if len(self._cache) >= _CACHE_LIMIT:
             self._cache.clear()
         self._cache[key] = (tuple(agents), post)
         return post
 
-    def _compute(self, arms: Sequence[Arm], task_type: str, now: float) -> Posterior:
+    def _compute(self, arms: Sequence[Arm], task_type: str, now: float,
+                 book: ProfileBook) -> Posterior:
         p = self.params
         view = self.ledger.view(task_type, [arm.agent_id for arm in arms], now)
         pair, elsewhere = view.pair, view.elsewhere
@@ -178,7 +155,7 @@ class PooledPosterior:
         mean = beta_mean(alpha, beta)
         qa, qb = alpha[0], beta[0]
         lower_bound = wilson_lower_bound(mean[0], qa + qb, p.z)
-        penalty = self._penalty(arms)
+        penalty = self._penalty(arms, book)
         columns = {
             "posterior_mean": mean[0], "posterior_sd": beta_sd(qa, qb), "evidence": pair[2],
             "prior_mean": prior_mean[0], "prior_strength": prior_strength,
@@ -192,7 +169,7 @@ class PooledPosterior:
             penalties=penalty.tolist() if penalty.any() else None,
             components=components)
 
-    def _penalty(self, arms: Sequence[Arm]) -> np.ndarray:
+    def _penalty(self, arms: Sequence[Arm], book: ProfileBook) -> np.ndarray:
         """``lambda_cost x cost + lambda_latency x latency_s`` per arm (0 by default).
 
         Cost: the pair's recorded mean, else the agent's across task types, else the
@@ -203,18 +180,20 @@ class PooledPosterior:
         if not (p.lambda_cost or p.lambda_latency):
             return out
         for i, arm in enumerate(arms):
-            usage = self._usage.get(arm.agent_id, Usage())
+            # the agent's states on every task type: the book holds its totals
+            agent = [s for t in self.ledger.task_types_of(arm.agent_id)
+                     if (s := book.get(arm.agent_id, t)) is not None]
             state = arm.state
             if state is not None and state.cost_count:
                 cost = state.cost_sum / state.cost_count
-            elif usage.cost_count:
-                cost = usage.cost_sum / usage.cost_count
+            elif cost_count := sum(s.cost_count for s in agent):
+                cost = sum(s.cost_sum for s in agent) / cost_count
             else:
                 cost = arm.agent.cost_per_call or 0.0
             if state is not None and state.executions_total:
                 latency_ms = state.latency_sum_ms / state.executions_total
-            elif usage.runs:
-                latency_ms = usage.latency_sum_ms / usage.runs
+            elif runs := sum(s.executions_total for s in agent):
+                latency_ms = sum(s.latency_sum_ms for s in agent) / runs
             else:
                 latency_ms = 0.0
             out[i] = p.lambda_cost * cost + p.lambda_latency * latency_ms / 1000.0
