@@ -25,8 +25,9 @@ from trustroute.router.errors import RouterError
 from trustroute.router.router import AgentRouter
 from trustroute.router.strategies import available_strategies
 
-console = Console()
-err_console = Console(stderr=True)
+# Nothing is auto-highlighted: a line's colours are the markup it gives.
+console = Console(highlight=False)
+err_console = Console(stderr=True, highlight=False)
 
 DEFAULT_CONFIG = Path("router.yaml")
 # Credentials of the configs this command loaded: no error line shows them.
@@ -62,7 +63,7 @@ def error_line(exc: BaseException) -> str:
 def _one_line(label: str, message: str) -> None:
     secrets = {*_loaded_secrets, os.environ.get("TRUSTROUTE_DB_PASS", "")}
     text = mask_credentials(" ".join(message.split()), secrets)
-    err_console.print(f"{label} {escape(text)}", highlight=False, soft_wrap=True)
+    err_console.print(f"{label} {escape(text)}", soft_wrap=True)
 
 
 def show_error(message: str) -> None:

@@ -38,23 +38,21 @@ from trustroute.router.demo import DEFAULT_WORKLOAD, DemoSummary, TaskResult, ru
 def _report(summary: DemoSummary, store_url: str, store_given: bool) -> None:
     s = summary
     for task_type, rows in s.leaderboard.items():
-        console.print(leaderboard_heading(task_type, rows, s.preferred.get(task_type)),
-                      highlight=False)
+        console.print(leaderboard_heading(task_type, rows, s.preferred.get(task_type)))
         console.print(leaderboard_table(rows))
-    console.print(LEADERBOARD_LEGEND, style="dim", highlight=False)
+    console.print(LEADERBOARD_LEGEND, style="dim")
     console.print(
         f"[bold]routed mean quality {s.routed_expected_quality:.3f}[/] (observed "
         f"{s.routed_quality:.3f}) vs best single agent {escape(s.best_single_agent)} "
         f"{s.best_single_quality:.3f} and random {s.random_quality:.3f}; oracle "
-        f"{s.oracle_quality:.3f} ({pct(s.share_of_oracle)} of oracle)", highlight=False)
+        f"{s.oracle_quality:.3f} ({pct(s.share_of_oracle)} of oracle)")
     curve = " → ".join(f"{q:.2f}" for q in s.learning_curve)
     console.print(f"learning curve (mean quality per quarter of the run): {curve}; the "
-                  f"hidden best agent got {pct(s.best_pick_rate)} of the tasks",
-                  highlight=False)
+                  f"hidden best agent got {pct(s.best_pick_rate)} of the tasks")
     if store_url != "mem://":
         hint = f" --store {store_url}" if store_given else ""
         console.print(f"profiles are stored in {escape(store_url)}; see them with "
-                      f"`trustroute profiles{escape(hint)}`", highlight=False, soft_wrap=True)
+                      f"`trustroute profiles{escape(hint)}`", soft_wrap=True)
 
 
 @cli.command()
@@ -85,8 +83,7 @@ def demo(tasks: int, seed: int, strategy: str | None, config: Path | None, store
             console.print(f"[bold]trustroute demo[/]: {plural(tasks, 'simulated task')} over "
                           f"{plural(len(workload.task_types), 'task type')}, "
                           f"{plural(len(workload.agents), 'agent')} with hidden skill; "
-                          f"strategy {router.strategy.name}, store {escape(url)}, seed {seed}",
-                          highlight=False)
+                          f"strategy {router.strategy.name}, store {escape(url)}, seed {seed}")
         with Progress(TextColumn("routing"), BarColumn(), MofNCompleteColumn(),
                       TextColumn("mean quality {task.fields[quality]:.3f}"),
                       TimeElapsedColumn(), console=err_console, disable=as_json) as progress:
@@ -105,5 +102,5 @@ def demo(tasks: int, seed: int, strategy: str | None, config: Path | None, store
         return
     if summary.executions_before:
         console.print(f"(the store already held {plural(summary.executions_before, 'execution')}"
-                      "; this run continued learning from them)", highlight=False)
+                      "; this run continued learning from them)")
     _report(summary, url, store is not None)

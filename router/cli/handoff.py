@@ -154,12 +154,11 @@ def calibrate_handoff(
         )
         return
     console.print(calibration_table(base, tuned))
-    console.print(_guarantee_line(report), highlight=False)
+    console.print(_guarantee_line(report))
     if name is not None:
         console.print(
             f"saved as {escape(name)!r} in {escape(where)}; use it with "
             f"`handoff: {{calibration: {escape(name)}}}` in the router config",
-            highlight=False,
         )
 
 
@@ -265,7 +264,8 @@ def handoffs(
             elif rows:
                 console.print(stats_table(rows, f"hand-off rate by task type in {escape(url)}"))
             else:
-                console.print(f"no hand-off decisions recorded in {escape(url)} yet")
+                console.print(f"no hand-off decisions recorded in {escape(url)} yet",
+                              highlight=True)
             return
         if resolve is not None:
             full = resolve_id(repo, resolve)
@@ -273,8 +273,7 @@ def handoffs(
             if as_json:
                 print_json({"resolved": full, "hook_rows": changed})
             else:
-                console.print(f"resolved {escape(full)} ({plural(changed, 'hook row')})",
-                              highlight=False)
+                console.print(f"resolved {escape(full)} ({plural(changed, 'hook row')})")
             return
         if retry:
             if router.transfer is None:
@@ -283,7 +282,7 @@ def handoffs(
             if as_json:
                 print_json({"delivered": delivered, "pending": still})
             else:
-                console.print(f"{delivered} delivered, {still} still pending", highlight=False)
+                console.print(f"{delivered} delivered, {still} still pending")
             return
         rows = repo.pending(None if status == "all" else status, limit)
     if as_json:
@@ -292,4 +291,4 @@ def handoffs(
         console.print(pending_table(rows, f"{status} hand-offs in {escape(url)}"))
     else:
         which = "" if status == "all" else f"{status} "  # not "no all hand-offs"
-        console.print(f"no {which}hand-offs in {escape(url)}", highlight=False)
+        console.print(f"no {which}hand-offs in {escape(url)}")

@@ -60,4 +60,4 @@ def import_executions(file: Path, fmt: str | None, batch_size: int, config: Path
                     "imported": imported, "duplicates_skipped": skipped})
         return
     console.print(f"imported {plural(imported, 'execution')} from {escape(str(file))} into "
-                  f"{escape(url)}; skipped {plural(skipped, 'duplicate')}", highlight=False)
+                  f"{escape(url)}; skipped {plural(skipped, 'duplicate')}")

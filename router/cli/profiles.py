@@ -45,13 +45,12 @@ def show_profiles(task_type: str | None, agent: str | None, config: Path | None,
     if not found:
         scope = " matching the filters" if task_type or agent else ""
         console.print(f"no profiles{scope} in {escape(url)} yet; record outcomes with "
-                      "`trustroute record`, `trustroute import` or `trustroute demo`",
-                      highlight=False)
+                      "`trustroute record`, `trustroute import` or `trustroute demo`")
         return
-    console.print(f"profiles in {escape(url)}", highlight=False)
+    console.print(f"profiles in {escape(url)}")
     for table in profiles_tables(found):
         console.print()
         console.print(table)
-    console.print(PROFILES_LEGEND, style="dim", highlight=False)
+    console.print(PROFILES_LEGEND, style="dim")
     if rates:  # logged by HandoffRunnable; details: trustroute handoffs --stats
         console.print(stats_table(rates, "hand-off rate by task type"))

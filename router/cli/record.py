@@ -65,13 +65,12 @@ def record(agent: str, task_type: str, success: bool, failure: bool, quality: fl
                     "profile": profile.model_dump(mode="json")})
         return
     if not stored:
-        console.print(f"record {escape(rec.record_id)} was already stored; nothing changed",
-                      highlight=False)
+        console.print(f"record {escape(rec.record_id)} was already stored; nothing changed")
     else:
         outcome = "[green]success[/]" if rec.success else "[red]failure[/]"
         console.print(f"recorded {escape(agent)} on {escape(task_type)}: {outcome}, quality "
-                      f"{num(rec.quality, 2)}, {rec.latency_ms:,.0f} ms", highlight=False)
+                      f"{num(rec.quality, 2)}, {rec.latency_ms:,.0f} ms")
     console.print(f"profile: {plural(profile.executions_total, 'run')}, success "
                   f"{100 * profile.success_rate:.0f}%, expertise {num(profile.expertise)}, "
                   f"confidence {num(profile.confidence, 2)}, adjusted "
-                  f"{num(profile.adjusted_score)}", highlight=False)
+                  f"{num(profile.adjusted_score)}")

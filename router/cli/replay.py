@@ -99,7 +99,7 @@ def replay_command(file: Path, strategies: str, runs: int, seed: int, agents: in
         return
     show_report(report, file)
     if plot is not None:
-        console.print(f"regret curves written to {escape(str(plot))}", highlight=False)
+        console.print(f"regret curves written to {escape(str(plot))}")
 
 
 def show_report(report: ReplayReport, file: Path) -> None:
@@ -111,9 +111,9 @@ def show_report(report: ReplayReport, file: Path) -> None:
     console.print(f"{escape(str(file))}: {plural(log['agents'], 'agent')}, "
                   f"{plural(log['tasks'], 'task')}, {plural(log['task_types'], 'task type')}; "
                   f"{plural(s['runs'], 'run')} x {plural(s['agents'], 'agent')} "
-                  f"(seed {s['seed']}){', drift' if s['drift'] else ''}", highlight=False)
+                  f"(seed {s['seed']}){', drift' if s['drift'] else ''}")
     console.print(f"{'regression-aware ' if s['drift'] else ''}per-task-type oracle: mean "
-                  f"quality {oracle:.3f}", highlight=False)
+                  f"quality {oracle:.3f}")
     table = compact_table(("strategy", "mean\nquality", "% of\noracle", "final\nregret",
                            "oracle's\npick", "most chosen agents"),
                           names=("strategy", "most chosen agents"))

@@ -43,6 +43,6 @@ def report(out: Path, task_type: str | None, since: datetime | None, config: Pat
             bar = progress.add_task("report", total=total)
             path = write_report(router, out, task_type=task_type, since=since,
                                 progress=lambda n: progress.advance(bar, n))
-    console.print(f"report written to {escape(str(path))}", highlight=False, soft_wrap=True)
+    console.print(f"report written to {escape(str(path))}", soft_wrap=True)
     if load_charts() is None:
-        console.print(f"tables only, no matplotlib: {escape(PLOT_HINT)}", highlight=False)
+        console.print(f"tables only, no matplotlib: {escape(PLOT_HINT)}")

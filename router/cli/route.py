@@ -70,8 +70,7 @@ def route(task_type: str, agents: tuple[str, ...], exclude: tuple[str, ...],
         return
     chosen = decision.chosen
     console.print(f"route [bold]{escape(task_type)}[/] → [bold green]{escape(decision.agent_id)}"
-                  f"[/]  (final score {num(chosen.final_score)}, strategy {decision.strategy})",
-                  highlight=False)
+                  f"[/]  (final score {num(chosen.final_score)}, strategy {decision.strategy})")
     console.print(decision_table(decision))
     for rank, c in enumerate(decision.candidates, start=1):
-        console.print(f"{rank}. {escape(c.agent_id)}: {escape(c.reason)}", highlight=False)
+        console.print(f"{rank}. {escape(c.agent_id)}: {escape(c.reason)}")

@@ -48,7 +48,7 @@ def review(agent_id: str, task_type: str, approve: bool, reject: bool, comment: 
         return
     console.print(f"{escape(agent_id)} on {escape(task_type)}: frequency {s.frequency:.3f}, "
                   f"effectiveness {s.effectiveness:.3f}, human {s.human:.3f} -> composite "
-                  f"{s.composite:.3f} ([bold]{s.tier}[/])", highlight=False)
+                  f"{s.composite:.3f} ([bold]{s.tier}[/])")
 
 
 @cli.command(name="decay")
@@ -68,13 +68,11 @@ def decay(now: datetime | None, config: Path | None, store: str | None, as_json:
         print_json(report.as_dict())
         return
     if report.already_applied:
-        console.print(f"decay already applied for {report.week}: nothing changed",
-                      highlight=False)
+        console.print(f"decay already applied for {report.week}: nothing changed")
         return
     console.print(f"decay {report.week}: {report.decayed} decayed, {report.deprecated} "
                   f"deprecated, {report.deleted} deleted "
-                  f"({plural(report.archived_executions, 'execution')} archived)",
-                  highlight=False)
+                  f"({plural(report.archived_executions, 'execution')} archived)")
 
 
 def print_calibration(report: CalibrationReport, title: str) -> None:
@@ -93,7 +91,7 @@ def print_calibration(report: CalibrationReport, title: str) -> None:
     console.print(
         f"decisions {report.decisions} ({report.with_outcome} with outcome)  "
         f"Brier {report.brier:.4f}  ECE {report.ece:.4f}  "
-        f"abstention rate {100 * report.abstention_rate:.1f}%  {failed}", highlight=False)
+        f"abstention rate {100 * report.abstention_rate:.1f}%  {failed}")
 
 
 @cli.command(name="calibration")
@@ -117,7 +115,7 @@ def calibration(strategy: str | None, buckets: int, config: Path | None, store: 
         return
     if not report.with_outcome:
         console.print(f"no decisions with recorded outcomes in {escape(url)} yet "
-                      f"({report.decisions} logged)", highlight=False)
+                      f"({report.decisions} logged)")
         return
     print_calibration(report, f"calibration of decision confidence in {escape(url)}")
 
@@ -142,7 +140,7 @@ def trust(task_type: str | None, agent: str | None, config: Path | None, store: 
                     for (a, t), c, s in rows])
         return
     if not rows:
-        console.print("no trust data yet: record outcomes or reviews first", highlight=False)
+        console.print("no trust data yet: record outcomes or reviews first")
         return
     table = compact_table(("task type", "agent", "obs", "contra", "freq", "effect", "human",
                            "composite", "tier"), title="trust per (agent, task type)")
