@@ -23,7 +23,6 @@ from trustroute.router.cli.base import (
 from trustroute.router.cli.tables import compact_table, plural
 from trustroute.router.trust.calibration import CalibrationReport, calibration_report
 from trustroute.router.trust.lifecycle import run_decay
-from trustroute.router.trust.scores import trust_scores
 
 
 @cli.command(name="review")
@@ -129,9 +128,8 @@ def trust(task_type: str | None, agent: str | None, config: Path | None, store: 
           as_json: bool) -> None:
     """Composite trust per (agent, task type): the three scores, composite and tier."""
     with open_router(config, store) as router:
-        weights = router.trust_layer.options.weights
-        rows = [(pair, counts, trust_scores(counts, weights))
-                for pair, counts in router.trust_layer.book.all_counts().items()
+        book = router.trust_layer.book
+        rows = [(pair, counts, book.scores(*pair)) for pair, counts in book.all_counts().items()
                 if (task_type is None or pair[1] == task_type)
                 and (agent is None or pair[0] == agent)]
     rows.sort(key=lambda r: (r[0][1], -r[2].composite, r[0][0]))

@@ -18,9 +18,9 @@ from trustroute.profiles.profile import TaskTypeProfile
 from trustroute.profiles.records import utc_now
 from trustroute.profiles.store.decisions import DecisionRepository
 from trustroute.profiles.store.report import ReportRepository
-from trustroute.profiles.trust_counts import TrustCounts
+from trustroute.router.trust.book import TrustBook
 from trustroute.router.trust.calibration import CalibrationReport, calibration_report
-from trustroute.router.trust.scores import TrustScores, trust_scores
+from trustroute.router.trust.scores import TrustScores
 
 if TYPE_CHECKING:
     from trustroute.router.router import AgentRouter
@@ -84,8 +84,7 @@ class Handoffs:
     rates: dict[str, list[RateBucket]] = field(default_factory=dict)
     totals: dict[str, tuple[int, int]] = field(default_factory=dict)  # decisions, transferred
     reasons: Counter[str] = field(default_factory=Counter)  # of transferred decisions
-    pending: int = 0
-    pending_reasons: Counter[str] = field(default_factory=Counter)
+    pending_reasons: Counter[str] = field(default_factory=Counter)  # transfers not delivered
 
 
 @dataclass
@@ -150,8 +149,7 @@ def rate_buckets(rows: Sequence[tuple[datetime, bool]], bounds: Sequence[datetim
 
 
 def leaderboards(profiles: Iterable[TaskTypeProfile], recent: dict[str, Counter[str]],
-                 scores: dict[tuple[str, str], TrustScores], unseen: TrustScores
-                 ) -> dict[str, list[LeaderRow]]:
+                 trust: TrustBook) -> dict[str, list[LeaderRow]]:
     """Profiles grouped per task type (their order kept), with share and trust."""
     boards: dict[str, list[LeaderRow]] = {}
     for p in profiles:
@@ -159,7 +157,7 @@ def leaderboards(profiles: Iterable[TaskTypeProfile], recent: dict[str, Counter[
         total = sum(seen.values())
         boards.setdefault(p.task_type, []).append(LeaderRow(
             p, seen[p.agent_id] / total if total else None,
-            scores.get((p.agent_id, p.task_type), unseen)))
+            trust.scores(p.agent_id, p.task_type)))
     return dict(sorted(boards.items()))
 
 
@@ -193,7 +191,6 @@ def gather_handoffs(repo: ReportRepository, task_type: str | None, since: dateti
         h.totals[tt] = (len(rs), sum(moved for _, moved in rs))
     for r in repo.pending_handoffs(task_type):
         h.pending_reasons[r["reason"] or "(no reason given)"] += int(r["n"])
-    h.pending = sum(h.pending_reasons.values())
     return h
 
 
@@ -221,11 +218,7 @@ def gather(router: AgentRouter, *, task_type: str | None = None,
     count = sum(len(log) for log in rows.values())
     recent = {tt: Counter(agent for _, agent, _ in log[-RECENT:]) for tt, log in rows.items()}
     bounds = edges([t for rs in rows.values() for t, _, _ in rs])
-    weights = router.trust_layer.options.weights
-    scores = {pair: trust_scores(counts, weights)
-              for pair, counts in router.trust_layer.book.all_counts().items()
-              if task_type is None or pair[1] == task_type}
-    boards = leaderboards(profiles, recent, scores, trust_scores(TrustCounts(), weights))
+    boards = leaderboards(profiles, recent, router.trust_layer.book)
     radar = {tt: [(row.profile.agent_id, row.trust) for row in board[:TOP_AGENTS]]
              for tt, board in boards.items()}
     calibration = calibration_report(

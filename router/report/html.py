@@ -181,10 +181,9 @@ def calibration(data: ReportData, charts: ModuleType | None) -> str:
 def handoffs(data: ReportData, charts: ModuleType | None) -> str:
     """Section 6: hand-off rate per task type over time, pending requests, reasons."""
     h: Handoffs = data.handoffs
-    pending = (f'<p>pending hand-offs: <b data-k="pending">{h.pending}</b>'
-               + (" (" + ", ".join(f"{escape(r)}: {n}" for r, n in
-                                  h.pending_reasons.most_common()) + ")" if h.pending else "")
-               + "</p>")
+    why = ", ".join(f"{escape(r)}: {n}" for r, n in h.pending_reasons.most_common())
+    pending = (f'<p>pending hand-offs: <b data-k="pending">{h.pending_reasons.total()}</b>'
+               + (f" ({why})" if why else "") + "</p>")
     if not h.rates:
         return pending + empty("no hand-off decisions logged yet: they are written by "
                                "HandoffRunnable (see docs/handoff.md)")
