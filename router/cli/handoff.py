@@ -55,10 +55,9 @@ def read_examples(path: Path) -> list[dict[str, Any]]:
     return examples
 
 
-def calibration_table(base: RetrievalConfidence, tuned: RetrievalConfidence) -> Table:
+def calibration_table(base: RetrievalConfidence, tuned: RetrievalConfidence,
+                      report: CalibrationReport) -> Table:
     """Reference thresholds and calibrated ones side by side, with their sample figures."""
-    report = tuned.calibration
-    assert report is not None
     table = Table(title="hand-off calibration (figures on the calibration sample)", box=box.SIMPLE)
     table.add_column("")
     table.add_column("reference", justify="right")
@@ -153,7 +152,7 @@ def calibrate_handoff(
             }
         )
         return
-    console.print(calibration_table(base, tuned))
+    console.print(calibration_table(base, tuned, report))
     console.print(_guarantee_line(report))
     if name is not None:
         console.print(
