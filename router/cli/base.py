@@ -52,14 +52,6 @@ def cli() -> None:
     """
 
 
-def error_line(exc: BaseException) -> str:
-    """The one line a user sees for an expected error."""
-    if isinstance(exc, ValidationError):  # e.g. a record field out of range
-        return describe_validation_error(exc)
-    text = " ".join(str(exc).split())
-    return text or type(exc).__name__
-
-
 def _one_line(label: str, message: str) -> None:
     secrets = {*_loaded_secrets, os.environ.get("TRUSTROUTE_DB_PASS", "")}
     text = mask_credentials(" ".join(message.split()), secrets)
@@ -110,8 +102,11 @@ def run_cli(argv: list[str]) -> int:
         except click.exceptions.Abort:
             err_console.print("aborted")
             return 1
+        except ValidationError as exc:  # e.g. a record field out of range
+            show_error(describe_validation_error(exc))
+            return 2
         except EXPECTED_ERRORS as exc:
-            show_error(error_line(exc))
+            show_error(str(exc).strip() or type(exc).__name__)
             return 2
         except RecursionError:  # input nested past every parser's limit
             show_error("input nested too deeply to process")
