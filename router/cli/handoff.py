@@ -34,7 +34,7 @@ from trustroute.router.cli.base import (
 from trustroute.router.cli.tables import age, compact_table, num, pct, plural
 from trustroute.router.handoff.calibration import CalibrationReport
 from trustroute.router.handoff.confidence import RetrievalConfidence
-from trustroute.router.row_files import RowFileError, jsonl_rows
+from trustroute.router.row_files import jsonl_rows
 
 SHORT_ID = 8
 
@@ -42,14 +42,11 @@ SHORT_ID = 8
 def read_examples(path: Path) -> list[dict[str, Any]]:
     """The JSONL file's examples; errors name the file and line."""
     examples = []
-    try:
-        for number, row in jsonl_rows(path):
-            if "scores" not in row or "needs_human" not in row:
-                raise CliError(f'{path}:{number}: expected an object with "scores" and '
-                               f'"needs_human", got {json.dumps(row)[:60]}')
-            examples.append(row)
-    except RowFileError as exc:
-        raise CliError(str(exc)) from None
+    for number, row in jsonl_rows(path):
+        if "scores" not in row or "needs_human" not in row:
+            raise CliError(f'{path}:{number}: expected an object with "scores" and '
+                           f'"needs_human", got {json.dumps(row)[:60]}')
+        examples.append(row)
     if not examples:
         raise CliError(f"{path}: no examples (one JSON object per line)")
     return examples
