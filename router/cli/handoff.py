@@ -260,8 +260,7 @@ def handoffs(
             elif rows:
                 console.print(stats_table(rows, f"hand-off rate by task type in {escape(url)}"))
             else:
-                console.print(f"no hand-off decisions recorded in {escape(url)} yet",
-                              highlight=True)
+                console.print(f"no hand-off decisions recorded in {escape(url)} yet")
             return
         if resolve is not None:
             full = resolve_id(repo, resolve)

@@ -31,6 +31,5 @@ def init(path: Path, force: bool, as_json: bool) -> None:
     if as_json:
         print_json({"path": str(path.resolve()), "written": True})
         return
-    console.print(f"wrote [bold]{escape(str(path))}[/]: a commented example config.",
-                  highlight=True)
+    console.print(f"wrote [bold]{escape(str(path))}[/]: a commented example config.")
     console.print("next: edit its agents, then `trustroute demo` or `trustroute route code`.")
