@@ -230,15 +230,11 @@ class ExecutionRepository:
 
         Each row has the execution's columns plus ``record_id`` (the client id).
         """
-        clauses: list[str] = []
-        params: dict[str, Any] = {}
-        for name, value in (("agent_id", agent_id), ("task_type", task_type)):
-            if value is not None:
-                clauses.append(f"{name} = ${name}")
-                params[name] = value
-        if since is not None:
-            clauses.append("timestamp >= $since")
-            params["since"] = since
+        params = {name: value for name, value in
+                  (("agent_id", agent_id), ("task_type", task_type), ("since", since))
+                  if value is not None}
+        clauses = ["timestamp >= $since" if name == "since" else f"{name} = ${name}"
+                   for name in params]
         where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
         for page in self._pages(f"SELECT *, record::id(id) AS record_id FROM execution{where}"
                                 " ORDER BY timestamp, stored_at, pos, id", params, batch):
