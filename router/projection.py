@@ -53,6 +53,9 @@ class LogProjection:
         self.trust = trust
         #: Folded in this order after every placement, rebuilt in this order.
         self.learners: list[Learner] = [strategy, trust]
+        # How far back rows are re-read: sync_lookback_s against a server; none embedded,
+        # where this process is the only writer and folds each write itself.
+        self.lookback = store.settings.sync_lookback_s if store.location.is_remote else 0.0
         self._lock = lock  # the router's: select() reads what this changes
         self._writing = threading.RLock()  # a write and its fold exclude a rebuild
         self._recent: OrderedDict[str, float] = OrderedDict()  # folded id -> stored_at
@@ -62,12 +65,6 @@ class LogProjection:
         self._cache = store.repository(ProjectionRepository)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-
-    @property
-    def lookback(self) -> float:
-        """How far back rows are re-read: ``sync_lookback_s`` against a server; none
-        embedded, where this process is the only writer and folds each write itself."""
-        return self.store.settings.sync_lookback_s if self.store.location.is_remote else 0.0
 
     # -- folding ---------------------------------------------------------------------
     def folded(self, key: LogKey) -> bool:
@@ -103,20 +100,25 @@ class LogProjection:
             fresh = sorted((r for r in rows if not self.folded(r.key)), key=lambda r: r.key)
             if not fresh:
                 return 0
-            for row in fresh:
-                self._recent[row.record.record_id] = row.key.stored_at
-            self._total += len(fresh)
-            self._since_cached += len(fresh)
-            self._newest = max(self._newest, fresh[-1].key.stored_at)
-            horizon = self._newest - self.lookback
-            while self._recent and next(iter(self._recent.values())) <= horizon:
-                self._recent.popitem(last=False)
+            self._remember(fresh)
             placed, in_order = self.book.place(fresh)
             for learner in self.learners:
                 learner.fold(placed)
             if not in_order:  # incremental evidence assumes log order: derive it again
                 self.strategy.rebuild(self.book, placed, self.store)
         return len(fresh)
+
+    def _remember(self, rows: Sequence[LogRow]) -> None:
+        """Count ``rows`` (in log order) as folded: their ids while within the look-back
+        of the newest stamp, and that stamp."""
+        for row in rows:
+            self._recent[row.record.record_id] = row.key.stored_at
+            self._newest = max(self._newest, row.key.stored_at)
+        self._total += len(rows)
+        self._since_cached += len(rows)
+        horizon = self._newest - self.lookback
+        while self._recent and next(iter(self._recent.values())) <= horizon:
+            self._recent.popitem(last=False)
 
     def rebuild(self, *, cached: bool = False) -> None:
         """Rebuild the book and every learner from the log. ``cached``: start from the
@@ -130,13 +132,9 @@ class LogProjection:
                     placed, _ = self.book.place(rows)
                     for learner in self.learners:
                         learner.rebuild(self.book, placed, self.store)
-                    self._newest = max((r.key.stored_at for r in rows),
-                                       default=float("-inf"))
-                    self._recent = OrderedDict(
-                        (r.record.record_id, r.key.stored_at) for r in rows
-                        if r.key.stored_at > self._newest - self.lookback)
-                    self._total = len(rows)
-                    self._since_cached = len(rows)
+                    self._recent, self._newest = OrderedDict(), float("-inf")
+                    self._total = self._since_cached = 0
+                    self._remember(rows)
         if cached and self._since_cached >= CACHE_AFTER:
             self.save()  # the next router to open reads the projection, not the log
 
@@ -213,8 +211,6 @@ class LogProjection:
     # -- following ---------------------------------------------------------------------
     def follow(self) -> None:
         """Start the daemon thread that catches up every ``sync_delay_s / 4``."""
-        if self._thread is not None:
-            return
         self._thread = threading.Thread(target=self._run, daemon=True,
                                         name="trustroute-follow")
         self._thread.start()
