@@ -52,7 +52,7 @@ class InFlightTracker:
         self._counts: dict[str, int] = {}
         self._released = threading.Condition()
         self._releases = 0
-        self._async_waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+        self._async_waiters: set[asyncio.Future[None]] = set()  # each wakes on its own loop
         self._view = MappingProxyType(self._counts)
 
     @property
@@ -86,12 +86,11 @@ class InFlightTracker:
 
     async def await_for_release(self, seen: int, timeout: float | None) -> bool:
         """Async ``wait_for_release``: waits on the event loop, holding no thread."""
-        loop = asyncio.get_running_loop()
-        waiter: asyncio.Future[None] = loop.create_future()
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         with self._released:
             if self._releases != seen:
                 return True
-            self._async_waiters.append((loop, waiter))
+            self._async_waiters.add(waiter)
         try:
             await asyncio.wait_for(waiter, timeout)
             return True
@@ -99,17 +98,16 @@ class InFlightTracker:
             return False
         finally:
             with self._released:
-                if (loop, waiter) in self._async_waiters:
-                    self._async_waiters.remove((loop, waiter))
+                self._async_waiters.discard(waiter)
 
     def _release(self, agent_id: str) -> None:
         with self._released:
             self._counts[agent_id] = max(0, self._counts.get(agent_id, 0) - 1)
             self._releases += 1
             self._released.notify_all()
-            waiters, self._async_waiters = self._async_waiters, []
-        for loop, waiter in waiters:
-            loop.call_soon_threadsafe(_wake, waiter)
+            waiters, self._async_waiters = self._async_waiters, set()
+        for waiter in waiters:
+            waiter.get_loop().call_soon_threadsafe(_wake, waiter)
 
 
 def _wake(waiter: asyncio.Future[None]) -> None:
