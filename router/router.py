@@ -231,8 +231,7 @@ class AgentRouter:
             ties = self._rng.random(len(arms))
             scored = [CandidateScore(agent_id=arm.agent.id, profile=arm.profile, load=load,
                                      score=verdict.score, verdict=verdict,
-                                     final_score=_discounted(verdict.score, load) if load
-                                     else verdict.score)
+                                     final_score=_discounted(verdict.score, load))
                       for arm, verdict, load in zip(arms, verdicts, loads, strict=True)]
             # best first; seeded-random among equal scores
             order = np.lexsort((ties, np.array([-c.final_score for c in scored])))
@@ -273,10 +272,8 @@ class AgentRouter:
             if running >= spec.max_concurrent:
                 full += 1
                 continue
-            state = self.book.get(spec.id, task_type)
-            profile = (state.snapshot(now, self.settings) if state is not None
-                       else empty_profile(spec.id, task_type))
-            arms.append(Arm(spec, state, profile))
+            arms.append(Arm(spec, self.book.get(spec.id, task_type),
+                            self.profile(spec.id, task_type, now=now)))
             loads.append(running / spec.max_concurrent)
         if not arms:
             why = [f"{n} eligible agent(s) {what}" for n, what in
