@@ -153,13 +153,11 @@ class Connection:
             namespace, database = self.settings.namespace, self.settings.database
             step = f"namespace {namespace!r} / database {database!r}"
             db.use(namespace, database)
-        except ServerError as exc:
+        except BaseException as exc:
             with contextlib.suppress(Exception):
                 db.close()
-            raise self._refused(step, exc) from None
-        except BaseException:
-            with contextlib.suppress(Exception):
-                db.close()
+            if isinstance(exc, ServerError):
+                raise self._refused(step, exc) from None
             raise
         return db
 
