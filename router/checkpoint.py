@@ -38,11 +38,6 @@ class Checkpoint:
     window_size: int = 100
 
 
-def window_size_of(meta: str) -> int | None:
-    """The window size a checkpoint was folded with (its windows hold at most that)."""
-    return json.loads(meta).get("window_size")
-
-
 def _when(moment: datetime | None) -> str | None:
     return None if moment is None else moment.isoformat()
 
@@ -99,9 +94,12 @@ def dump(cp: Checkpoint) -> tuple[str, list[str]]:
     return meta, chunks
 
 
-def load(meta: str, chunks: Iterable[str], window_size: int) -> Checkpoint:
-    """A checkpoint from its text (``window_size``: the book's)."""
+def load(meta: str, chunks: Iterable[str], window_size: int) -> Checkpoint | None:
+    """A checkpoint from its text, or None when it was folded with windows of another
+    size than ``window_size`` (the book's): its windows hold at most that many."""
     head = json.loads(meta)
+    if head.get("window_size") != window_size:
+        return None
     cp = Checkpoint(head["settled"], [], head["clocks"],
                     {t: [LogKey(*k) for k in keys] for t, keys in head["tails"].items()},
                     {}, head["recent"], head["people"], window_size)

@@ -144,13 +144,13 @@ class LogProjection:
         if found is None:
             return False
         head, chunks = found
-        if checkpoint.window_size_of(head["meta"]) != self.book.window_size:
-            log.info("the cached projection has another window size: reading the whole log")
-            return False
         if self._cache.counts(head["settled"]) != (head["executions"], head["people"]):
             log.info("the cached projection does not match the log: reading the whole log")
             return False
         cp = checkpoint.load(head["meta"], chunks, self.book.window_size)  # verified: decode
+        if cp is None:
+            log.info("the cached projection has another window size: reading the whole log")
+            return False
         with self._lock:
             self.book.restore(cp.states, cp.clocks, cp.tails)
             self._newest = cp.settled + self.lookback  # what it had folded when written
