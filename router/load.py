@@ -60,10 +60,6 @@ class InFlightTracker:
         """Live read-only view of in-flight counts (cheap to read on the hot path)."""
         return self._view
 
-    def in_flight(self, agent_id: str) -> int:
-        """Tasks currently running on ``agent_id``."""
-        return self._counts.get(agent_id, 0)
-
     def acquire(self, agent_id: str, limit: int) -> Lease:
         """Take a slot or raise AgentAtCapacity."""
         with self._released:

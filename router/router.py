@@ -192,7 +192,7 @@ class AgentRouter:
 
     def in_flight(self, agent_id: str) -> int:
         """Tasks currently running on ``agent_id``."""
-        return self.slots.in_flight(agent_id)
+        return self.slots.counts.get(agent_id, 0)
 
     # -- profiles --------------------------------------------------------------------
     def profile(self, agent_id: str, task_type: str, *, now: datetime | None = None
