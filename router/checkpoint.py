@@ -3,9 +3,10 @@
 ``dump`` turns what a router folded (profile states with their windows, task clocks,
 the log keys it still needs for late rows, trust counts, and the ids folded within the
 look-back) into JSON chunks; ``load`` turns them back. JSON writes floats in their
-shortest exact form, so a loaded projection equals the dumped one bit for bit. Keys of
-window entries stamped before the settled position are left out: no row can arrive late
-behind them without the counts check failing first (``profiles.store.projections``).
+shortest exact form, so a loaded projection equals the dumped one bit for bit. Log keys
+(of window entries and tails) stamped before the settled position are left out: no row
+can arrive late behind them without the counts check failing first
+(``profiles.store.projections``).
 """
 
 from __future__ import annotations
@@ -85,7 +86,8 @@ def dump(cp: Checkpoint) -> tuple[str, list[str]]:
     """The checkpoint as (meta, chunks) text."""
     meta = json.dumps({"settled": cp.settled, "window_size": cp.window_size,
                        "clocks": cp.clocks,
-                       "tails": {t: [list(k) for k in keys] for t, keys in cp.tails.items()},
+                       "tails": {t: [list(k) for k in keys if k.stored_at > cp.settled]
+                                 for t, keys in cp.tails.items()},
                        "recent": cp.recent, "people": cp.people})
     trust = [_trust_row(p, c) for p, c in cp.trust.items()]
     states = [_state_row(s, cp.settled) for s in cp.states]

@@ -179,12 +179,10 @@ class LogProjection:
             with self._writing, self._lock:
                 settled = max(0.0, now - self.lookback)
                 recent = {i: t for i, t in self._recent.items() if t > settled}
-                states, clocks, tails = self.book.export()
                 people_settled, people = self.trust.settled_people(settled)
                 meta, chunks = checkpoint.dump(checkpoint.Checkpoint(
-                    settled, states, clocks,
-                    {t: [k for k in keys if k.stored_at > settled] for t, keys in tails.items()},
-                    self.trust.book.all_counts(), recent, people, self.book.window_size))
+                    settled, *self.book.export(), self.trust.book.all_counts(), recent, people,
+                    self.book.window_size))
                 self._cache.write(chunks, meta, datetime.fromtimestamp(settled, UTC),
                                   self._total - len(recent), people_settled)
                 self._since_cached = 0
