@@ -37,14 +37,11 @@ def build_record(decision: RoutingDecision | None, agents: Mapping[str, AgentSpe
         raise ValueError("record() needs success=True or success=False")
     if cost is None and agent_id in agents:
         cost = agents[agent_id].cost_per_call
-    fields: dict[str, Any] = {
-        "agent_id": agent_id, "task_type": task_type, "success": success,
-        "quality": quality, "latency_ms": latency_ms, "cost": cost,
-        "decision_id": decision.decision_id if decision else decision_id,
-        "metadata": dict(metadata or {}),
-    }
-    if timestamp is not None:
-        fields["timestamp"] = timestamp
-    if record_id is not None:
-        fields["record_id"] = record_id
-    return ExecutionRecord(**fields)
+    # left out when None: the record makes its own (now, a new id)
+    defaulted: dict[str, Any] = {"timestamp": timestamp, "record_id": record_id}
+    return ExecutionRecord(
+        agent_id=agent_id, task_type=task_type, success=success, quality=quality,
+        latency_ms=latency_ms, cost=cost,
+        decision_id=decision.decision_id if decision else decision_id,
+        metadata=dict(metadata or {}),
+        **{name: value for name, value in defaulted.items() if value is not None})
