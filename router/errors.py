@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from trustroute.profiles.store.errors import PicklableError
 
-class RouterError(Exception):
+
+class RouterError(PicklableError):
     """Base class of router errors."""
 
 

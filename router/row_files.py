@@ -16,10 +16,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
+from trustroute.profiles.store.errors import PicklableError
+
 Row = tuple[int, dict[str, Any]]
 
 
-class RowFileError(ValueError):
+class RowFileError(PicklableError, ValueError):
     """A file, or one of its lines, that cannot be read as rows."""
 
     def __init__(self, path: Path, line: int, problem: str) -> None:

@@ -2,6 +2,21 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+
+def _rebuilt(cls: type[BaseException], args: tuple[Any, ...]) -> BaseException:
+    return cls.__new__(cls, *args)  # sets ``args``; pickle then restores the attributes
+
+
+class PicklableError(Exception):
+    """An error whose ``__init__`` builds its message from other values. Pickled (a
+    worker process handing it back) as its message and attributes, so it arrives as it
+    was raised; pickle's default would call ``__init__`` again with the message alone."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuilt, (type(self), self.args), self.__dict__)
+
 
 class StoreError(RuntimeError):
     """Base class of every store error."""
@@ -24,7 +39,7 @@ class InvalidStoreURL(StoreError, ValueError):
     """The store URL has a scheme or shape trustroute does not support."""
 
 
-class DuplicateRecord(StoreError):
+class DuplicateRecord(StoreError, PicklableError):
     """``record()`` of a record id that is already stored: it was recorded once and this
     write changed nothing (a retry after a lost answer can treat it as done)."""
 
