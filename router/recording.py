@@ -25,6 +25,9 @@ def build_record(decision: RoutingDecision | None, agents: Mapping[str, AgentSpe
                  decision_id: str | None = None,
                  metadata: Mapping[str, Any] | None = None) -> ExecutionRecord:
     """The ExecutionRecord ``record()`` stores; ValueError names what is missing or wrong."""
+    if decision is not None and not isinstance(decision, RoutingDecision):
+        raise TypeError("record() takes the RoutingDecision from select() or an "
+                        f"ExecutionRecord, got {type(decision).__name__}")
     if decision is not None:
         for name, given, known in (("agent_id", agent_id, decision.agent_id),
                                    ("task_type", task_type, decision.task_type)):
