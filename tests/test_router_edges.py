@@ -151,3 +151,10 @@ def test_refresh_racing_record_neither_duplicates_nor_loses_evidence(kv_url: str
             state = r.book.get(agent, "code")
             assert state is not None and [e.seq for e in state.window] == seqs
         assert r.book.clock("code") == 80
+
+
+def test_record_of_something_else_than_a_decision_says_so(router: AgentRouter) -> None:
+    with pytest.raises(TypeError, match=r"RoutingDecision from select\(\) or an "
+                                        r"ExecutionRecord, got str"):
+        router.record("a-decision-id", success=True)  # type: ignore[arg-type]
+    assert router.store.executions.count() == 0
