@@ -361,7 +361,7 @@ class AgentRouter:
 
     def trust(self, agent_id: str, task_type: str) -> TrustScores:
         """Frequency, effectiveness and human scores, composite and tier of one pair."""
-        return self.trust_layer.trust(agent_id, task_type)
+        return self.trust_layer.book.scores(agent_id, task_type)
 
     atrust = in_thread(trust)
 

@@ -121,7 +121,7 @@ def test_fold_counts_outcomes_and_rescues_and_rebuild_reloads_them(store: Store)
     _own(layer, placed)
     counts = layer.book.counts("a", "code")
     assert (counts.observations, counts.negative, counts.contradictions) == (3, 3, 3)
-    assert layer.trust("a", "code").tier == Tier.DEPRECATED
+    assert layer.book.scores("a", "code").tier == Tier.DEPRECATED
     layer.flush()
     history = store.repository(TrustRepository).history("a", "code")
     assert [h["reason"] for h in history] == ["execution negative x3, rescued by b x3"]
@@ -133,7 +133,7 @@ def test_fold_counts_outcomes_and_rescues_and_rebuild_reloads_them(store: Store)
         reloaded = fresh.book.counts("a", "code")
         assert (reloaded.observations, reloaded.negative, reloaded.contradictions) == (3, 3, 3)
         assert fresh.book.all_counts() == layer.book.all_counts()
-        assert fresh.trust("a", "code").tier == Tier.DEPRECATED
+        assert fresh.book.scores("a", "code").tier == Tier.DEPRECATED
 
 
 def test_admit_moves_deprecated_candidates_last_and_says_why(store: Store) -> None:
@@ -150,7 +150,7 @@ def test_admit_in_exploit_only_mode_prefers_trusted_pairs(store: Store) -> None:
     layer = TrustLayer(store, "test", exploit_only=True)
     layer.fold(_records("pro", [True] * 25))
     layer.review("pro", "code", approved=True)
-    assert layer.trust("pro", "code").tier in (Tier.CORE, Tier.STRONG)
+    assert layer.book.scores("pro", "code").tier in (Tier.CORE, Tier.STRONG)
     ranked = layer.admit("code", [_cand("new", 0.9), _cand("pro", 0.8)])
     assert [c.agent_id for c in ranked] == ["pro", "new"]
     assert ranked[1].reason.startswith("not selected: exploit-only mode")

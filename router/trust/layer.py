@@ -340,11 +340,6 @@ class TrustLayer:
                 self.transfer.settings.dispatch_close_timeout_s)
             self._handoffs.close(bound or 0.0)
 
-    # -- reading --------------------------------------------------------------------
-    def trust(self, agent_id: str, task_type: str) -> TrustScores:
-        """The pair's three scores, composite and tier."""
-        return self.book.scores(agent_id, task_type)
-
 
 def history_row(agent_id: str, task_type: str, scores: TrustScores, reason: str,
                 at: datetime) -> dict[str, Any]:
