@@ -171,23 +171,17 @@ class TrustLayer:
                 store: Store) -> None:
         """Fold the whole log again: executions (``placed``), what people and signals
         said, the lifecycle's marks; reload the calibration map."""
-        self._start_over({}, 0, {}, 0.0, placed, self.repo.people())
+        self.restore({}, 0, {}, 0.0, placed, self.repo.people())
 
     def restore(self, counts: dict[Pair, TrustCounts], settled_people: int,
-                people: dict[str, float], newest: float) -> None:
+                people: dict[str, float], newest: float,
+                placed: Sequence[tuple[ExecutionRecord, int]] = (),
+                rows: Sequence[dict[str, Any]] = ()) -> None:
         """Take a cached projection's trust counts (``settled_people`` people rows folded
-        up to its settled position, ``people`` the ids folded after it), then fold the
-        lifecycle's marks; reload the calibration map. ``newest``: the stamp up to which
-        people rows were looked for when it was written.
-        (The rescue tracker starts empty, as it does after a rebuild from the log.)"""
-        self._start_over(counts, settled_people, people, newest, (), ())
-
-    def _start_over(self, counts: dict[Pair, TrustCounts], settled_people: int,
-                    people: dict[str, float], newest: float,
-                    placed: Sequence[tuple[ExecutionRecord, int]],
-                    rows: Sequence[dict[str, Any]]) -> None:
-        """Replace the state with ``counts`` and the people rows folded into them, fold
-        ``placed`` executions, people's ``rows`` and the lifecycle's marks on top."""
+        up to its settled position, ``people`` the ids folded after it), fold ``placed``
+        executions, people's ``rows`` and the lifecycle's marks on top; reload the
+        calibration map. ``newest``: the stamp up to which people rows were looked for
+        when it was written. (The rescue tracker starts empty, as after a rebuild.)"""
         self.flush()
         lifecycle = self.repo.lifecycle()
         with self._flush_lock, self._lock:
