@@ -35,17 +35,6 @@ class _Task:
     successes: list[tuple[Order, str]] = field(default_factory=list)  # order, agent
 
 
-def task_attempt(metadata: Mapping[str, Any]) -> tuple[str, float | None] | None:
-    """(task id, attempt or None) from record metadata; None when it has no task id."""
-    task_id = metadata.get("task_id")
-    if isinstance(task_id, bool) or not isinstance(task_id, str | int):
-        return None
-    attempt = metadata.get("attempt")
-    if isinstance(attempt, bool) or not isinstance(attempt, int | float):
-        return str(task_id), None
-    return str(task_id), float(attempt)
-
-
 class RescueTracker:
     """Remembers recent failures per user task to charge them when another agent rescues."""
 
@@ -62,14 +51,16 @@ class RescueTracker:
         this failure arrives late). ``when`` (the record's time and id) orders attempts
         without a number the same way whatever order records arrive in; without it,
         arrival order does."""
-        found = task_attempt(metadata)
-        if found is None:
-            return []
+        task_id, attempt = metadata.get("task_id"), metadata.get("attempt")
+        if isinstance(task_id, bool) or not isinstance(task_id, str | int):
+            return []  # not part of a user task
+        if isinstance(attempt, bool) or not isinstance(attempt, int | float):
+            attempt = None  # ordered by when alone
         self._arrivals += 1
-        task_id, attempt = found
-        order: Order = (attempt, when if when is not None else (float(self._arrivals), ""))
-        task = self._tasks.pop(task_id, None) or _Task()
-        self._tasks[task_id] = task  # the most recently used task last
+        when = when if when is not None else (float(self._arrivals), "")
+        order: Order = (None if attempt is None else float(attempt), when)
+        task = self._tasks.pop(str(task_id), None) or _Task()
+        self._tasks[str(task_id)] = task  # the most recently used task last
         if len(self._tasks) > self.capacity:
             self._tasks.popitem(last=False)
         if success:
