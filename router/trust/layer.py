@@ -330,9 +330,8 @@ class TrustLayer:
         try:
             self.flush()
         finally:
-            bound = None if self.transfer is None else (
-                self.transfer.settings.dispatch_close_timeout_s)
-            self._handoffs.close(bound or 0.0)
+            self._handoffs.close(0.0 if self.transfer is None
+                                 else self.transfer.settings.dispatch_close_timeout_s)
 
 
 def history_row(agent_id: str, task_type: str, scores: TrustScores, reason: str,
