@@ -175,7 +175,7 @@ class LogProjection:
         try:
             if self.store.location.is_remote:
                 self.catch_up(rebuild=False)
-            now = self.store.run("RETURN time::now();")[-1].timestamp()
+            now = self.store.now().timestamp()
             with self._writing, self._lock:
                 settled = max(0.0, now - self.lookback)
                 recent = {i: t for i, t in self._recent.items() if t > settled}

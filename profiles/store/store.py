@@ -7,6 +7,7 @@ issues add their own modules beside it). All SurrealQL lives in this package.
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
@@ -70,6 +71,11 @@ class Store:
     def url(self) -> str:
         """The store URL without credentials."""
         return self.location.redacted()
+
+    def now(self) -> datetime:
+        """The database's clock (what ``stored_at`` stamps come from)."""
+        moment: datetime = self.conn.run("RETURN time::now();")[-1]
+        return moment
 
     def run(self, sql: str, params: dict[str, Any] | None = None) -> list[Any]:
         """Run bound SurrealQL (for repositories in this package)."""
