@@ -3,9 +3,10 @@
 - deprecated pairs are not selected (the lifecycle retires them later);
 - in exploit-only mode, when some candidate is ``core`` or ``strong``, only those are
   chosen automatically (production traffic goes to proven agents);
-- tiers never block exploration of a new profile: a pair with fewer than
+- deprecation never blocks exploration of a new profile: a pair with fewer than
   ``new_profile_observations`` observations (3: still in the lowest frequency band,
-  where one unlucky run decides the tier) is always admitted.
+  where one unlucky run decides the tier) is not excluded as deprecated (exploit-only
+  mode, which explores nothing, still prefers proven agents to it).
 
 Candidates that are not admitted stay in the decision, ranked last with the reason.
 """
