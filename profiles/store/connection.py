@@ -26,6 +26,7 @@ import logging
 import os
 import threading
 import weakref
+from collections.abc import Iterator
 from typing import Any
 
 from surrealdb import Surreal
@@ -194,6 +195,18 @@ class Connection:
                 f"lost the connection to SurrealDB at {self.location.redacted()} and could "
                 f"not re-open it within {self.settings.reconnect_timeout_s:g} s: {exc}") from exc
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def pages(self, sql: str, params: dict[str, Any], batch: int
+              ) -> Iterator[list[dict[str, Any]]]:
+        """The rows of ``sql`` (a SELECT without LIMIT), ``batch`` at a time."""
+        start = 0
+        while True:
+            page = self.run(f"{sql} LIMIT $n START $start;",
+                            {**params, "n": batch, "start": start})[0]
+            yield page
+            if len(page) < batch:
+                return
+            start += batch
 
     def _attempt(self, sql: str, params: dict[str, Any]) -> list[Any]:
         """One try: re-open a dropped connection, send, check every statement."""

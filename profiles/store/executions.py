@@ -186,23 +186,11 @@ class ExecutionRepository:
         """Which of ``record_ids`` are stored (for checking what a crash kept)."""
         return set(self.stored(record_ids)) if record_ids else set()
 
-    def _pages(self, sql: str, params: dict[str, Any], batch: int
-               ) -> Iterator[list[dict[str, Any]]]:
-        """The rows of ``sql`` (a SELECT without LIMIT), ``batch`` at a time."""
-        start = 0
-        while True:
-            page = self._conn.run(f"{sql} LIMIT $n START $start;",
-                                  {**params, "n": batch, "start": start})[0]
-            yield page
-            if len(page) < batch:
-                return
-            start += batch
-
     def since(self, moment: datetime, batch: int = 5000) -> Iterator[list[LogKey]]:
         """The log keys of rows stored after ``moment`` (by the database's clock),
         oldest first, one page of ``batch`` at a time. Keys only: a router re-reads a
         few seconds of the log at every look and fetches just the rows it lacks."""
-        for page in self._pages(SINCE, {"since": moment}, batch):
+        for page in self._conn.pages(SINCE, {"since": moment}, batch):
             yield [LogKey(r["stored_at"].timestamp(), int(r.get("pos") or 0), r["record_id"])
                    for r in page]
 
@@ -214,7 +202,7 @@ class ExecutionRepository:
         100,000 rows. A row written meanwhile can shift a page and come twice; the id
         keeps it once (a row deleted meanwhile retires its pair, and that rebuilds)."""
         rows: dict[str, LogRow] = {}
-        for page in self._pages(f"SELECT {_COLUMNS} FROM execution", {}, batch):
+        for page in self._conn.pages(f"SELECT {_COLUMNS} FROM execution", {}, batch):
             rows.update((row["record_id"], log_row(row)) for row in page)
         return sorted(rows.values(), key=lambda r: r.key)
 
@@ -236,6 +224,6 @@ class ExecutionRepository:
         clauses = ["timestamp >= $since" if name == "since" else f"{name} = ${name}"
                    for name in params]
         where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
-        for page in self._pages(f"SELECT *, record::id(id) AS record_id FROM execution{where}"
+        for page in self._conn.pages(f"SELECT *, record::id(id) AS record_id FROM execution{where}"
                                 " ORDER BY timestamp, stored_at, pos, id", params, batch):
             yield from page

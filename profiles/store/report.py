@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import datetime
+from itertools import chain
 from typing import Any
 
 from trustroute.profiles.store.connection import Connection
@@ -32,16 +33,6 @@ class ReportRepository:
     def __init__(self, conn: Connection) -> None:
         self._conn = conn
 
-    def _paged(self, sql: str, params: dict[str, Any], batch: int) -> Iterator[dict[str, Any]]:
-        start = 0
-        while True:
-            page = self._conn.run(f"{sql} LIMIT $lim START $start;",
-                                  {**params, "lim": batch, "start": start})[0]
-            yield from page
-            if len(page) < batch:
-                return
-            start += batch
-
     def pair_executions(self, agent_id: str, task_type: str, since: datetime | None = None
                         ) -> list[tuple[datetime, float]]:
         """(timestamp, quality) of one pair's executions, unordered (one indexed read;
@@ -56,15 +47,17 @@ class ReportRepository:
                       batch: int = 5000) -> Iterator[dict[str, Any]]:
         """Every pair's composite and tier over time, oldest first."""
         where, params = _where(task_type, since, "at")
-        return self._paged("SELECT agent_id, task_type, composite, tier, at FROM "
-                           f"trust_history{where} ORDER BY at", params, batch)
+        return chain.from_iterable(self._conn.pages(
+            f"SELECT agent_id, task_type, composite, tier, at FROM trust_history{where} "
+            "ORDER BY at", params, batch))
 
     def handoff_decisions(self, task_type: str | None = None, since: datetime | None = None,
                           batch: int = 5000) -> Iterator[dict[str, Any]]:
         """Answer-or-transfer decisions (task type, transferred, reason, time), oldest first."""
         where, params = _where(task_type, since, "created_at")
-        return self._paged("SELECT task_type, transferred, reason, created_at FROM "
-                           f"handoff_decision{where} ORDER BY created_at", params, batch)
+        return chain.from_iterable(self._conn.pages(
+            f"SELECT task_type, transferred, reason, created_at FROM handoff_decision{where} "
+            "ORDER BY created_at", params, batch))
 
     def pending_handoffs(self, task_type: str | None = None) -> list[dict[str, Any]]:
         """Count of transfers still pending per reason (every hook's row counts once)."""
