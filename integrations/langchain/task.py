@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -155,42 +155,38 @@ class RoutedTask:
     # -- choosing the agent of the next attempt ----------------------------------------
     def next(self) -> RoutingDecision:
         """The next attempt's decision (lease held); raises when there is none."""
-        deadline = self._deadline()
-        while True:
-            seen = self.router.slots.releases
-            try:
-                return self._begin(self.router.select(
-                    self.task_type, exclude=tuple(self.errors), acquire=True))
-            except (NoAgentAvailable, AgentAtCapacity) as exc:
-                wait = self._wait_or_raise(exc, deadline)
+        for seen, wait in self._tries():
             self.router.slots.wait_for_release(seen, wait)
+        assert self.current is not None  # the last try took it
+        return self.current
 
     async def anext(self) -> RoutingDecision:
         """Async ``next``: waits for capacity on the event loop, never blocking it."""
-        deadline = self._deadline()
-        while True:
-            seen = self.router.slots.releases
-            try:
-                return self._begin(await self.router.aselect(
-                    self.task_type, exclude=tuple(self.errors), acquire=True))
-            except (NoAgentAvailable, AgentAtCapacity) as exc:
-                wait = self._wait_or_raise(exc, deadline)
+        for seen, wait in self._tries():
             await self.router.slots.await_for_release(seen, wait)
+        assert self.current is not None  # the last try took it
+        return self.current
 
-    def _begin(self, decision: RoutingDecision) -> RoutingDecision:
-        self.attempt += 1
-        self.current = decision
-        return decision
-
-    def _deadline(self) -> float | None:
-        """When to stop waiting for capacity; raises the task's ``problem``, or once
-        ``max_attempts`` are spent."""
+    def _tries(self) -> Iterator[tuple[int, float | None]]:
+        """Take the next attempt's decision as ``current``. Between tries it yields (the
+        releases seen, seconds) for the caller to wait for a released slot, its one
+        blocking step. Raises the task's ``problem``, or once ``max_attempts`` are spent."""
         if self.problem is not None:
             raise self.problem
         if self.attempt >= self.max_attempts:
             raise self._all_failed(
                 f"max_attempts={self.max_attempts} reached" if self._untried() else "")
-        return None if self.timeout is None else time.monotonic() + self.timeout
+        deadline = None if self.timeout is None else time.monotonic() + self.timeout
+        while True:
+            seen = self.router.slots.releases
+            try:
+                self.current = self.router.select(self.task_type, exclude=tuple(self.errors),
+                                                  acquire=True)
+            except (NoAgentAvailable, AgentAtCapacity) as exc:
+                yield seen, self._wait_or_raise(exc, deadline)
+            else:
+                self.attempt += 1
+                return
 
     def _wait_or_raise(self, error: NoAgentAvailable | AgentAtCapacity,
                        deadline: float | None) -> float | None:
