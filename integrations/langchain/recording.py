@@ -174,8 +174,9 @@ class Attempt:
         for handler in (usage, trace):
             if handler is not None:
                 callbacks.add_handler(handler, inherit=True)
-        child = task.run_config(patch_config(config, callbacks=callbacks,
-                                             run_name=decision.agent_id), decision)
+        # ``config`` already carries the task's metadata (run_config); add the attempt's agent
+        child = patch_config(config, callbacks=callbacks, run_name=decision.agent_id)
+        child["metadata"] = {**child["metadata"], **task.credit(decision)}
         return cls(routed, task, decision, spec, child, parent, usage, trace)
 
     @property

@@ -135,16 +135,12 @@ class RoutedTask:
             self.current.release()
             self.current = None
 
-    def run_config(self, config: RunnableConfig | None,
-                   decision: RoutingDecision | None = None) -> RunnableConfig:
-        """``config`` plus run metadata (nested runs inherit it): the task's type and id,
-        and with ``decision`` the attempt's agent (``credit``)."""
+    def run_config(self, config: RunnableConfig | None) -> RunnableConfig:
+        """``config`` plus run metadata (nested runs inherit it): the task's type and id."""
         config = ensure_config(config)
         config["metadata"] = {**config.get("metadata", {}), "task_id": self.task_id}
         if self.problem is None:
             config["metadata"]["task_type"] = self.task_type
-        if decision is not None:
-            config["metadata"].update(self.credit(decision))
         return config
 
     def credit(self, decision: RoutingDecision) -> dict[str, Any]:
