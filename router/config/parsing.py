@@ -46,9 +46,7 @@ class ParseError(ValueError):
 class _StrictYamlLoader(yaml.SafeLoader):
     """SafeLoader (no tags, no code) that rejects repeated keys and enforces the limits."""
 
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
-        self.depth = 0
+    depth = 0  # mappings and lists open around the node being composed
 
     def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
         """Compose one node; a mapping or list past ``MAX_DEPTH`` stops the parse there."""
