@@ -38,18 +38,16 @@ def mask(text: str) -> str:
     return _HEADER.sub(r"(\1, b'***')", _URL.sub(r"\g<scheme>\g<rest>", text))
 
 
-class _MaskDuringDelivery(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        if _delivering.get():
-            record.msg, record.args = mask(record.getMessage()), ()
-        return True
+def _mask_during_delivery(record: logging.LogRecord) -> bool:
+    if _delivering.get():
+        record.msg, record.args = mask(record.getMessage()), ()
+    return True
 
 
 @functools.cache
 def _install() -> None:
-    mask_filter = _MaskDuringDelivery()
     for name in HTTP_LOGGERS:
-        logging.getLogger(name).addFilter(mask_filter)
+        logging.getLogger(name).addFilter(_mask_during_delivery)
 
 
 @contextmanager
