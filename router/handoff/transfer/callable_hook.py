@@ -68,20 +68,16 @@ def import_target(
                 sys.path.extend(f for f in folders if f not in sys.path)
             obj = _resolve(target)
     except ImportError as exc:
-        raise _cannot_import(target, exc, folders) from None
+        where = "sys.path" + "".join(f" and in {f}" for f in folders)
+        missing = exc.name or _top_package(target)
+        raise ValueError(
+            f"hook target {target!r}: cannot import it ({exc}); looked on {where}. Install the "
+            f"package that provides {missing!r}, or set PYTHONPATH to the folder that holds it "
+            f"(PYTHONPATH=. when it is in the folder you run from)"
+        ) from None
     if not callable(obj):
         raise ValueError(f"hook target {target!r} is not callable")
     return obj
-
-
-def _cannot_import(target: str, exc: ImportError, folders: list[str]) -> ValueError:
-    where = "sys.path" + "".join(f" and in {f}" for f in folders)
-    missing = exc.name or _top_package(target)
-    return ValueError(
-        f"hook target {target!r}: cannot import it ({exc}); looked on {where}. Install the "
-        f"package that provides {missing!r}, or set PYTHONPATH to the folder that holds it "
-        f"(PYTHONPATH=. when it is in the folder you run from)"
-    )
 
 
 class CallableHook:
