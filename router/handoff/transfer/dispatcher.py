@@ -325,10 +325,8 @@ class TransferDispatcher:
                 still += 1
                 continue
             request = TransferRequest.model_validate(row["request"])
-            result = self._deliver(hook, request)  # marks the row delivered when it is
-            if result.delivered:
+            if self._settle(request, [self._deliver(hook, request)]).delivered:
                 delivered += 1
             else:
-                self._store_pending(request, result)
                 still += 1
         return delivered, still
