@@ -106,14 +106,13 @@ DEFINE FIELD IF NOT EXISTS created_at ON handoff_calibration TYPE datetime;
         )[0]
         return [{**r, "request": json.loads(r["request"])} for r in rows]
 
-    def set_status(self, request_id: str, status: str, *, hook: str | None = None) -> int:
-        """Mark a stored transfer (every hook's row, or one hook's); returns rows changed."""
+    def set_status(self, request_id: str, status: str) -> int:
+        """Mark a stored transfer (every hook's row); returns rows changed."""
         _check_status(status)
-        hook_clause = " AND hook = $hook" if hook is not None else ""
         rows = self._conn.run(
             "UPDATE handoff_pending SET status = $status, updated_at = time::now() "
-            f"WHERE request_id = $rid{hook_clause} RETURN AFTER;",
-            {"status": status, "rid": request_id, "hook": hook},
+            "WHERE request_id = $rid RETURN AFTER;",
+            {"status": status, "rid": request_id},
         )[0]
         return len(rows or [])
 
