@@ -25,6 +25,7 @@ file is checked before anything is loaded.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -123,8 +124,7 @@ def build_dispatcher(
     """
     config_dir = Path(source).resolve().parent if source is not None else None
     built = [spec.build(config_dir) for spec in hooks]
-    names = [hook_name(h) for h in built]
-    dupes = sorted({n for n in names if names.count(n) > 1})
+    dupes = sorted(n for n, count in Counter(map(hook_name, built)).items() if count > 1)
     if dupes:
         raise ValueError(f"hooks: names must be unique (set name:), repeated: {', '.join(dupes)}")
     return TransferDispatcher(built, store=store, settings=handoff)
