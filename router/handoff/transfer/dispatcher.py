@@ -277,10 +277,8 @@ class TransferDispatcher:
         failed = [d for d in deliveries if not d.delivered]
         if not deliveries:
             failed = [HookDelivery(NO_HOOK, False, 0, error=NO_HOOKS_ERROR)]
-        if not failed:
-            return TransferOutcome(request, tuple(deliveries))
-        stored = all(self._store_pending(request, d) for d in failed)
-        return TransferOutcome(request, tuple(deliveries), pending=True, stored=stored)
+        stored = bool(failed) and all(self._store_pending(request, d) for d in failed)
+        return TransferOutcome(request, tuple(deliveries), pending=bool(failed), stored=stored)
 
     def _store_pending(self, request: TransferRequest, delivery: HookDelivery) -> bool:
         error = delivery.error or "undelivered"
