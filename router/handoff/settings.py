@@ -101,10 +101,8 @@ def coerce_config(config: Any = None, **overrides: Any) -> RetrievalConfidenceCo
     if isinstance(config, RetrievalConfidenceConfig) and not overrides:
         return config
     data: dict[str, Any]
-    if config is None:
-        data = {}
-    elif isinstance(config, Mapping):
-        data = dict(config)
+    if config is None or isinstance(config, Mapping):
+        data = dict(config or {})
     elif isinstance(config, BaseModel):
         data = config.model_dump()
     elif dataclasses.is_dataclass(config) and not isinstance(config, type):
