@@ -91,9 +91,7 @@ class _HybridMethod:
 class RetrievalConfidence:
     """Scores retrieval results and decides whether to hand a question to a person."""
 
-    def __init__(self, config: Any = None, *, locale: str | None = None, **overrides: Any) -> None:
-        if locale is not None:
-            overrides["locale"] = locale
+    def __init__(self, config: Any = None, **overrides: Any) -> None:
         self.config: RetrievalConfidenceConfig = coerce_config(config, **overrides)
         self.locale = self.config.locale
         self.calibration: CalibrationReport | None = None
