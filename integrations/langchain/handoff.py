@@ -271,13 +271,9 @@ class HandoffRunnable(Runnable[Any, Any]):
         ``handoff_output="text"``."""
         human = None
         if outcome is not None and self.dispatcher is not None:
-            answering = {
-                hook_name(h)
-                for h in self.dispatcher.hooks
-                if getattr(h, "returns_human_response", False)
-            }
+            hooks = {hook_name(h): h for h in self.dispatcher.hooks}
             for name, response in outcome.responses.items():
-                if name in answering:
+                if getattr(hooks.get(name), "returns_human_response", False):
                     human = response
         handed = HandoffResult(
             message=self.message or message("handoff_message", self.confidence.locale),
