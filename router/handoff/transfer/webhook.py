@@ -205,10 +205,8 @@ class WebhookHook:
                     ) as response,
                 ):
                     return self._status(response)
-        except TimeoutError:
-            raise self._transient(None, True) from None
-        except httpx.HTTPError as exc:
-            raise self._transient(exc, False) from None
+        except (TimeoutError, httpx.HTTPError) as exc:  # TimeoutError: asyncio.timeout's
+            raise self._transient(exc) from None
 
     def _status(self, response: httpx.Response) -> int:
         """The status of a delivered request; raises for any other answer."""
@@ -225,8 +223,8 @@ class WebhookHook:
             f"POST {redact_url(self.settings.url)} was rejected with HTTP {status}; not retried"
         )
 
-    def _transient(self, exc: httpx.HTTPError | None, timed_out: bool) -> _Transient:
-        if timed_out or isinstance(exc, httpx.TimeoutException):
+    def _transient(self, exc: Exception, deadline_expired: bool = False) -> _Transient:
+        if deadline_expired or isinstance(exc, TimeoutError | httpx.TimeoutException):
             return _Transient(f"timed out after {self.settings.timeout_s:g} s")
         return _Transient(f"connection failed: {type(exc).__name__}: {exc}")
 
