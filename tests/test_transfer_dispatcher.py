@@ -182,6 +182,18 @@ def test_without_a_store_the_request_is_kept_in_memory(caplog: pytest.LogCapture
     assert "kept in memory only" in caplog.text
 
 
+def test_every_failed_hook_is_kept_in_memory_not_just_the_first(
+        caplog: pytest.LogCaptureFixture) -> None:
+    second = Flaky(99)
+    second.name = "pager"
+    dispatcher = TransferDispatcher([Flaky(99), second], attempts=1, backoff_s=0)
+    req = make_request()
+    outcome = dispatcher.dispatch(req)
+    assert outcome.pending and not outcome.stored
+    assert dispatcher.undelivered == [(req, "flaky"), (req, "pager")]
+    assert caplog.text.count("kept in memory only") == 2
+
+
 def test_passthrough_exception_propagates_unretried_and_unstored() -> None:
     first: list[str] = []
     pausing = Pausing()

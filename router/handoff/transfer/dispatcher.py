@@ -277,7 +277,8 @@ class TransferDispatcher:
         failed = [d for d in deliveries if not d.delivered]
         if not deliveries:
             failed = [HookDelivery(NO_HOOK, False, 0, error=NO_HOOKS_ERROR)]
-        stored = bool(failed) and all(self._store_pending(request, d) for d in failed)
+        # a list, not a generator: every failed hook's request is kept, not just the first
+        stored = bool(failed) and all([self._store_pending(request, d) for d in failed])
         return TransferOutcome(request, tuple(deliveries), pending=bool(failed), stored=stored)
 
     def _store_pending(self, request: TransferRequest, delivery: HookDelivery) -> bool:
