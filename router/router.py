@@ -231,7 +231,8 @@ class AgentRouter:
             ties = self._rng.random(len(arms))
             scored = [CandidateScore(agent_id=arm.agent.id, profile=arm.profile, load=load,
                                      score=verdict.score, verdict=verdict,
-                                     final_score=_discounted(verdict.score, load))
+                                     final_score=_discounted(verdict.score, load) if load
+                                     else verdict.score)
                       for arm, verdict, load in zip(arms, verdicts, loads, strict=True)]
             # best first; seeded-random among equal scores
             order = np.lexsort((ties, np.array([-c.final_score for c in scored])))
@@ -272,8 +273,10 @@ class AgentRouter:
             if running >= spec.max_concurrent:
                 full += 1
                 continue
-            arms.append(Arm(spec, self.book.get(spec.id, task_type),
-                            self.profile(spec.id, task_type, now=now)))
+            state = self.book.get(spec.id, task_type)
+            profile = (state.snapshot(now, self.settings) if state is not None
+                       else empty_profile(spec.id, task_type))
+            arms.append(Arm(spec, state, profile))
             loads.append(running / spec.max_concurrent)
         if not arms:
             why = [f"{n} eligible agent(s) {what}" for n, what in
