@@ -36,7 +36,7 @@ class Checkpoint:
     trust: dict[Pair, TrustCounts]
     recent: dict[str, float]  # execution ids folded, stamped after ``settled``
     people: dict[str, float]  # feedback row ids folded, stamped after ``settled``
-    window_size: int = 100
+    window_size: int  # the book's: a cached window holds at most this many
 
 
 def _when(moment: datetime | None) -> str | None:
