@@ -88,6 +88,13 @@ class _HybridMethod:
         return functools.update_wrapper(functools.partial(self.func, owner, obj), self.func)
 
 
+class CalibrationNotFound(KeyError):
+    """No calibration of that name is saved; the message says how to create one."""
+
+    def __str__(self) -> str:  # KeyError's own str() quotes the message like a key
+        return str(self.args[0]) if self.args else ""
+
+
 class RetrievalConfidence:
     """Scores retrieval results and decides whether to hand a question to a person."""
 
@@ -246,14 +253,22 @@ class RetrievalConfidence:
             raise ValueError(
                 f"handoff.calibration {section.calibration!r} needs a store to load it from"
             )
-        return cls.load(store, section.calibration, **section.overrides())
+        try:
+            return cls.load(store, section.calibration, **section.overrides())
+        except CalibrationNotFound as exc:
+            raise CalibrationNotFound(f"handoff.calibration: {exc}") from None
 
     @classmethod
     def load(cls, store: Store, name: str, **overrides: Any) -> RetrievalConfidence:
-        """Settings saved under ``name``; KeyError naming it when there is none."""
+        """Settings saved under ``name``; ``CalibrationNotFound`` (a KeyError whose one-line
+        message says how to create it) when there is none."""
         saved = store.repository(HandoffRepository).load_calibration(name)
         if saved is None:
-            raise KeyError(f"no saved hand-off calibration named {name!r}")
+            raise CalibrationNotFound(
+                f"no saved hand-off calibration named {name!r} in {store.url}; create it "
+                f"with `trustroute calibrate-handoff --name {name} LABELLED.jsonl` (one "
+                '{"scores": [...], "needs_human": true|false} object per line)'
+            )
         obj = cls(saved["settings"], **overrides)
         if saved.get("report"):
             obj.calibration = CalibrationReport(**saved["report"])
