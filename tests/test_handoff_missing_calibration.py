@@ -24,16 +24,18 @@ def test_a_missing_calibration_is_one_line_saying_how_to_create_it(
     config = tmp_path / "router.yaml"
     config.write_text(f"store: {kv_url}\nagents: [a]\nhandoff: {{calibration: kb}}\n",
                       encoding="utf-8")
-    with load_config(config).build_router() as router:
-        with pytest.raises(CalibrationNotFound) as info:  # what an app's worker start does
-            HandoffRunnable(faq_store(), RunnableLambda(lambda x: "answer"), router=router)
+    with (
+        load_config(config).build_router() as router,
+        pytest.raises(CalibrationNotFound) as info,  # what an app's worker start does
+    ):
+        HandoffRunnable(faq_store(), RunnableLambda(lambda x: "answer"), router=router)
     text = str(info.value)
     assert "\n" not in text and isinstance(info.value, KeyError)
     assert text.startswith("handoff.calibration: no saved hand-off calibration named 'kb'")
     assert "trustroute calibrate-handoff --name kb" in text
     with Store(kv_url) as store:  # nothing was stored on the way
         assert store.repository(HandoffRepository).load_calibration("kb") is None
-        with pytest.raises(KeyError, match="named 'kb'.*calibrate-handoff --name kb"):
+        with pytest.raises(KeyError, match=r"named 'kb'.*calibrate-handoff --name kb"):
             RetrievalConfidence.load(store, "kb")
     # following the advice (the config already names kb) makes the app start
     examples = write_examples(tmp_path / "labelled.jsonl")

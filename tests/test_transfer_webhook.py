@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
 import time
 from pathlib import Path
@@ -23,7 +24,8 @@ from trustroute.router.handoff.transfer import (
 )
 
 SECRET_ENV = "TRUSTROUTE_TEST_WEBHOOK_SECRET"
-SECRET = "s3cr3t-do-not-log"
+SECRET = "whsec_" + base64.b64encode(b"s3cr3t-do-not-log-0123456789").decode()
+OTHER_SECRET = "whsec_" + base64.b64encode(b"another-key-entirely-987654321").decode()
 
 
 def request(**fields: object) -> TransferRequest:
@@ -49,8 +51,9 @@ def test_success_posts_the_json_payload() -> None:
     assert got.json() == req.payload()
     assert got.json()["input"] == {"question": "Can I get a refund in Bitcoin?"}
     assert got.headers["Content-Type"].startswith("application/json")
-    assert got.headers["X-Trustroute-Request-Id"] == req.request_id
-    assert "X-Trustroute-Signature" not in got.headers
+    assert got.headers["webhook-id"] == got.headers["X-Trustroute-Request-Id"] == req.request_id
+    assert abs(int(got.headers["webhook-timestamp"]) - time.time()) < 60
+    assert "webhook-signature" not in got.headers  # no secret_env: unsigned
 
 
 def test_hmac_signature_verified_by_the_receiver(
@@ -69,14 +72,14 @@ def test_hmac_signature_verified_by_the_receiver(
 def test_wrong_secret_is_rejected_by_the_receiver_and_not_retried(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv(SECRET_ENV, "not-the-secret")
+    monkeypatch.setenv(SECRET_ENV, OTHER_SECRET)
     with webhook_receiver([200], secret=SECRET) as server:
         hook = WebhookHook(server.url, secret_env=SECRET_ENV, backoff_s=0)
         with pytest.raises(WebhookError, match="rejected with HTTP 401; not retried") as err:
             hook(request())
     assert server.received[0].signature_ok is False
     assert len(server.received) == 1  # a 4xx is final
-    assert "not-the-secret" not in str(err.value)
+    assert OTHER_SECRET not in str(err.value)
 
 
 def test_missing_secret_env_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -93,7 +96,7 @@ def test_500_then_success_is_retried_with_the_same_request() -> None:
         hook = WebhookHook(server.url, attempts=3, backoff_s=0.01)
         assert hook(request()) == 200
     assert len(server.received) == 3
-    ids = {r.headers["X-Trustroute-Request-Id"] for r in server.received}
+    ids = {r.headers["webhook-id"] for r in server.received}
     assert len(ids) == 1
     assert server.received[0].body == server.received[2].body
 

@@ -1,4 +1,5 @@
-"""A real HTTP receiver on 127.0.0.1 for webhook tests: scripted replies, HMAC checking.
+"""A real HTTP receiver on 127.0.0.1 for webhook tests: scripted replies, and signatures
+checked with the Standard Webhooks reference package (``standardwebhooks``).
 
 A script item is a status to answer, a delay in seconds before answering 200, a
 ``Redirect`` or a ``Trickle`` (a 200 whose status line and headers arrive one byte per
@@ -8,8 +9,6 @@ host received nothing.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import threading
 import time
@@ -18,6 +17,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from standardwebhooks import Webhook, WebhookVerificationError
 
 TRICKLED_RESPONSE = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"
 
@@ -74,11 +75,12 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
             ok: bool | None = None
-            if receiver.secret is not None:
-                expected = (
-                    "sha256=" + hmac.new(receiver.secret.encode(), body, hashlib.sha256).hexdigest()
-                )
-                ok = hmac.compare_digest(expected, self.headers.get("X-Trustroute-Signature", ""))
+            if receiver.secret is not None:  # a whsec_ secret, as the sender's
+                try:
+                    Webhook(receiver.secret).verify(body, dict(self.headers))
+                    ok = True
+                except WebhookVerificationError:
+                    ok = False
             seen = Received(self.command, self.path, dict(self.headers), body, ok)
             receiver.received.append(seen)
             action = receiver.next_action()

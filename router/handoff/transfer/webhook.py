@@ -3,7 +3,8 @@
 HTTP is httpx: ``httpx.Client`` for a call, ``httpx.AsyncClient`` for ``acall``, one client
 per delivery and no connection kept between attempts. Retries are tenacity's (exponential
 backoff, bounded) on what may pass: timeouts, connection errors, 5xx, 408, 425, 429 and
-3xx. Redirects are never followed (the signed body would go to a host nobody
+3xx. A 409 is the receiver saying it already has this ``webhook-id``: delivered.
+Redirects are never followed (the signed body would go to a host nobody
 configured), so a 3xx is a failed attempt whose error names the status; after the last
 attempt the dispatcher keeps the request pending. Any other 4xx means the receiver
 rejected the request and retrying will not help, so it fails at once.
@@ -15,16 +16,23 @@ longer. httpx itself only limits each operation, so the async path runs the atte
 when time is up (the socket is learnt from httpcore's ``trace`` extension). The response
 body is never read.
 
-With ``secret_env`` the body is signed: ``X-Trustroute-Signature: sha256=<hex
-HMAC-SHA256 of the raw body>`` using the secret in that environment variable, read at
-send time (rotation needs no restart). The secret, headers and URL query strings never
-appear in logs or error messages; while a delivery runs, what httpx and httpcore log has
-URL credentials and queries and header values masked (``http_logs.py``).
+Every request carries the Standard Webhooks headers (https://www.standardwebhooks.com/):
+``webhook-id`` (the request id, the same on every attempt and retry, for de-duplication)
+and ``webhook-timestamp`` (Unix seconds of this attempt). With ``secret_env`` each attempt
+is signed: ``webhook-signature: v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">``,
+keyed with the secret in that environment variable, written ``whsec_<base64 key>`` and
+read at send time (rotation needs no restart). The timestamp is signed, so a receiver that
+refuses stale timestamps cannot be replayed a captured request. The secret, headers and
+URL query strings never appear in logs or error messages; while a delivery runs, what
+httpx and httpcore log has URL credentials and queries and header values masked
+(``http_logs.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import contextlib
 import hashlib
 import hmac
@@ -33,6 +41,7 @@ import logging
 import os
 import socket
 import threading
+import time
 from typing import Any, NoReturn
 from urllib.parse import urlsplit, urlunsplit
 
@@ -52,8 +61,14 @@ from trustroute.router.handoff.transfer.request import TransferRequest
 
 log = logging.getLogger(__name__)
 
-SIGNATURE_HEADER = "X-Trustroute-Signature"
+ID_HEADER = "webhook-id"
+TIMESTAMP_HEADER = "webhook-timestamp"
+SIGNATURE_HEADER = "webhook-signature"
+SECRET_PREFIX = "whsec_"
 _RETRY_STATUSES = frozenset({408, 425, 429})
+# 409 Conflict: the receiver already has this webhook-id (a retry that raced a delivery),
+# so the request has reached it: delivered, not rejected
+DUPLICATE = 409
 _SOCKET_EVENTS = frozenset({"connection.connect_tcp.complete", "connection.start_tls.complete"})
 
 
@@ -65,15 +80,47 @@ class _Transient(Exception):
     """A failure worth another attempt."""
 
 
+class _Message:
+    """One delivery's body and headers; ``stamped()`` adds this attempt's timestamp and
+    signature (a retry minutes later is signed with its own time)."""
+
+    def __init__(self, msg_id: str, body: bytes, headers: dict[str, str], key: bytes | None):
+        self.msg_id, self.body, self.headers, self._key = msg_id, body, headers, key
+
+    def stamped(self) -> dict[str, str]:
+        """The headers for an attempt starting now."""
+        now = int(time.time())
+        headers = {**self.headers, TIMESTAMP_HEADER: str(now)}
+        if self._key is not None:
+            headers[SIGNATURE_HEADER] = sign(self.msg_id, now, self.body, self._key)
+        return headers
+
+
 def redact_url(url: str) -> str:
     """The URL without user:password and without the query string (tokens often live there)."""
     parts = urlsplit(url)
     return urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, "", ""))
 
 
-def sign(body: bytes, secret: str) -> str:
-    """The signature header value for ``body``: ``sha256=<hex digest>``."""
-    return "sha256=" + hmac.new(secret.encode("utf-8"), body, hashlib.sha256).hexdigest()
+def secret_key(secret: str) -> bytes:
+    """The HMAC key of a Standard Webhooks secret ``whsec_<base64>``; ValueError (never
+    echoing the secret) when it is not one."""
+    if not secret.startswith(SECRET_PREFIX):
+        raise ValueError(f"must be written {SECRET_PREFIX}<base64 key>")
+    encoded = secret[len(SECRET_PREFIX) :].strip()
+    try:  # unpadded base64 is common; the key is what the padding completes
+        key = base64.b64decode(encoded + "=" * (-len(encoded) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        raise ValueError(f"the part after {SECRET_PREFIX} is not base64") from None
+    if not key:
+        raise ValueError(f"the key after {SECRET_PREFIX} is empty")
+    return key
+
+
+def sign(msg_id: str, timestamp: int, body: bytes, key: bytes) -> str:
+    """The ``webhook-signature`` value: ``v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">``."""
+    signed = f"{msg_id}.{timestamp}.".encode() + body
+    return "v1," + base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()).decode()
 
 
 class WebhookSettings(BaseModel):
@@ -154,24 +201,35 @@ class WebhookHook:
             request.payload(), sort_keys=True, separators=(",", ":"), ensure_ascii=False
         ).encode("utf-8")
 
-    def _message(self, request: TransferRequest) -> tuple[bytes, dict[str, str]]:
-        """The body and headers every attempt sends (signed when ``secret_env`` is set)."""
-        body = self.body(request)
+    def _key(self) -> bytes | None:
+        """The signing key from ``secret_env`` (None: unsigned); read at send time."""
+        env = self.settings.secret_env
+        if not env:
+            return None
+        secret = os.environ.get(env)
+        if not secret:
+            raise WebhookError(
+                f"webhook {self.name!r}: environment variable {env} (secret_env) is not set "
+                "or empty"
+            )
+        try:
+            return secret_key(secret)
+        except ValueError as exc:
+            raise WebhookError(
+                f"webhook {self.name!r}: environment variable {env} (secret_env) is not a "
+                f"Standard Webhooks secret: {exc}; nothing was sent"
+            ) from None
+
+    def _message(self, request: TransferRequest) -> _Message:
+        """What every attempt of this delivery sends; each attempt stamps and signs it."""
         headers = {
             "User-Agent": "trustroute-webhook",
             **self.settings.headers,
             "Content-Type": "application/json; charset=utf-8",
             "X-Trustroute-Request-Id": request.request_id,
+            ID_HEADER: request.request_id,
         }
-        if self.settings.secret_env:
-            secret = os.environ.get(self.settings.secret_env)
-            if not secret:
-                raise WebhookError(
-                    f"webhook {self.name!r}: environment variable "
-                    f"{self.settings.secret_env} (secret_env) is not set or empty"
-                )
-            headers[SIGNATURE_HEADER] = sign(body, secret)
-        return body, headers
+        return _Message(request.request_id, self.body(request), headers, self._key())
 
     # -- one attempt -----------------------------------------------------------------------
     def _client_options(self) -> dict[str, Any]:
@@ -181,27 +239,27 @@ class WebhookHook:
             "limits": httpx.Limits(max_keepalive_connections=0),
         }
 
-    def _post(self, client: httpx.Client, body: bytes, headers: dict[str, str]) -> int:
+    def _post(self, client: httpx.Client, message: _Message) -> int:
         with masked_http_logs(), _SocketDeadline(self.settings.timeout_s) as deadline:
             try:
                 with client.stream(
                     "POST",
                     self.settings.url,
-                    content=body,
-                    headers=headers,
+                    content=message.body,
+                    headers=message.stamped(),
                     extensions={"trace": deadline.trace},
                 ) as response:
                     return self._status(response)
             except httpx.HTTPError as exc:
                 raise self._transient(exc, deadline.expired) from None
 
-    async def _apost(self, client: httpx.AsyncClient, body: bytes, headers: dict[str, str]) -> int:
+    async def _apost(self, client: httpx.AsyncClient, message: _Message) -> int:
         try:
             with masked_http_logs():
                 async with (
                     asyncio.timeout(self.settings.timeout_s),
                     client.stream(
-                        "POST", self.settings.url, content=body, headers=headers
+                        "POST", self.settings.url, content=message.body, headers=message.stamped()
                     ) as response,
                 ):
                     return self._status(response)
@@ -211,7 +269,7 @@ class WebhookHook:
     def _status(self, response: httpx.Response) -> int:
         """The status of a delivered request; raises for any other answer."""
         status = response.status_code
-        if 200 <= status < 300:
+        if 200 <= status < 300 or status == DUPLICATE:
             return status
         if 300 <= status < 400:
             location = response.headers.get("location")
@@ -269,17 +327,17 @@ class WebhookHook:
 
     def __call__(self, request: TransferRequest) -> int:
         """Deliver ``request``; returns the HTTP status, raises WebhookError on failure."""
-        body, headers = self._message(request)
+        message = self._message(request)
         with httpx.Client(**self._client_options()) as client:
-            status: int = Retrying(**self._retry_options())(self._post, client, body, headers)
+            status: int = Retrying(**self._retry_options())(self._post, client, message)
         return self._delivered(request, status)
 
     async def acall(self, request: TransferRequest) -> int:
         """Deliver from async code without blocking the event loop (same rules)."""
-        body, headers = self._message(request)
+        message = self._message(request)
         async with httpx.AsyncClient(**self._client_options()) as client:
             retrying = AsyncRetrying(**self._retry_options())
-            status: int = await retrying(self._apost, client, body, headers)
+            status: int = await retrying(self._apost, client, message)
         return self._delivered(request, status)
 
     def describe(self) -> dict[str, Any]:
