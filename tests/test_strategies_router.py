@@ -248,3 +248,28 @@ def test_a_bulk_import_learns_what_recording_one_by_one_does(strategy: str) -> N
             # a2's evidence is what it did after the collapse: poor on every task type
             a2 = next(c for c in a.candidates if c.agent_id == "a2")
             assert a2.components["posterior_mean"] < 0.3
+
+
+@pytest.mark.parametrize("params", [{}, {"half_life_days": 1.0}])
+def test_a_posterior_kept_between_decisions_equals_one_computed_afresh(
+        params: dict[str, float]) -> None:
+    # one router decides before every record (its posteriors are updated incrementally,
+    # the other task type's share kept while only one type's evidence changes); the
+    # other decides only at the end: both must say the same
+    records = collapsing_stream(300, collapse_at=150)
+    agents = ["a0", "a1", "a2"]
+    with AgentRouter(agents=agents, store="mem://", seed=0, strategy_params=params) as busy, \
+            AgentRouter(agents=agents, store="mem://", seed=0,
+                        strategy_params=params) as fresh:
+        for rec in records:
+            busy.select(rec.task_type)
+            busy.record(rec)
+        fresh.record_many(records)
+        for task_type in ("t0", "t1", "unseen"):
+            a, b = busy.select(task_type), fresh.select(task_type)
+            x = {c.agent_id: dict(c.components) for c in a.candidates}
+            y = {c.agent_id: dict(c.components) for c in b.candidates}
+            for agent in agents:
+                for name in ("posterior_mean", "posterior_sd", "prior_mean",
+                             "prior_strength", "evidence", "success_probability"):
+                    assert x[agent][name] == pytest.approx(y[agent][name], rel=1e-6), name

@@ -41,6 +41,7 @@ class TypeEvidence:
     decay: float = 1.0  # 2 ** (-(clock - ref) / h): stored * decay = current value
     baseline: np.ndarray = field(default_factory=lambda: np.full(2, 0.5))
     """Mean quality and success rate of the type (all agents), shrunk to the global."""
+    version: int = 0  # changes of this type's evidence (see ``EvidenceLedger.others_version``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +74,8 @@ class EvidenceLedger:
         self._expected = np.zeros((2, self._capacity))  # sum of baseline x weight
         self._overall = np.zeros(3)  # everything, current decay (stored time frame)
         self._time_ref: float | None = None  # wall-time frame (POSIX seconds)
-        self.version = 0  # bumped on every change, for callers' caches
+        # bumped on every change, for callers' caches; never reset, so never repeats
+        self.version = getattr(self, "version", 0) + 1
 
     # -- indices ---------------------------------------------------------------------
     def _pair(self, agent_id: str, task_type: str) -> int:
@@ -162,6 +164,7 @@ class EvidenceLedger:
         te.baseline = self._type_baseline(te)
         self._expected += np.outer(te.baseline, current[_WEIGHT])
         self.version += 1
+        te.version += 1
 
     def _stored_sums(self, te: TypeEvidence, entries: Sequence[WindowEntry]) -> np.ndarray:
         """Stored (quality, success, weight) sums of ``entries`` in ``te``'s frames."""
@@ -275,21 +278,54 @@ class EvidenceLedger:
     # -- reading ----------------------------------------------------------------------
     def view(self, task_type: str, agent_ids: Sequence[str], now: float) -> EvidenceView:
         """Current evidence behind each of ``agent_ids`` for one decision."""
-        idx = [self.index(a) for a in agent_ids]
-        te = self._types.get(task_type)
-        tf = self.time_factor(now)
-        agents = self._agents[:, idx] * tf
-        expected = self._expected[:, idx] * tf
-        if te is None:
-            pair = np.zeros((3, len(idx)))
-            overall = self._overall
-            baseline = (overall[:2] + 1.0) / (overall[2] + 2.0)
-        else:
-            pair = te.sums[:, idx] * (te.decay * tf)
-            baseline = te.baseline
-        elsewhere = np.maximum(agents - pair, 0.0)
-        expected = expected - np.outer(baseline, pair[_WEIGHT])
+        idx = self.indices(agent_ids)
+        pair, baseline = self.pair_view(task_type, idx, now)
+        elsewhere, expected = self.elsewhere_view(task_type, idx, now)
         return EvidenceView(pair, elsewhere, expected, baseline)
+
+    def indices(self, agent_ids: Sequence[str]) -> np.ndarray:
+        """The slots of ``agent_ids`` (allocated on first sight), as an index array."""
+        return np.fromiter(map(self.index, agent_ids), np.intp, len(agent_ids))
+
+    def pair_view(self, task_type: str, idx: np.ndarray, now: float
+                  ) -> tuple[np.ndarray, np.ndarray]:
+        """(3, k) current evidence of the pairs of slots ``idx`` on ``task_type``, and
+        the type's baseline (quality, success)."""
+        te = self._types.get(task_type)
+        if te is None:
+            overall = self._overall
+            return np.zeros((3, len(idx))), (overall[:2] + 1.0) / (overall[2] + 2.0)
+        pair = te.sums[:, idx]
+        pair *= te.decay * (self.time_factor(now) if self._time_ref is not None else 1.0)
+        return pair, te.baseline
+
+    def elsewhere_view(self, task_type: str, idx: np.ndarray, now: float
+                       ) -> tuple[np.ndarray, np.ndarray]:
+        """The evidence of slots ``idx`` on every task type but ``task_type`` (3, k), and
+        what it would be at each of those types' baselines (2, k).
+
+        It changes only when another task type's evidence does (``others_version``), so
+        a caller may keep it while outcomes of ``task_type`` itself arrive.
+        """
+        te = self._types.get(task_type)
+        agents = self._agents[:, idx]
+        expected = self._expected[:, idx]
+        if te is not None:  # take the type's own share out (current decay, no wall time)
+            pair = te.sums[:, idx]
+            pair *= te.decay
+            agents -= pair
+            expected -= te.baseline[:, None] * pair[_WEIGHT]
+        if self._time_ref is not None:  # wall-time discounting: age everything to ``now``
+            tf = self.time_factor(now)
+            agents *= tf
+            expected *= tf
+        return np.maximum(agents, 0.0), expected
+
+    def others_version(self, task_type: str) -> int:
+        """A counter that changes whenever evidence of a task type other than
+        ``task_type`` changes (it never repeats while the ledger lives)."""
+        te = self._types.get(task_type)
+        return self.version - (te.version if te is not None else 0)
 
     def task_types_of(self, agent_id: str) -> list[str]:
         """The task types ``agent_id`` has evidence on, in the order first seen."""
@@ -304,10 +340,9 @@ class EvidenceLedger:
         so this describes the population a new agent comes from, not the agents that
         happen to be chosen most.
         """
-        n = self._agents[_WEIGHT]
-        known = n > 1e-12
-        if not known.any():
-            return np.zeros(2)
-        raw = (self._agents[:2, known] - self._expected[:, known]) / n[known]
-        reliability = n[known] / (n[known] + shrink)
-        return np.asarray((raw * reliability).sum(axis=1) / (reliability.sum() + 1.0))
+        # sum over agents of raw effect x reliability, with raw = (observed - expected)
+        # / n and reliability = n / (n + shrink): (observed - expected) / (n + shrink).
+        # Slots without evidence contribute nothing (their sums are 0).
+        inv = 1.0 / (self._agents[_WEIGHT] + shrink)
+        effect = (self._agents[:2] - self._expected) @ inv
+        return np.asarray(effect / (self._agents[_WEIGHT] @ inv + 1.0))

@@ -51,19 +51,66 @@ _MAX_BATCH = 64  # most Thompson draws taken at once from an unchanged posterior
 
 @dataclass(slots=True)
 class Posterior:
-    """Posterior of every arm of one decision, aligned with the arms."""
+    """Posterior of every arm of one decision, aligned with the arms.
+
+    Only what every decision needs is computed up front (the Beta parameters, the
+    success means); the lower bound and the per-arm explanation columns are derived
+    on first read, since most decisions sample and are never read by a person.
+    """
 
     version: int  # the ledger's version it was computed from
     computed_at: float
     alpha: np.ndarray  # quality posterior
     beta: np.ndarray
-    lower_bound: np.ndarray
+    z: float  # width of the lower bound
     success: list[float]  # posterior mean of the success rate
     penalties: list[float] | None  # lambda_cost x cost + lambda_latency x latency; None: all 0
-    components: list[dict[str, float]]  # per arm: the numbers behind it
+    columns: dict[str, np.ndarray]  # prior_mean, prior_strength, evidence, penalty per arm
     pending: np.ndarray | None = None  # Thompson draws taken ahead (batch, arms)
     next_draw: int = 0
     batch: int = 1
+    _lower_bound: np.ndarray | None = None
+    _components: list[dict[str, float]] | None = None
+
+    @property
+    def mean(self) -> np.ndarray:
+        """Posterior mean quality per arm."""
+        return beta_mean(self.alpha, self.beta)
+
+    @property
+    def lower_bound(self) -> np.ndarray:
+        """Wilson lower bound of the mean over the posterior's effective runs."""
+        if self._lower_bound is None:
+            self._lower_bound = wilson_lower_bound(self.mean, self.alpha + self.beta, self.z)
+        return self._lower_bound
+
+    @property
+    def components(self) -> list[dict[str, float]]:
+        """Per arm: the numbers behind its score (built on first read)."""
+        if self._components is None:
+            columns = {"posterior_mean": self.mean,
+                       "posterior_sd": beta_sd(self.alpha, self.beta),
+                       "evidence": self.columns["evidence"],
+                       "prior_mean": self.columns["prior_mean"],
+                       "prior_strength": self.columns["prior_strength"],
+                       "success_probability": np.asarray(self.success),
+                       "lower_bound": self.lower_bound, "penalty": self.columns["penalty"]}
+            rows = zip(*(values.tolist() for values in columns.values()), strict=True)
+            self._components = [dict(zip(columns, row, strict=True)) for row in rows]
+        return self._components
+
+
+@dataclass(slots=True)
+class CacheEntry:
+    """What one (task type, arm set) keeps between decisions."""
+
+    agents: tuple[Any, ...]  # the agent specs of the key, kept alive so ids stay unique
+    idx: np.ndarray  # the arms' ledger slots
+    posterior: Posterior | None = None
+    others: int = -1  # the ledger's others_version the parts below were computed at
+    known: np.ndarray | None = None  # evidence elsewhere + agent_prior_strength
+    surplus: np.ndarray | None = None  # (2, k) evidence elsewhere minus its expectation
+    strength: np.ndarray | None = None  # pooled prior strength
 
 
 class PooledPosterior:
@@ -79,7 +126,7 @@ class PooledPosterior:
                                      p.type_prior_strength)
         self.monitor = (ChangeMonitor(p.change_window, p.change_delta)
                         if p.change_detection else None)
-        self._cache: dict[tuple[str, tuple[int, ...]], tuple[tuple[Any, ...], Posterior]] = {}
+        self._cache: dict[tuple[str, tuple[int, ...]], CacheEntry] = {}
 
     # -- life cycle ------------------------------------------------------------------
     def observe(self, record: ExecutionRecord, seq: int, book: ProfileBook) -> None:
@@ -120,54 +167,63 @@ class PooledPosterior:
         """
         agents = [arm.agent for arm in arms]
         key = (ctx.task_type, tuple(map(id, agents)))
-        cached = self._cache.get(key)
-        if cached is not None:
-            post = cached[1]
-            if post.version == self.ledger.version and (
-                    self.params.half_life_days is None
-                    or 0.0 <= ctx.now.timestamp() - post.computed_at < _TIME_REFRESH_SECONDS):
-                return post
-        post = self._compute(arms, ctx.task_type, ctx.now.timestamp(), ctx.book)
-        if len(self._cache) >= _CACHE_LIMIT:
-            self._cache.clear()
-        self._cache[key] = (tuple(agents), post)
+        now = ctx.now.timestamp()
+        entry = self._cache.get(key)
+        if entry is None:
+            if len(self._cache) >= _CACHE_LIMIT:
+                self._cache.clear()
+            idx = self.ledger.indices([arm.agent_id for arm in arms])
+            entry = self._cache[key] = CacheEntry(tuple(agents), idx)
+        post = entry.posterior
+        if post is not None and post.version == self.ledger.version and (
+                self.params.half_life_days is None
+                or 0.0 <= now - post.computed_at < _TIME_REFRESH_SECONDS):
+            return post
+        entry.posterior = post = self._compute(arms, entry, ctx.task_type, now, ctx.book)
         return post
 
-    def _compute(self, arms: Sequence[Arm], task_type: str, now: float,
+    def _compute(self, arms: Sequence[Arm], entry: CacheEntry, task_type: str, now: float,
                  book: ProfileBook) -> Posterior:
+        """Quality and success posteriors of ``arms``, updated incrementally.
+
+        The part of the pooled prior that rests on the agents' evidence on *other* task
+        types is kept while only this type's evidence changes (the usual case: a record
+        of this type between two of its decisions); what remains is a few array
+        operations over the pair sums (O(arms), no per-arm Python work).
+        """
         p = self.params
-        view = self.ledger.view(task_type, [arm.agent_id for arm in arms], now)
-        pair, elsewhere = view.pair, view.elsewhere
+        ledger = self.ledger
+        pair, baseline = ledger.pair_view(task_type, entry.idx, now)
         if p.pooling:
             shrink = p.agent_prior_strength
-            typical = (self.ledger.typical_effect(shrink) if p.population_prior
+            others = ledger.others_version(task_type)
+            if entry.others != others or ledger.half_life_seconds is not None:
+                elsewhere, expected = ledger.elsewhere_view(task_type, entry.idx, now)
+                entry.known = elsewhere[2] + shrink
+                entry.surplus = elsewhere[:2] - expected
+                entry.strength = pooled_strength(elsewhere[2], shrink, p.prior_strength)
+                entry.others = others
+            assert entry.known is not None and entry.surplus is not None \
+                and entry.strength is not None
+            typical = (ledger.typical_effect(shrink) if p.population_prior
                        else np.zeros(2))
-            known = elsewhere[2] + shrink
-            effect = (elsewhere[:2] - view.expected + shrink * typical[:, None]) / known
-            prior_mean = clip_mean(view.baseline[:, None] + effect)
-            prior_strength = pooled_strength(elsewhere[2], shrink, p.prior_strength)
+            effect = (entry.surplus + shrink * typical[:, None]) / entry.known
+            prior_mean = clip_mean(baseline[:, None] + effect)
+            prior_strength = entry.strength
         else:
             prior_mean = np.full((2, len(arms)), 0.5)
             prior_strength = np.full(len(arms), 2.0)
         alpha, beta = beta_parameters(prior_mean, prior_strength, pair[:2], pair[2])
-        alpha = np.maximum(alpha, 1e-9)
-        beta = np.maximum(beta, 1e-9)
-        mean = beta_mean(alpha, beta)
-        qa, qb = alpha[0], beta[0]
-        lower_bound = wilson_lower_bound(mean[0], qa + qb, p.z)
-        penalty = self._penalty(arms, book)
-        columns = {
-            "posterior_mean": mean[0], "posterior_sd": beta_sd(qa, qb), "evidence": pair[2],
-            "prior_mean": prior_mean[0], "prior_strength": prior_strength,
-            "success_probability": mean[1], "lower_bound": lower_bound, "penalty": penalty,
-        }
-        rows = zip(*(values.tolist() for values in columns.values()), strict=True)
-        components = [dict(zip(columns, row, strict=True)) for row in rows]
+        np.maximum(alpha, 1e-9, out=alpha)
+        np.maximum(beta, 1e-9, out=beta)
+        priced = bool(p.lambda_cost or p.lambda_latency)
+        penalty = self._penalty(arms, book) if priced else np.zeros(len(arms))
         return Posterior(
-            version=self.ledger.version, computed_at=now, alpha=qa, beta=qb,
-            lower_bound=lower_bound, success=mean[1].tolist(),
-            penalties=penalty.tolist() if penalty.any() else None,
-            components=components)
+            version=ledger.version, computed_at=now, alpha=alpha[0], beta=beta[0],
+            z=p.z, success=(alpha[1] / (alpha[1] + beta[1])).tolist(),
+            penalties=penalty.tolist() if priced and penalty.any() else None,
+            columns={"evidence": pair[2], "prior_mean": prior_mean[0],
+                     "prior_strength": prior_strength, "penalty": penalty})
 
     def _penalty(self, arms: Sequence[Arm], book: ProfileBook) -> np.ndarray:
         """``lambda_cost x cost + lambda_latency x latency_s`` per arm (0 by default).

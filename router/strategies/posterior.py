@@ -52,7 +52,7 @@ def pooled_strength(evidence: FloatOrArray, shrink_strength: float,
 
 def clip_mean(mean: FloatOrArray) -> FloatOrArray:
     """Keep a prior mean inside ``[MEAN_FLOOR, 1 - MEAN_FLOOR]``."""
-    return np.clip(mean, MEAN_FLOOR, 1.0 - MEAN_FLOOR)
+    return np.minimum(np.maximum(mean, MEAN_FLOOR), 1.0 - MEAN_FLOOR)  # np.clip: 2x slower
 
 
 def beta_parameters(prior_mean: FloatOrArray, prior_strength: FloatOrArray,
