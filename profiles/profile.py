@@ -22,7 +22,7 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, Field
 
 from trustroute.profiles.recency import SECONDS_PER_DAY, RecencySettings, weighted_expertise
-from trustroute.profiles.records import ExecutionRecord
+from trustroute.profiles.records import ExecutionRecord, check_admissible
 
 
 class ProfileSettings(BaseModel):
@@ -32,6 +32,21 @@ class ProfileSettings(BaseModel):
 
     confidence_ramp: int = Field(default=20, ge=1)
     recency: RecencySettings = Field(default_factory=RecencySettings)
+    #: How far ahead of this host's clock a record's timestamp may be. Clocks kept by
+    #: NTP agree within milliseconds; five minutes is the tolerance Kerberos and the
+    #: Standard Webhooks timestamp check use for hosts that drift, and a record from
+    #: further ahead would count as fresh evidence until its stamp came round.
+    max_clock_skew_s: float = Field(default=300.0, ge=0, allow_inf_nan=False)
+    #: Largest metadata of one record, in bytes of compact JSON. Metadata annotates a run
+    #: (ids, tags, a few numbers: well under 1 KiB); 64 KiB leaves ample room while
+    #: bounding what one row costs every rebuild, and an import batch of 1,000 rows to
+    #: 64 MiB.
+    max_metadata_bytes: int = Field(default=64 * 1024, ge=0)
+
+    def admit(self, record: ExecutionRecord, now: datetime | None = None) -> ExecutionRecord:
+        """``record`` if it may be stored; ValueError naming the field and the setting."""
+        return check_admissible(record, max_clock_skew_s=self.max_clock_skew_s,
+                                max_metadata_bytes=self.max_metadata_bytes, now=now)
 
 
 def ramp_confidence(executions: int, ramp: int = 20) -> float:

@@ -7,7 +7,9 @@ generated on the client, so the store can make writes idempotent.
 
 from __future__ import annotations
 
+import json
 import math
+import unicodedata
 import uuid
 from datetime import UTC, datetime
 from typing import Any
@@ -23,6 +25,14 @@ MAX_COST = 1e9
 #: Deepest metadata nesting accepted, and the integer range the store keeps exactly.
 MAX_METADATA_DEPTH = 32
 INT64 = (-(2**63), 2**63 - 1)
+#: Characters that reorder text on screen (Unicode's Bidi_Control property: the marks
+#: ALM, LRM, RLM, the embeddings and overrides U+202A-202E, the isolates U+2066-2069).
+#: An identifier holding one prints differently from what it is (U+202E turns
+#: "exe.txt" around), so identifiers refuse them along with C0/C1 controls and line
+#: separators (category Cc, Zl, Zp), which a terminal acts on (ESC sequences, clear).
+BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
+                          "\u2066\u2067\u2068\u2069")
+_CONTROL_CATEGORIES = frozenset({"Cc", "Zl", "Zp"})
 
 
 def utc_now() -> datetime:
@@ -48,6 +58,12 @@ def check_identifier(value: str, field: str) -> str:
         raise ValueError(f"{field} must not contain a NUL character")
     if len(value) > MAX_ID_LENGTH:
         raise ValueError(f"{field} is {len(value)} characters long; the limit is {MAX_ID_LENGTH}")
+    if not value.isprintable():  # fast path: printable text has no control of any kind
+        for at, char in enumerate(value):
+            if char in BIDI_CONTROLS or unicodedata.category(char) in _CONTROL_CATEGORIES:
+                kind = "bidi-control" if char in BIDI_CONTROLS else "control"
+                raise ValueError(f"{field} must not contain {kind} characters "
+                                 f"(U+{ord(char):04X} at position {at})")
     return value
 
 
@@ -145,3 +161,36 @@ def check_metadata(value: Any, where: str, depth: int) -> None:
         raise ValueError(f"{where}: {value} is not a finite number")
     elif isinstance(value, str) and "\x00" in value:
         raise ValueError(f"{where}: strings must not contain a NUL character")
+
+
+def metadata_bytes(metadata: dict[str, Any]) -> int:
+    """Size of ``metadata`` once encoded: compact UTF-8 JSON, the form it is exported
+    and imported in (the store's own encoding is within a few bytes of it)."""
+    text = json.dumps(metadata, ensure_ascii=False, separators=(",", ":"), default=str)
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def check_admissible(record: ExecutionRecord, *, max_clock_skew_s: float,
+                     max_metadata_bytes: int, now: datetime | None = None) -> ExecutionRecord:
+    """Refuse, naming the field and the setting, a record stamped more than
+    ``max_clock_skew_s`` ahead of ``now`` (it would stay "recent" for ever) or whose
+    metadata encodes to more than ``max_metadata_bytes``."""
+    now = now or utc_now()
+    ahead = (record.timestamp - now).total_seconds()
+    if ahead > max_clock_skew_s:
+        raise ValueError(f"timestamp: {record.timestamp.isoformat()} is {_span(ahead)} ahead "
+                         f"of now; at most {max_clock_skew_s:g} s is accepted "
+                         "(profiles.max_clock_skew_s)")
+    if record.metadata and (size := metadata_bytes(record.metadata)) > max_metadata_bytes:
+        raise ValueError(f"metadata: {size:,} bytes once encoded as JSON; the limit is "
+                         f"{max_metadata_bytes:,} (profiles.max_metadata_bytes)")
+    return record
+
+
+def _span(seconds: float) -> str:
+    """A duration for an error message: seconds, hours or days."""
+    if seconds < 7200:
+        return f"{seconds:,.0f} s"
+    if seconds < 2 * 86_400:
+        return f"{seconds / 3600:,.1f} h"
+    return f"{seconds / 86_400:,.0f} days"

@@ -3,16 +3,18 @@
 A caller may pass the decision from ``select`` (its agent, task type and id are used, and
 must not be contradicted), or the agent and task type (and a decision id) directly; a
 missing cost falls back to the agent's configured ``cost_per_call``. Validation itself (ranges, ids,
-timestamps) is ExecutionRecord's job.
+timestamps) is ExecutionRecord's job; what depends on the router's settings (how far
+ahead of now a timestamp may be, how large metadata may grow) is ``ProfileSettings.admit``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from trustroute.profiles.records import ExecutionRecord
+from trustroute.profiles.profile import ProfileSettings
+from trustroute.profiles.records import ExecutionRecord, utc_now
 from trustroute.router.agents import AgentSpec
 from trustroute.router.decision import RoutingDecision
 
@@ -48,3 +50,17 @@ def build_record(decision: RoutingDecision | None, agents: Mapping[str, AgentSpe
         decision_id=decision.decision_id if decision else decision_id,
         metadata=dict(metadata or {}),
         **{name: value for name, value in defaulted.items() if value is not None})
+
+
+def admit_all(records: Sequence[ExecutionRecord], settings: ProfileSettings,
+              check_agent: Callable[[str], None]) -> None:
+    """Check every record with ``settings.admit`` (ValueError names the first bad one's
+    field), then each distinct agent with ``check_agent``, before any is written."""
+    now = utc_now()
+    for i, rec in enumerate(records):
+        if not isinstance(rec, ExecutionRecord):
+            raise TypeError(f"record_many() takes ExecutionRecords; item {i} is a "
+                            f"{type(rec).__name__}")
+        settings.admit(rec, now)
+    for agent_id in dict.fromkeys(rec.agent_id for rec in records):
+        check_agent(agent_id)

@@ -32,7 +32,7 @@ from trustroute.router.errors import NoAgentAvailable, UnknownAgent
 from trustroute.router.learner import Learner, StrategyLearner
 from trustroute.router.load import InFlightTracker, Lease
 from trustroute.router.projection import LogProjection
-from trustroute.router.recording import build_record
+from trustroute.router.recording import admit_all, build_record
 from trustroute.router.report import write_report
 from trustroute.router.strategies import (
     DEFAULT_STRATEGY,
@@ -309,6 +309,7 @@ class AgentRouter:
                                latency_ms=latency_ms, cost=cost, timestamp=timestamp,
                                record_id=record_id, metadata=metadata)
         try:
+            self.settings.admit(rec)
             self._check_agent(rec.agent_id)
             if not self.projection.append([rec]):
                 raise DuplicateRecord(rec.record_id)
@@ -322,11 +323,16 @@ class AgentRouter:
 
     def record_many(self, records: Iterable[ExecutionRecord], *, batch_size: int = 500
                     ) -> int:
-        """Bulk-write any iterable, one transaction per batch drawn; returns how many were new."""
+        """Bulk-write any iterable, one transaction per batch drawn; returns how many
+        were new. Records are checked as ``record`` checks them, a list or tuple whole
+        before anything is written, any other iterable batch by batch."""
+        whole = isinstance(records, list | tuple)
+        if isinstance(records, list | tuple):
+            admit_all(records, self.settings, self._check_agent)
         written, pending = 0, iter(records)
         while chunk := list(islice(pending, batch_size)):
-            for agent_id in {r.agent_id for r in chunk}:
-                self._check_agent(agent_id)
+            if not whole:
+                admit_all(chunk, self.settings, self._check_agent)
             written += len(self.projection.append(chunk))
             self.trust_layer.maybe_flush()
         return written

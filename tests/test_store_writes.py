@@ -19,7 +19,7 @@ HOSTILE = [
     "x'; DELETE execution; --",
     "a`b`c ⟨⟩ $param {}",
     "ünïcødé 🤖 名前",
-    "back\\slash\nnew line\ttab",
+    "back\\slash and no-break space",  # controls (newline, tab) are refused
     "z" * 256,
 ]
 T0 = datetime(2025, 3, 1, tzinfo=UTC)

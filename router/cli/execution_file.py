@@ -160,9 +160,12 @@ def _check_header(header: Sequence[str]) -> None:
         raise ValueError(f"{missing[0]}: missing column")
 
 
-def iter_executions(path: Path, fmt: str | None = None) -> Iterator[ExecutionRecord]:
+def iter_executions(path: Path, fmt: str | None = None, *,
+                    check: Callable[[ExecutionRecord], Any] | None = None
+                    ) -> Iterator[ExecutionRecord]:
     """Each row of ``path`` as a record, streamed (one row in memory at a time), or
-    ExecutionFileError naming the first bad one when the reader reaches it.
+    ExecutionFileError naming the first bad one when the reader reaches it. ``check``
+    (e.g. ``ProfileSettings.admit``) refuses a record with a ValueError("field: ...").
 
     A stream may fail part-way, so the importer makes a first, checking pass through
     the whole file before it writes anything.
@@ -177,6 +180,8 @@ def iter_executions(path: Path, fmt: str | None = None) -> Iterator[ExecutionRec
         for line_no, row in rows:
             try:
                 record = row_to_record(row, seen)
+                if check is not None:
+                    check(record)
             except ValueError as exc:
                 raise ExecutionFileError(f"{path}: line {line_no}: {exc}") from None
             yield record

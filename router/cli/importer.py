@@ -14,7 +14,7 @@ from trustroute.router.cli.base import (
     console,
     err_console,
     json_option,
-    open_router,
+    load_router_config,
     print_json,
     router_options,
 )
@@ -36,14 +36,17 @@ def import_executions(file: Path, fmt: str | None, batch_size: int, config: Path
 
     Columns: agent_id (or agent), task_type, success, and optionally quality,
     latency_ms, cost, timestamp (ISO 8601 with a timezone, or POSIX seconds),
-    record_id, decision_id, metadata. The file is streamed twice, so memory stays flat
+    record_id, decision_id, metadata. A timestamp more than profiles.max_clock_skew_s
+    ahead of now, or metadata over profiles.max_metadata_bytes, is a bad row. The file is
+    streamed twice, so memory stays flat
     however long it is: the first pass checks every row, and a bad row stops the import
     before anything is written, naming its line and field; the second writes in batches.
     Rows already in the store (same record_id) are skipped, so importing twice is safe.
     """
     # pass 1 checks every row: a bad one stops the import here, before anything is written
-    rows = sum(1 for _ in iter_executions(file, fmt))
-    with open_router(config, store) as router:
+    cfg = load_router_config(config, store)
+    rows = sum(1 for _ in iter_executions(file, fmt, check=cfg.profiles.admit))
+    with cfg.build_router() as router:
         imported = 0
         with Progress(TextColumn("importing"), BarColumn(), MofNCompleteColumn(),
                       TimeRemainingColumn(), console=err_console,
