@@ -224,15 +224,31 @@ class Attempt:
                                     **self._fields(output))
         self._credit()
 
-    def failed(self, error: BaseException) -> None:
-        """Record an attempt whose agent raised ``error`` (tokens spent still cost)."""
+    def failed(self, error: BaseException, *, streamed: bool = False) -> None:
+        """Record an attempt whose agent raised ``error`` (tokens spent still cost), and
+        log it; ``streamed``: chunks already reached the caller."""
         self.routed.router.record(self.decision, success=False, **self._fields(None))
-        self.task.failed(self.decision, error)
+        self._failed(error, streamed)
 
-    async def afailed(self, error: BaseException) -> None:
+    async def afailed(self, error: BaseException, *, streamed: bool = False) -> None:
         """Async ``failed``."""
         await self.routed.router.arecord(self.decision, success=False, **self._fields(None))
+        self._failed(error, streamed)
+
+    def _failed(self, error: BaseException, streamed: bool) -> None:
         self.task.failed(self.decision, error)
+        then = ("recorded; its chunks already reached the caller, so it is raised" if streamed
+                else "recorded; falling back to another agent" if self.task.can_fall_back()
+                else "recorded; no further attempt")
+        self.routed.failures.failed(self.decision.agent_id, self.task.task_type, error,
+                                    recorded=True, then=then)
+
+    def not_handled(self, error: BaseException) -> None:
+        """The agent raised ``error``, outside ``exceptions_to_handle``: logged at DEBUG
+        only (it reaches the caller at once, unrecorded)."""
+        self.routed.failures.failed(
+            self.decision.agent_id, self.task.task_type, error, recorded=False,
+            then="not in exceptions_to_handle: raised to the caller, not recorded")
 
     def _credit(self) -> None:
         """The routed run's metadata names this agent as the one whose output it returns:

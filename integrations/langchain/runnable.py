@@ -29,6 +29,7 @@ from langchain_core.runnables.utils import ConfigurableFieldSpec, get_unique_con
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
 from trustroute.integrations.langchain.errors import AgentsMismatch
+from trustroute.integrations.langchain.failures import FailureLog
 from trustroute.integrations.langchain.recording import Attempt
 from trustroute.integrations.langchain.task import RoutedTask, check_task_type, resolve_task_type
 from trustroute.router.router import AgentRouter
@@ -59,6 +60,8 @@ class RoutedRunnable(RunnableSerializable[Any, Any]):
     quality, a success at ``success_threshold`` or above); ``quality="trace"`` records
     the run's trace score as quality instead. ``max_attempts`` (default: every agent)
     bounds fallbacks; ``capacity_timeout`` is how long to wait for a free agent.
+    ``exceptions_to_handle`` and ``exception_key`` mean what they mean for LangChain's
+    ``with_fallbacks``; each agent failure is logged (``failure_log_interval_s``).
     """
 
     router: AgentRouter
@@ -69,6 +72,8 @@ class RoutedRunnable(RunnableSerializable[Any, Any]):
     max_attempts: int | None = Field(default=None, ge=1)
     success_threshold: float = Field(default=0.5, ge=0.0, le=1.0)
     exceptions_to_handle: tuple[type[BaseException], ...] = (Exception,)
+    exception_key: str | None = None
+    failure_log_interval_s: float = Field(default=60.0, ge=0.0)
     embedder: Any = None
     novelty_cache: NoveltyCache = Field(default_factory=NoveltyCache)
     trace_weights: TraceWeights | None = None
@@ -76,12 +81,19 @@ class RoutedRunnable(RunnableSerializable[Any, Any]):
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
     _single_thought_seen: bool = PrivateAttr(default=False)
+    _failures: FailureLog = PrivateAttr()
 
     def __init__(self, **data: Any) -> None:
         super().__init__(**data)
         known, given = set(self.router.agents), set(self.agents)
         if known != given:
             raise AgentsMismatch(missing=known - given, unknown=given - known)
+        self._failures = FailureLog(self.failure_log_interval_s)
+
+    @property
+    def failures(self) -> FailureLog:
+        """Where this runnable logs its agents' failures (see ``failures.py``)."""
+        return self._failures
 
     @field_validator("agents", mode="before")
     @classmethod
@@ -114,6 +126,10 @@ class RoutedRunnable(RunnableSerializable[Any, Any]):
         ``problem``: the run raises it once started, so tracers record the error."""
         try:
             task_type, problem = resolve_task_type(self.task_type, input_), None
+            if self.exception_key is not None and not isinstance(input_, dict):
+                raise ValueError(f"exception_key={self.exception_key!r} passes an agent's "
+                                 "error to the next one inside the input, so the input must "
+                                 f"be a dict, got {type(input_).__name__}")
         except Exception as exc:
             task_type, problem = "", exc
         return RoutedTask(self.router, input_, task_type, problem=problem,
@@ -138,10 +154,15 @@ class RoutedRunnable(RunnableSerializable[Any, Any]):
             attempt = Attempt.start(self, task, task.next(), config, run_manager)
             try:
                 with attempt.timed():
-                    output = attempt.agent.invoke(input_, attempt.config, **kwargs)
+                    output = attempt.agent.invoke(
+                        task.attempt_input(input_, self.exception_key), attempt.config,
+                        **kwargs)
             except self.exceptions_to_handle as exc:
                 attempt.failed(exc)
                 continue
+            except Exception as exc:
+                attempt.not_handled(exc)
+                raise
             attempt.succeeded(output)
             return output
 
@@ -159,10 +180,15 @@ class RoutedRunnable(RunnableSerializable[Any, Any]):
             attempt = Attempt.start(self, task, await task.anext(), config, run_manager)
             try:
                 with attempt.timed():
-                    output = await attempt.agent.ainvoke(input_, attempt.config, **kwargs)
+                    output = await attempt.agent.ainvoke(
+                        task.attempt_input(input_, self.exception_key), attempt.config,
+                        **kwargs)
             except self.exceptions_to_handle as exc:
                 await attempt.afailed(exc)
                 continue
+            except Exception as exc:
+                attempt.not_handled(exc)
+                raise
             await attempt.asucceeded(output)
             return output
 
@@ -181,7 +207,8 @@ class RoutedRunnable(RunnableSerializable[Any, Any]):
         input_ = next(inputs)
         while True:
             attempt = Attempt.start(self, task, task.next(), config, run_manager)
-            chunks = attempt.agent.stream(input_, attempt.config, **kwargs)
+            chunks = attempt.agent.stream(task.attempt_input(input_, self.exception_key),
+                                          attempt.config, **kwargs)
             output: Any = _END
             try:
                 while True:
@@ -189,9 +216,12 @@ class RoutedRunnable(RunnableSerializable[Any, Any]):
                         with attempt.timed():
                             chunk = next(chunks, _END)
                     except self.exceptions_to_handle as exc:
-                        attempt.failed(exc)
+                        attempt.failed(exc, streamed=output is not _END)
                         if output is _END:
                             break  # nothing reached the caller yet: the next agent takes it
+                        raise
+                    except Exception as exc:
+                        attempt.not_handled(exc)
                         raise
                     if chunk is _END:
                         attempt.succeeded(None if output is _END else output)
@@ -220,7 +250,8 @@ class RoutedRunnable(RunnableSerializable[Any, Any]):
         input_ = await anext(inputs)
         while True:
             attempt = Attempt.start(self, task, await task.anext(), config, run_manager)
-            chunks = attempt.agent.astream(input_, attempt.config, **kwargs)
+            chunks = attempt.agent.astream(task.attempt_input(input_, self.exception_key),
+                                           attempt.config, **kwargs)
             output: Any = _END
             try:
                 while True:
@@ -228,9 +259,12 @@ class RoutedRunnable(RunnableSerializable[Any, Any]):
                         with attempt.timed():
                             chunk = await anext(chunks, _END)
                     except self.exceptions_to_handle as exc:
-                        await attempt.afailed(exc)
+                        await attempt.afailed(exc, streamed=output is not _END)
                         if output is _END:
                             break  # nothing reached the caller yet: the next agent takes it
+                        raise
+                    except Exception as exc:
+                        attempt.not_handled(exc)
                         raise
                     if chunk is _END:
                         await attempt.asucceeded(None if output is _END else output)

@@ -129,6 +129,18 @@ class RoutedTask:
         self.errors[decision.agent_id] = error
         self.release()
 
+    def can_fall_back(self) -> bool:
+        """True while another attempt may still find an agent that has not failed."""
+        return self.attempt < self.max_attempts and bool(self._untried())
+
+    def attempt_input(self, input_: Any, exception_key: str | None) -> Any:
+        """The input of the next attempt: after a failure, with ``exception_key`` set to
+        the last agent's exception (as LangChain's ``with_fallbacks`` passes it), in a
+        copy: the caller's dict is left as it was."""
+        if exception_key is None or not self.errors:
+            return input_
+        return {**input_, exception_key: next(reversed(self.errors.values()))}
+
     def release(self) -> None:
         """Give back the current attempt's in-flight slot (idempotent)."""
         if self.current is not None:
