@@ -9,7 +9,11 @@ import pytest
 
 from trustroute.profiles.store import Store
 from trustroute.router.config import RouterConfig
-from trustroute.router.handoff.calibration import rank_is_guaranteed, required_rank
+from trustroute.router.handoff.calibration import (
+    rank_is_guaranteed,
+    recall_lower_bound,
+    required_rank,
+)
 from trustroute.router.handoff.confidence import RetrievalConfidence
 from trustroute.router.stats import auroc
 
@@ -38,14 +42,51 @@ def rates(rc: RetrievalConfidence, examples: list[tuple[list[float], bool]]) -> 
 def test_calibrated_thresholds_generalise_to_fresh_data() -> None:
     rc = RetrievalConfidence.calibrate(synthetic(400, seed=1), target_recall=0.9)
     recall, false_rate = rates(rc, synthetic(6000, seed=2))
-    assert recall >= 0.9
+    assert recall == pytest.approx(0.9, abs=0.03)
     assert false_rate <= 0.05
     report = rc.calibration
     assert report is not None and rc.report is report
     assert report.guarantee_met and report.needs_human == 200 and report.covered == 200
-    # the recall point carries a margin above the target on the sample itself
-    assert report.recall >= report.required_transfers / report.needs_human > 0.9
+    # the conformal rank: k / (P + 1) >= 0.9 with the smallest such k
+    assert report.required_transfers == 181
+    assert 0.9 <= report.expected_recall <= 0.92
+    # the lower confidence bound is reported beside it, and sits below
+    assert 0.8 < report.recall_lower_bound < report.expected_recall
     assert report.auroc is not None and report.auroc > 0.95
+
+
+def test_recall_lands_at_the_target_not_above_it() -> None:
+    # over many calibration samples of 100 needs-human cases, the held-out recall
+    # averages the target (a 95% lower bound would put it several points above)
+    fresh = synthetic(8000, seed=99)
+    recalls = []
+    for seed in range(30, 42):
+        rc = RetrievalConfidence.calibrate(synthetic(200, seed=seed), target_recall=0.9)
+        recalls.append(rates(rc, fresh)[0])
+    assert float(np.mean(recalls)) == pytest.approx(0.9, abs=0.015)
+
+
+def test_separable_labels_get_the_middle_of_the_margin() -> None:
+    rng = np.random.default_rng(5)
+
+    def draw(n: int) -> list[tuple[list[float], bool]]:
+        out = []
+        for i in range(n):
+            needs = i % 2 == 0
+            top = float(rng.uniform(0.2, 0.5) if needs else rng.uniform(0.7, 0.95))
+            out.append(([top] * 5, needs))
+        return out
+
+    sample = draw(204)
+    rc = RetrievalConfidence.calibrate(sample, target_recall=0.9)
+    assert rc.calibration is not None
+    assert rc.calibration.recall == 1.0 and rc.calibration.false_transfer_rate == 0.0
+    recall, false_rate = rates(rc, draw(4000))
+    assert recall == 1.0 and false_rate == 0.0
+    # the cut lies midway between the classes' nearest confidences
+    conf = {n: [rc.evaluate(s).confidence for s, m in sample if m == n] for n in (True, False)}
+    middle = (max(conf[True]) + min(conf[False])) / 2.0
+    assert rc.config.confidence_low_threshold == pytest.approx(middle, abs=1e-6)
 
 
 def test_report_matches_what_evaluate_does_on_the_sample() -> None:
@@ -68,7 +109,7 @@ def test_thresholds_follow_the_embedders_scale() -> None:
     assert reference_recall < 0.7
     rc = RetrievalConfidence.calibrate(shifted)
     recall, false_rate = rates(rc, fresh)
-    assert recall >= 0.9 and false_rate <= 0.05
+    assert recall == pytest.approx(0.9, abs=0.03) and false_rate <= 0.05
     base = RetrievalConfidence.calibrate(synthetic(400, seed=4))
     assert rc.config.score_threshold == pytest.approx(base.config.score_threshold + 0.15, abs=0.03)
 
@@ -95,15 +136,18 @@ def test_hits_are_used_when_they_vary() -> None:
 
     rc = RetrievalConfidence.calibrate(draw(400))
     recall, false_rate = rates(rc, draw(4000))
-    assert recall >= 0.9 and false_rate <= 0.05
+    # aimed at 0.9 from 200 needs-human cases: the held-out recall of one sample
+    # scatters around it by a few points (sd about 0.025 here)
+    assert recall >= 0.84 and false_rate <= 0.05
+    assert rc.calibration is not None and rc.calibration.false_transfer_rate <= 0.01
 
 
 def test_small_sample_transfers_every_needs_human_case() -> None:
-    sample = synthetic(20, seed=9)  # 10 needs-human: too few for the 95% guarantee
+    sample = synthetic(16, seed=9)  # 8 needs-human: 8 / 9 < 0.9, too few for the target
     rc = RetrievalConfidence.calibrate(sample)
     assert rc.calibration is not None
     assert rc.calibration.recall == 1.0 and not rc.calibration.guarantee_met
-    assert rc.calibration.required_transfers == 10
+    assert rc.calibration.required_transfers == 8
 
 
 def test_full_recall_target() -> None:
@@ -168,19 +212,27 @@ def _binom_cdf(k: int, n: int, p: float) -> float:
     return sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k + 1))
 
 
-@pytest.mark.parametrize(("n", "t", "c"), [(50, 0.9, 0.95), (200, 0.9, 0.9), (1000, 0.8, 0.95)])
-def test_required_rank_is_the_smallest_safe_order_statistic(n: int, t: float, c: float) -> None:
-    k = required_rank(n, t, c)
-    assert _binom_cdf(k - 1, n, t) >= c
-    assert _binom_cdf(k - 2, n, t) < c
-    assert rank_is_guaranteed(n, t, c)
+@pytest.mark.parametrize(("n", "t"), [(50, 0.9), (200, 0.9), (1000, 0.8), (99, 0.95)])
+def test_required_rank_is_the_conformal_order_statistic(n: int, t: float) -> None:
+    k = required_rank(n, t)
+    assert k / (n + 1) >= t > (k - 1) / (n + 1)
+    assert rank_is_guaranteed(n, t)
 
 
 def test_required_rank_edges() -> None:
-    assert required_rank(0, 0.9, 0.95) == 0
-    assert required_rank(10, 0.9, 0.95) == 10 and not rank_is_guaranteed(10, 0.9, 0.95)
-    assert required_rank(10, 1.0, 0.95) == 10
-    assert required_rank(1000, 0.9, 0.5) == pytest.approx(900, abs=2)
+    assert required_rank(0, 0.9) == 0
+    assert required_rank(10, 0.9) == 10 and rank_is_guaranteed(10, 0.9)
+    assert required_rank(8, 0.9) == 8 and not rank_is_guaranteed(8, 0.9)
+    assert required_rank(10, 1.0) == 10
+    assert required_rank(1000, 0.9) == 901
+
+
+@pytest.mark.parametrize(("k", "n", "c"), [(90, 100, 0.95), (181, 200, 0.9), (5, 10, 0.5)])
+def test_recall_lower_bound_is_the_beta_quantile(k: int, n: int, c: float) -> None:
+    bound = recall_lower_bound(k, n, c)
+    # P(recall >= bound) = P(Binomial(n, bound) <= k - 1) = c
+    assert _binom_cdf(k - 1, n, bound) == pytest.approx(c, abs=1e-6)
+    assert bound < k / (n + 1)
 
 
 def test_auroc() -> None:

@@ -78,14 +78,15 @@ def _guarantee_line(report: CalibrationReport) -> str:
         cases = "case transfers" if report.required_transfers == 1 else "cases transfer"
         return (
             f"{plural(report.needs_human, 'needs-human example')} and {report.covered} "
-            f"covered; the {report.required_transfers} lowest-confidence needs-human {cases}, "
-            f"so recall on new data is >= {report.target_recall:.0%} with probability "
-            f"{report.recall_confidence:.0%}."
+            f"covered; the {report.required_transfers} lowest-confidence needs-human {cases}: "
+            f"expected recall on new data {report.expected_recall:.1%} (target "
+            f"{report.target_recall:.0%}), at least {report.recall_lower_bound:.1%} with "
+            f"probability {report.recall_confidence:.0%}."
         )
     return (
-        f"only {plural(report.needs_human, 'needs-human example')}: too few for recall >= "
-        f"{report.target_recall:.0%} with probability {report.recall_confidence:.0%}; every "
-        "one of them transfers. Label more needs-human cases for a tighter threshold."
+        f"only {plural(report.needs_human, 'needs-human example')}: too few to expect "
+        f"recall >= {report.target_recall:.0%} on new data; every one of them transfers "
+        f"(expected recall {report.expected_recall:.1%}). Label more needs-human cases."
     )
 
 
@@ -103,7 +104,7 @@ def _guarantee_line(report: CalibrationReport) -> str:
     type=click.FloatRange(0.0, 1.0, min_open=True),
     default=0.95,
     show_default=True,
-    help="Probability that the target recall holds on new data.",
+    help="Confidence of the recall lower bound reported beside the expected recall.",
 )
 @click.option("--name", default=None, metavar="NAME", help="Save the result in the store.")
 @router_options

@@ -3,25 +3,31 @@
 The reference formula stays as it is; calibration only chooses ``score_threshold`` (where
 retrieval counts as insufficient) and ``confidence_low_threshold`` (where we transfer).
 
-Why the recall point is chosen conservatively: putting the threshold exactly at the
-``target_recall`` quantile of the sample's needs-human cases gives a rule whose recall on
-new data falls short of the target about half the time. We instead treat the needs-human
-confidences as a sample from their distribution and pick the order statistic ``k`` such
-that, with probability ``recall_confidence``, the true recall is at least ``target_recall``
-(distribution-free: the recall of the k-th smallest of P draws is Beta(k, P-k+1)
-distributed, so P(recall >= t) = P(Binomial(P, t) <= k-1)). With few needs-human cases
-this asks for every one of them to transfer; with hundreds the margin is a point or two.
+Why the recall point is chosen this way (split-conformal rank): transferring the ``k``
+lowest-confidence needs-human cases of a sample of ``P`` gives a rule whose recall on a
+new needs-human case is, distribution-free, ``k / (P + 1)`` in expectation (the k-th
+smallest of P draws splits the distribution into P + 1 equally likely parts). The
+sample's own recall ``k / P`` overstates it, most with few cases, so we take the
+smallest ``k`` with ``k / (P + 1) >= target_recall``: the conformal correction, which
+aims *at* the target (at most ``1 / (P + 1)`` above it in expectation) instead of a lower
+confidence bound, which with ~100 needs-human cases overshoots by several points of
+recall and pays for them in false transfers. The lower bound is still reported beside
+it (``recall_lower_bound``: the recall the rule reaches with probability
+``recall_confidence``, from the Beta law of an order statistic).
 
 Given that recall point, the search over ``score_threshold`` minimises the share of
 covered cases transferred among the thresholds that reach it; ties go to the threshold
 where "insufficient" and "transfer" agree most often (so the reason texts tell the
 truth), then to the one nearest the starting threshold. ``confidence_low_threshold``
 goes midway between the last needs-human confidence that must transfer and the next
-confidence above it: the widest margin the sample allows.
+confidence above it (the widest margin the sample allows at the recall point), except
+where the sample's classes separate: then it goes to the middle of the gap between
+them, so every needs-human case transfers and no covered one does.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from functools import reduce
 from typing import Any
@@ -45,8 +51,11 @@ class CalibrationReport:
 
     ``recall`` is the share of needs-human cases that transfer, ``false_transfer_rate``
     the share of covered cases that transfer; ``reference_*`` are the same figures for
-    the thresholds calibration started from. ``guarantee_met`` is False when the sample
-    has too few needs-human cases for ``recall_confidence`` (every one then transfers).
+    the thresholds calibration started from. ``expected_recall`` is the recall to expect
+    on new needs-human cases (split-conformal: at least ``target_recall``), and
+    ``recall_lower_bound`` the recall reached with probability ``recall_confidence``.
+    ``guarantee_met`` is False when the sample has too few needs-human cases for the
+    expected recall to reach the target (every one of them then transfers).
     """
 
     target_recall: float
@@ -63,6 +72,8 @@ class CalibrationReport:
     confidence_high_threshold: float
     reference_recall: float
     reference_false_transfer_rate: float
+    expected_recall: float = float("nan")
+    recall_lower_bound: float = float("nan")
     extra: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
@@ -70,32 +81,48 @@ class CalibrationReport:
         return asdict(self)
 
 
-def required_rank(positives: int, target_recall: float, recall_confidence: float) -> int:
-    """Smallest k with P(Binomial(positives, target) <= k-1) >= recall_confidence.
+def required_rank(positives: int, target_recall: float) -> int:
+    """Smallest k with ``k / (positives + 1) >= target_recall``, at most ``positives``.
 
     Transferring the k lowest-confidence needs-human cases of the sample then gives a
-    rule whose true recall is >= ``target_recall`` with probability ``recall_confidence``.
-    Capped at ``positives`` (when the sample is too small for the guarantee).
+    rule whose expected recall on new needs-human cases is at least ``target_recall``
+    (split-conformal), and at most ``1 / (positives + 1)`` above it.
     """
     if positives <= 0:
         return 0
-    if target_recall >= 1.0:
-        return positives
-    cdf = binomial_cdf(positives, target_recall)
-    # cdf[j] = P(X <= j); we need the smallest k with cdf[k-1] >= confidence
-    reached = np.nonzero(cdf >= recall_confidence - 1e-12)[0]
-    k = int(reached[0]) + 1 if reached.size else positives + 1
+    k = math.ceil(target_recall * (positives + 1) - 1e-9)
     return max(1, min(k, positives))
 
 
-def rank_is_guaranteed(positives: int, target_recall: float, recall_confidence: float) -> bool:
-    """True when the sample is large enough for the recall guarantee to hold."""
-    if positives <= 0:
-        return False
-    if target_recall >= 1.0:
-        return True
-    # transferring all P cases: P(recall >= t) = P(Binomial(P, t) <= P-1) = 1 - t^P
-    return 1.0 - target_recall**positives >= recall_confidence - 1e-12
+def rank_is_guaranteed(positives: int, target_recall: float) -> bool:
+    """True when the sample is large enough for the expected recall to reach the target."""
+    return positives > 0 and positives / (positives + 1) >= target_recall - 1e-12
+
+
+def expected_recall(transferred: int, positives: int) -> float:
+    """Expected recall on new cases of a rule transferring ``transferred`` of ``positives``
+    sample needs-human cases (the lowest ones): ``transferred / (positives + 1)``."""
+    return transferred / (positives + 1) if positives > 0 else float("nan")
+
+
+def recall_lower_bound(transferred: int, positives: int, confidence: float) -> float:
+    """The recall a rule transferring the ``transferred`` lowest of ``positives`` sample
+    needs-human cases reaches on new data with probability ``confidence``.
+
+    Its recall is distributed like the ``transferred``-th smallest of ``positives``
+    uniforms, Beta(k, P - k + 1), so ``P(recall >= t) = P(Binomial(P, t) <= k - 1)``;
+    the bound is the ``t`` where that equals ``confidence`` (found by bisection).
+    """
+    if transferred <= 0 or positives <= 0:
+        return 0.0
+    lo, hi = 0.0, 1.0
+    for _ in range(50):
+        mid = (lo + hi) / 2.0
+        if binomial_cdf(positives, mid)[transferred - 1] >= confidence:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 def confidences(
@@ -114,6 +141,16 @@ def _midway(values: Floats, needs: Flags, k: int, step: float, ceiling: float) -
     kth = float(np.sort(values[needs])[k - 1])
     above = values[values > kth]
     return (kth + float(above.min())) / 2.0 if above.size else min(ceiling, kth + step)
+
+
+def _cut(values: Floats, needs: Flags, k: int, step: float, ceiling: float) -> float:
+    """Where to transfer below: the middle of the gap between the classes when the
+    sample separates them (every needs-human value below every covered one), else
+    midway between the k-th lowest needs-human value and the next value above it."""
+    covered = values[~needs]
+    if covered.size and values[needs].max() < covered.min():
+        return (float(values[needs].max()) + float(covered.min())) / 2.0
+    return _midway(values, needs, k, step, ceiling)
 
 
 def _candidate_thresholds(max_scores: Floats, extra: list[float]) -> Floats:
@@ -140,12 +177,13 @@ def search_thresholds(
     start = config.score_threshold
     # the cut on the best score alone is optimal when every example has the same number
     # of hits (the usual top-k retrieval), so it is always among the candidates
-    extra = [start, _midway(max_scores, needs, k, 1e-6, np.inf)] if k > 0 else [start]
+    extra = [start, _midway(max_scores, needs, k, 1e-6, np.inf),
+             _cut(max_scores, needs, k, 1e-6, np.inf)] if k > 0 else [start]
     best: tuple[tuple[float, ...], float, float] | None = None
     for threshold in map(float, _candidate_thresholds(max_scores, extra)):
         trial = config.model_copy(update={"score_threshold": threshold})
         conf, insufficient = confidences(trial, max_scores, hits)
-        low = _midway(conf, needs, k, 1e-9, 1.0) if k > 0 else 0.0
+        low = _cut(conf, needs, k, 1e-9, 1.0) if k > 0 else 0.0
         transfer = conf < low
         shortfall = max(0, k - int(transfer[needs].sum()))  # > 0 only at confidence 1
         false_rate = float(transfer[~needs].mean()) if (~needs).any() else 0.0
@@ -179,7 +217,8 @@ def calibrate_config(
     hits = np.array([len(e[0]) for e in examples], dtype=float)
     tokens = np.array([np.nan if e[2] is None else e[2] for e in examples], dtype=float)
     retrieved = hits > 0
-    k_total = required_rank(int(needs.sum()), target_recall, recall_confidence)
+    positives = int(needs.sum())
+    k_total = required_rank(positives, target_recall)
     k = max(0, k_total - int((needs & ~retrieved).sum()))
     threshold, low = search_thresholds(
         config, max_scores[retrieved], hits[retrieved], needs[retrieved], k
@@ -208,12 +247,15 @@ def calibrate_config(
         needs_human=int(needs.sum()),
         covered=int((~needs).sum()),
         required_transfers=k_total,
-        guarantee_met=rank_is_guaranteed(int(needs.sum()), target_recall, recall_confidence),
+        guarantee_met=rank_is_guaranteed(positives, target_recall),
         score_threshold=threshold,
         confidence_low_threshold=low,
         confidence_high_threshold=tuned.confidence_high_threshold,
         reference_recall=float(moved_ref[needs].mean()),
         reference_false_transfer_rate=float(moved_ref[~needs].mean()),
+        expected_recall=expected_recall(int(moved[needs].sum()), positives),
+        recall_lower_bound=recall_lower_bound(int(moved[needs].sum()), positives,
+                                              recall_confidence),
         extra={"no_retrieval_examples": int((~retrieved).sum())},
     )
     return tuned, report

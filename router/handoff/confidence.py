@@ -212,11 +212,12 @@ class RetrievalConfidence:
         """Learn ``score_threshold`` and ``confidence_low_threshold`` from labelled examples.
 
         ``examples``: ``(scores, needs_human)`` pairs (or ``{"scores", "needs_human"}``
-        mappings). At least ``target_recall`` of needs-human cases transfer -- with
-        probability ``recall_confidence`` on new data from the same distribution -- while
-        as few covered cases as possible do. Returns a new RetrievalConfidence whose
+        mappings). The recall to expect on new data from the same distribution is
+        ``target_recall`` (split-conformal rank, see ``calibration``), while as few covered
+        cases as possible transfer. Returns a new RetrievalConfidence whose
         ``calibration`` (also ``report``) holds the recall, false-transfer rate and AUROC
-        achieved on the sample, next to the starting thresholds' figures.
+        achieved on the sample, next to the starting thresholds' figures, the expected
+        recall and its lower bound at ``recall_confidence``.
         """
         for name, value in (
             ("target_recall", target_recall),
