@@ -108,7 +108,7 @@ def test_handoffs_resolve_by_prefix_and_status_filters(
     empty = run(capsys, "handoffs", "-c", str(config))
     assert empty.code == 0 and "no pending hand-offs" in empty.out
     with AgentRouter.from_config(config) as router:
-        dispatcher = TransferDispatcher(store=router.store)
+        dispatcher = TransferDispatcher(store=router.store, delivery="sync")
         request = TransferRequest(reason="no hook", task_type="cards")
         dispatcher.dispatch(request)
     listed = run(capsys, "handoffs", "-c", str(config))
@@ -136,7 +136,7 @@ def test_help_texts(capsys: pytest.CaptureFixture[str]) -> None:
 def test_store_option_overrides(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     url = f"surrealkv://{tmp_path / 'other'}"
     with Store(url) as store:
-        TransferDispatcher(store=store).dispatch(TransferRequest(reason="x"))
+        TransferDispatcher(store=store, delivery="sync").dispatch(TransferRequest(reason="x"))
     result = run(capsys, "handoffs", "--store", url, "--json")
     assert result.code == 0 and len(result.json()) == 1
 
@@ -188,7 +188,7 @@ def test_a_callable_hook_of_the_app_needs_no_pythonpath(
     request = TransferRequest(reason="no answer in the FAQ", task_type="cards")
     with Store(f"surrealkv://{app_folder / 'db'}") as store:  # the desk was down
         down = CallableHook(lambda r: 1 / 0, name="open_ticket")
-        TransferDispatcher([down], store=store, attempts=1).dispatch(request)
+        TransferDispatcher([down], store=store, attempts=1, delivery="sync").dispatch(request)
     # the hook is imported when it is first used, from the config file's folder, wherever
     # the command runs
     elsewhere = tmp_path / "elsewhere"
@@ -214,7 +214,7 @@ def test_a_callable_hook_that_cannot_be_imported_says_what_to_do(
     request = TransferRequest(reason="no answer in the FAQ")
     with Store(f"surrealkv://{app_folder / 'db'}") as store:
         down = CallableHook(lambda r: 1 / 0, name="open_ticket")
-        TransferDispatcher([down], store=store, attempts=1).dispatch(request)
+        TransferDispatcher([down], store=store, attempts=1, delivery="sync").dispatch(request)
     assert run(capsys, "profiles").code == 0  # loading the config imports nothing
     retried = run(capsys, "handoffs", "--retry")
     assert retried.code == 0 and "0 delivered, 1 still pending" in retried.out

@@ -33,7 +33,7 @@ CHILD = textwrap.dedent(
     def hang(request):
         threading.Event().wait()
 
-    dispatcher = TransferDispatcher([CallableHook(hang, name=%(hook)r)])
+    dispatcher = TransferDispatcher([CallableHook(hang, name=%(hook)r)], delivery="sync")
     router = AgentRouter(agents=["a", "b"], store=%(url)r, seed=0,
                          strategy="confidence_weighted", transfer=dispatcher,
                          abstention=AbstentionPolicy(on_abstain="human"))
@@ -83,7 +83,8 @@ def test_sigkill_after_ten_abstentions_loses_no_hand_off(kv_url: str) -> None:
         rows = repo.pending()
         assert len(rows) == 10 and {r["hook"] for r in rows} == {HOOK}
         assert {r["request"]["decision_id"] for r in rows} == decision_ids
-        dispatcher = TransferDispatcher([CallableHook(working, name=HOOK)], store=store)
+        dispatcher = TransferDispatcher([CallableHook(working, name=HOOK)], store=store,
+                                        delivery="sync")
         assert dispatcher.retry_pending() == (10, 0)
         assert dispatcher.retry_pending() == (0, 0)  # delivered rows are not retried
         assert repo.pending() == []
@@ -101,7 +102,8 @@ def test_close_returns_within_the_bound_and_leaves_the_hand_off_pending(kv_url: 
         release.wait(30)
 
     dispatcher = TransferDispatcher([CallableHook(hang, name=HOOK)],
-                                    settings=HandoffSection(dispatch_close_timeout_s=0.5))
+                                    settings=HandoffSection(dispatch_close_timeout_s=0.5),
+                  delivery="sync")
     router = _abstaining_router(kv_url, dispatcher)
     try:
         decision = router.select("code")
@@ -121,7 +123,7 @@ def test_close_returns_within_the_bound_and_leaves_the_hand_off_pending(kv_url: 
 def test_a_delivered_hand_off_is_marked_once_and_never_retried(kv_url: str) -> None:
     received: list[str] = []
     dispatcher = TransferDispatcher([CallableHook(lambda r: received.append(r.request_id),
-                                                  name=HOOK)])
+                                                  name=HOOK)], delivery="sync")
     with _abstaining_router(kv_url, dispatcher) as router:
         decision = router.select("code")
     assert decision.abstained and len(received) == 1  # close() waited for it
@@ -131,7 +133,7 @@ def test_a_delivered_hand_off_is_marked_once_and_never_retried(kv_url: str) -> N
         rows = repo.pending(None)
         assert [(r["request_id"], r["status"]) for r in rows] == [(received[0], "delivered")]
         again = TransferDispatcher([CallableHook(lambda r: received.append(r.request_id),
-                                                 name=HOOK)], store=store)
+                                                 name=HOOK)], store=store, delivery="sync")
         assert again.retry_pending() == (0, 0)
         assert repo.mark_delivered(received[0], HOOK) is False  # only pending rows change
     assert len(received) == 1
@@ -143,7 +145,7 @@ def test_a_failing_hook_leaves_the_stored_row_pending_with_its_error(kv_url: str
 
     with Store(kv_url) as store:
         dispatcher = TransferDispatcher([CallableHook(broken, name=HOOK)], store=store,
-                                        attempts=2, backoff_s=0.0)
+                                        attempts=2, backoff_s=0.0, delivery="sync")
         outcome = dispatcher.dispatch(TransferRequest(reason="test"))
         rows = store.repository(HandoffRepository).pending()
     assert outcome.pending and outcome.stored

@@ -84,7 +84,7 @@ def test_sync_and_async_hooks_receive_the_request() -> None:
         seen.append(("async", request.request_id))
         return "ticket-2"
 
-    dispatcher = TransferDispatcher([sync_hook, CallableHook(async_hook)])
+    dispatcher = TransferDispatcher([sync_hook, CallableHook(async_hook)], delivery="sync")
     req = make_request()
     outcome = dispatcher.dispatch(req)
     assert outcome.delivered and not outcome.pending
@@ -104,7 +104,7 @@ def test_async_hook_from_sync_dispatch_inside_a_running_loop() -> None:
 
     async def main() -> bool:
         # a sync dispatch called from async code must not deadlock the running loop
-        return TransferDispatcher([async_hook]).dispatch(make_request()).delivered
+        return TransferDispatcher([async_hook], delivery="sync").dispatch(make_request()).delivered
 
     assert asyncio.run(main())
     assert calls == ["no retrieval"]
@@ -117,7 +117,7 @@ def test_adispatch_runs_sync_hooks_off_the_event_loop() -> None:
         threads.append(threading.current_thread().name)
 
     async def main() -> None:
-        await TransferDispatcher([sync_hook]).adispatch(make_request())
+        await TransferDispatcher([sync_hook], delivery="sync").adispatch(make_request())
 
     asyncio.run(main())
     assert threads and threads[0] != threading.main_thread().name
@@ -125,7 +125,8 @@ def test_adispatch_runs_sync_hooks_off_the_event_loop() -> None:
 
 def test_flaky_hook_is_retried() -> None:
     flaky = Flaky(failures=2)
-    outcome = TransferDispatcher([flaky], attempts=3, backoff_s=0).dispatch(make_request())
+    outcome = TransferDispatcher([flaky], attempts=3, backoff_s=0,
+                                 delivery="sync").dispatch(make_request())
     assert outcome.delivered and flaky.calls == 3
     assert outcome.deliveries[0].attempts == 3
 
@@ -139,7 +140,8 @@ def test_async_flaky_hook_is_retried() -> None:
         if calls < 3:
             raise TimeoutError("slow")
 
-    outcome = asyncio.run(TransferDispatcher([hook], backoff_s=0).adispatch(make_request()))
+    outcome = asyncio.run(TransferDispatcher([hook], backoff_s=0,
+                                             delivery="sync").adispatch(make_request()))
     assert outcome.delivered and calls == 3
 
 
@@ -150,7 +152,8 @@ def test_failing_hook_is_stored_pending_and_others_still_deliver(
     broken = Flaky(failures=99)
     with Store("mem://") as store:
         dispatcher = TransferDispatcher(
-            [broken, lambda r: delivered.append(r.request_id)], store=store, backoff_s=0
+            [broken, lambda r: delivered.append(r.request_id)], store=store, backoff_s=0,
+                  delivery="sync"
         )
         req = make_request(task_type="cards", run_id="run-7")
         outcome = dispatcher.dispatch(req)
@@ -167,14 +170,14 @@ def test_failing_hook_is_stored_pending_and_others_still_deliver(
 
 def test_no_hooks_means_pending_not_lost() -> None:
     with Store("mem://") as store:
-        outcome = TransferDispatcher(store=store).dispatch(make_request())
+        outcome = TransferDispatcher(store=store, delivery="sync").dispatch(make_request())
         rows = store.repository(HandoffRepository).pending()
     assert outcome.pending and outcome.stored
     assert rows[0]["error"] == "no transfer hooks configured"
 
 
 def test_without_a_store_the_request_is_kept_in_memory(caplog: pytest.LogCaptureFixture) -> None:
-    dispatcher = TransferDispatcher([Flaky(99)], attempts=2, backoff_s=0)
+    dispatcher = TransferDispatcher([Flaky(99)], attempts=2, backoff_s=0, delivery="sync")
     req = make_request()
     outcome = dispatcher.dispatch(req)
     assert outcome.pending and not outcome.stored
@@ -186,7 +189,7 @@ def test_every_failed_hook_is_kept_in_memory_not_just_the_first(
         caplog: pytest.LogCaptureFixture) -> None:
     second = Flaky(99)
     second.name = "pager"
-    dispatcher = TransferDispatcher([Flaky(99), second], attempts=1, backoff_s=0)
+    dispatcher = TransferDispatcher([Flaky(99), second], attempts=1, backoff_s=0, delivery="sync")
     req = make_request()
     outcome = dispatcher.dispatch(req)
     assert outcome.pending and not outcome.stored
@@ -198,7 +201,7 @@ def test_passthrough_exception_propagates_unretried_and_unstored() -> None:
     first: list[str] = []
     pausing = Pausing()
     with Store("mem://") as store:
-        dispatcher = TransferDispatcher([pausing, first.append], store=store)
+        dispatcher = TransferDispatcher([pausing, first.append], store=store, delivery="sync")
         with pytest.raises(Pause):
             dispatcher.dispatch(make_request())
         assert store.repository(HandoffRepository).pending() == []
@@ -215,14 +218,14 @@ def test_keyboard_interrupt_is_not_retried() -> None:
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        TransferDispatcher([hook], backoff_s=0).dispatch(make_request())
+        TransferDispatcher([hook], backoff_s=0, delivery="sync").dispatch(make_request())
     assert calls == 1
 
 
 def test_retry_pending_delivers_and_closes() -> None:
     flaky = Flaky(failures=3)
     with Store("mem://") as store:
-        dispatcher = TransferDispatcher([flaky], store=store, backoff_s=0)
+        dispatcher = TransferDispatcher([flaky], store=store, backoff_s=0, delivery="sync")
         req = make_request()
         assert dispatcher.dispatch(req).pending
         assert [r["request_id"] for r in dispatcher.pending()] == [req.request_id]
@@ -234,9 +237,11 @@ def test_retry_pending_delivers_and_closes() -> None:
 
 def test_retry_pending_keeps_failures_and_unknown_hooks() -> None:
     with Store("mem://") as store:
-        TransferDispatcher([Flaky(99)], store=store, backoff_s=0).dispatch(make_request())
-        TransferDispatcher(store=store).dispatch(make_request())  # "(no hook)" row
-        again = TransferDispatcher([Flaky(99)], store=store, backoff_s=0, attempts=2)
+        TransferDispatcher([Flaky(99)], store=store, backoff_s=0,
+                           delivery="sync").dispatch(make_request())
+        TransferDispatcher(store=store, delivery="sync").dispatch(make_request())  # "(no hook)" row
+        again = TransferDispatcher([Flaky(99)], store=store, backoff_s=0, attempts=2,
+                                   delivery="sync")
         assert again.retry_pending() == (0, 2)
         rows = {r["hook"]: r for r in again.pending()}
     assert rows["flaky"]["attempts"] == 5
@@ -290,7 +295,7 @@ def test_router_from_config_dispatches_through_its_hooks() -> None:
                 {"type": "callable", "target": "test_transfer_dispatcher:notify"},
                 {"type": "logging", "level": "INFO"},
             ],
-            "handoff": {"dispatch_attempts": 2},
+            "handoff": {"dispatch_attempts": 2, "delivery": "sync"},
         }
     )
     with config.build_router() as router:
@@ -308,7 +313,7 @@ def test_router_from_config_dispatches_through_its_hooks() -> None:
 def test_router_without_config_has_no_dispatcher_unless_given() -> None:
     with AgentRouter(agents=["a"], store="mem://") as router:
         assert router.transfer is None
-    dispatcher = TransferDispatcher()
+    dispatcher = TransferDispatcher(delivery="sync")
     with AgentRouter(agents=["a"], store="mem://", transfer=dispatcher) as router:
         assert router.transfer is dispatcher and dispatcher.store is router.store
 
@@ -340,22 +345,25 @@ def test_config_file_errors_name_the_hook(tmp_path: Any) -> None:
 def test_dispatch_retries_come_from_the_handoff_section_and_keywords_win() -> None:
     section = HandoffSection(dispatch_attempts=4, dispatch_backoff_s=0.0)
     flaky = Flaky(failures=3)
-    outcome = TransferDispatcher([flaky], settings=section).dispatch(make_request())
+    outcome = TransferDispatcher([flaky], settings=section,
+                                 delivery="sync").dispatch(make_request())
     assert outcome.delivered and flaky.calls == 4
     again = Flaky(failures=3)
-    outcome = TransferDispatcher([again], settings=section, attempts=2).dispatch(make_request())
+    outcome = TransferDispatcher([again], settings=section, attempts=2,
+                                 delivery="sync").dispatch(make_request())
     assert outcome.pending and again.calls == 2
-    assert TransferDispatcher().attempts == HandoffSection().dispatch_attempts
+    assert TransferDispatcher(delivery="sync").attempts == HandoffSection().dispatch_attempts
     with pytest.raises(ValueError, match="dispatch_attempts"):
-        TransferDispatcher(attempts=0)
+        TransferDispatcher(attempts=0, delivery="sync")
     with pytest.raises(ValueError, match="dispatch_backoff_s"):
-        TransferDispatcher(backoff_s=-1)
+        TransferDispatcher(backoff_s=-1, delivery="sync")
 
 
 def test_handoff_section_overrides_are_retrieval_confidence_settings() -> None:
     overridable = set(HandoffSection.model_fields) - {
         "calibration", "message", "dispatch_attempts", "dispatch_backoff_s",
-        "dispatch_max_backoff_s", "dispatch_close_timeout_s",
+        "dispatch_max_backoff_s", "dispatch_close_timeout_s", "delivery",
+        "dispatch_queue_size", "dispatch_retry_interval_s",
     }
     assert overridable <= set(RetrievalConfidenceConfig.model_fields)
     section = HandoffSection(score_threshold=0.55, locale="zh-CN", message="hi")

@@ -147,7 +147,7 @@ def test_bad_settings(kwargs: dict[str, object], match: str) -> None:
 
 
 def dispatch(hook: WebhookHook, store: Store, mode: str) -> TransferOutcome:
-    dispatcher = TransferDispatcher([hook], store=store)
+    dispatcher = TransferDispatcher([hook], store=store, delivery="sync")
     if mode == "async":
         return asyncio.run(dispatcher.adispatch(request()))
     return dispatcher.dispatch(request())
@@ -210,7 +210,7 @@ def test_permanent_failure_is_pending_in_the_store(tmp_path: Path) -> None:
     with webhook_receiver([500]) as server:
         hook = WebhookHook(server.url, attempts=3, backoff_s=0.01)
         with Store(f"surrealkv://{db}") as store:
-            dispatcher = TransferDispatcher([hook], store=store)
+            dispatcher = TransferDispatcher([hook], store=store, delivery="sync")
             req = request()
             outcome = dispatcher.dispatch(req)
     assert len(server.received) == 3
@@ -238,7 +238,9 @@ def test_permanent_failure_listed_by_trustroute_handoffs(
             f"    url: {server.url}\n"
             "    attempts: 3\n"
             "    backoff_s: 0.01\n"
-            "  - type: logging\n",
+            "  - type: logging\n"
+            "handoff:\n"
+            "  delivery: sync\n",
             encoding="utf-8",
         )
         with AgentRouter.from_config(config) as router:

@@ -2,8 +2,11 @@
 
 - ``handoff_pending``: one row per (request, hook), written *pending* before the hook is
   tried and marked *delivered* when it succeeds, so no request to a person is ever lost
-  (not even to SIGKILL); what failed keeps its error; ``trustroute handoffs`` lists the
-  pending ones, and they can be retried or resolved.
+  (not even to SIGKILL); what failed keeps its last error; ``trustroute handoffs`` lists
+  the pending ones, and they can be retried or resolved. A row's status only moves
+  forward, pending -> delivered -> resolved: every change is one ``UPDATE ... WHERE
+  status = $expected`` on the row's id whose result says whether it applied, so a late
+  failure never reopens a delivered or resolved row.
 - ``handoff_decision``: one row per answer-or-transfer decision, with its task type, so
   the hand-off rate per task type can be shown next to the agents' profiles.
 - ``handoff_calibration``: named threshold settings learned by ``calibrate``, so a
@@ -19,12 +22,18 @@ from __future__ import annotations
 import json
 import math
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from trustroute.profiles.store.connection import Connection
 
-PENDING_STATUSES = ("pending", "delivered", "resolved")
+PENDING_STATUSES = ("pending", "delivered", "resolved")  # the order a row moves in
+_ROW = "type::thing('handoff_pending', [$rid, $hook])"
+_COLUMNS = (
+    "request_id, hook, request, reason, task_type, error, attempts, status, created_at, "
+    "updated_at, delivered_at, resolved_at"
+)
 
 
 class HandoffRepository:
@@ -45,6 +54,8 @@ DEFINE FIELD IF NOT EXISTS status ON handoff_pending TYPE string
     ASSERT $value INSIDE ['pending', 'delivered', 'resolved'];
 DEFINE FIELD IF NOT EXISTS created_at ON handoff_pending TYPE datetime;
 DEFINE FIELD IF NOT EXISTS updated_at ON handoff_pending TYPE datetime;
+DEFINE FIELD IF NOT EXISTS delivered_at ON handoff_pending TYPE option<datetime>;
+DEFINE FIELD IF NOT EXISTS resolved_at ON handoff_pending TYPE option<datetime>;
 DEFINE INDEX IF NOT EXISTS handoff_pending_status ON handoff_pending FIELDS status;
 
 DEFINE TABLE IF NOT EXISTS handoff_decision SCHEMAFULL;
@@ -74,14 +85,17 @@ DEFINE FIELD IF NOT EXISTS created_at ON handoff_calibration TYPE datetime;
 
     # -- pending transfers -------------------------------------------------------------
     def save_pending(
-        self, request: Mapping[str, Any], *, hook: str, error: str, attempts: int
-    ) -> None:
-        """Persist an undelivered request for ``hook`` (a retry updates the same row)."""
-        self._conn.run(
-            "UPSERT type::thing('handoff_pending', [$rid, $hook]) SET request_id = $rid, "
-            "hook = $hook, request = $request, reason = $reason, task_type = $task_type, "
-            "error = $error, attempts = (attempts ?? 0) + $attempts, status = 'pending', "
-            "created_at = created_at ?? time::now(), updated_at = time::now();",
+        self, request: Mapping[str, Any], *, hook: str, error: str, attempts: int = 0
+    ) -> str:
+        """Store ``request`` for ``hook`` as pending unless it is stored already (the same
+        request accepted again keeps its row as it is); returns the row's status."""
+        rows = self._conn.run(
+            f"UPSERT {_ROW} SET request_id = $rid, hook = $hook, "
+            "request = request ?? $request, reason = reason ?? $reason, "
+            "task_type = task_type ?? $task_type, "
+            "error = error ?? $error, attempts = attempts ?? $attempts, "
+            "status = status ?? 'pending', created_at = created_at ?? time::now(), "
+            "updated_at = updated_at ?? time::now() RETURN status;",
             {
                 "rid": str(request["request_id"]),
                 "hook": hook,
@@ -91,40 +105,91 @@ DEFINE FIELD IF NOT EXISTS created_at ON handoff_calibration TYPE datetime;
                 "error": error,
                 "attempts": int(attempts),
             },
+        )[0]
+        return str(rows[0]["status"])
+
+    def mark_failed(self, request_id: str, hook: str, *, error: str, attempts: int) -> bool:
+        """Count ``attempts`` more failed tries and keep ``error`` as the last one, only
+        while the row is pending (a delivered or resolved row stays so). True: applied."""
+        return self._update(
+            request_id, hook, "pending",
+            "error = $error, attempts += $attempts, updated_at = time::now()",
+            {"error": error, "attempts": int(attempts)},
         )
 
-    def pending(self, status: str | None = "pending", limit: int = 100) -> list[dict[str, Any]]:
-        """Stored transfers with ``status`` (None: every status), oldest first."""
-        if status is not None:
-            _check_status(status)
-        where = " WHERE status = $status" if status else ""
+    def mark_delivered(self, request_id: str, hook: str, attempts: int = 0) -> bool:
+        """Mark one (request, hook) row delivered, counting the ``attempts`` it took and
+        clearing the last error, only while it is pending. True when it changed."""
+        return self._update(
+            request_id, hook, "pending",
+            "status = 'delivered', error = '', attempts += $attempts, "
+            "delivered_at = time::now(), updated_at = time::now()",
+            {"attempts": int(attempts)},
+        )
+
+    def _update(self, request_id: str, hook: str, expected: str, changes: str,
+                params: Mapping[str, Any]) -> bool:
+        """One compare-and-set statement on the row's id; True when it applied."""
         rows = self._conn.run(
-            "SELECT request_id, hook, request, reason, task_type, error, attempts, status, "
-            f"created_at, updated_at FROM handoff_pending{where} ORDER BY created_at "
-            "LIMIT $limit;",
-            {"status": status, "limit": int(limit)},
+            f"UPDATE {_ROW} SET {changes} WHERE status = $expected RETURN status;",
+            {**params, "rid": request_id, "hook": hook, "expected": expected},
         )[0]
-        return [{**r, "request": json.loads(r["request"])} for r in rows]
+        return bool(rows)
 
     def set_status(self, request_id: str, status: str) -> int:
-        """Mark a stored transfer (every hook's row); returns rows changed."""
+        """Move every hook's row of a request forward to ``status`` (pending -> delivered
+        -> resolved; a row already there or past it is left alone); returns rows changed."""
         _check_status(status)
+        before = list(PENDING_STATUSES[: PENDING_STATUSES.index(status)])
+        stamp = {"delivered": ", delivered_at = time::now()",
+                 "resolved": ", resolved_at = time::now()"}.get(status, "")
         rows = self._conn.run(
-            "UPDATE handoff_pending SET status = $status, updated_at = time::now() "
-            "WHERE request_id = $rid RETURN AFTER;",
-            {"status": status, "rid": request_id},
+            f"UPDATE handoff_pending SET status = $status, updated_at = time::now(){stamp} "
+            "WHERE request_id = $rid AND status INSIDE $before RETURN status;",
+            {"status": status, "rid": request_id, "before": before},
         )[0]
         return len(rows or [])
 
-    def mark_delivered(self, request_id: str, hook: str) -> bool:
-        """Mark one (request, hook) row delivered, by its record id, in one statement; only
-        a pending row changes (a resolved one stays resolved). True when it changed."""
+    def pending(
+        self,
+        status: str | None = "pending",
+        limit: int = 100,
+        *,
+        hooks: Sequence[str] | None = None,
+        before: datetime | None = None,
+    ) -> list[dict[str, Any]]:
+        """Stored transfers with ``status`` (None: every status), oldest first; only those
+        of ``hooks`` when given, only those last changed before ``before`` when given.
+        ``error`` is None on a row that has none (delivered, or not tried yet)."""
+        if status is not None:
+            _check_status(status)
+        where = [
+            clause
+            for clause, given in (
+                ("status = $status", status),
+                ("hook INSIDE $hooks", hooks is not None),
+                ("updated_at < $before", before is not None),
+            )
+            if given
+        ]
         rows = self._conn.run(
-            "UPDATE type::thing('handoff_pending', [$rid, $hook]) SET status = 'delivered', "
-            "updated_at = time::now() WHERE status = 'pending' RETURN AFTER;",
-            {"rid": request_id, "hook": hook},
+            f"SELECT {_COLUMNS} FROM handoff_pending"
+            f"{' WHERE ' + ' AND '.join(where) if where else ''} ORDER BY created_at "
+            "LIMIT $limit;",
+            {"status": status, "hooks": list(hooks or []), "before": before,
+             "limit": int(limit)},
         )[0]
-        return bool(rows)
+        return [{**r, "request": json.loads(r["request"]), "error": r.get("error") or None}
+                for r in rows]
+
+    def pending_by_hook(self, exclude: Sequence[str] = ()) -> dict[str, int]:
+        """How many pending rows each hook has, leaving out the hooks in ``exclude``."""
+        rows = self._conn.run(
+            "SELECT hook, count() AS rows FROM handoff_pending WHERE status = 'pending' "
+            "AND hook NOTINSIDE $exclude GROUP BY hook ORDER BY hook;",
+            {"exclude": list(exclude)},
+        )[0]
+        return {r["hook"]: r["rows"] for r in rows or []}
 
     # -- decision log ------------------------------------------------------------------
     def record_decision(

@@ -11,6 +11,7 @@ type from the decision log.
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -169,16 +170,31 @@ def pending_table(rows: list[dict[str, Any]], title: str) -> Table:
     table.add_column("tries", justify="right")
     table.add_column("reason / last error", overflow="fold", ratio=1)
     for r in rows:
-        status = "" if r["status"] == "pending" else f"[{r['status']}] "
         table.add_row(
             escape(r["request_id"][:SHORT_ID]),
             age(r.get("created_at")),
             escape(r["hook"]),
             escape(r.get("task_type") or "—"),
             str(r.get("attempts", 0)),
-            escape(f"{status}{(r.get('reason') or '')[:100]}\n{(r.get('error') or '')[:160]}"),
+            escape(f"{_state(r)}{(r.get('reason') or '')[:100]}\n{(r.get('error') or '')[:160]}"),
         )
     return table
+
+
+def _state(row: dict[str, Any]) -> str:
+    """``[delivered 2026-05-01T12:00:00Z] `` for a closed row ('' for a pending one)."""
+    if row["status"] == "pending":
+        return ""
+    moment = row.get(f"{row['status']}_at")
+    when = f" {moment.strftime('%Y-%m-%dT%H:%M:%SZ')}" if isinstance(moment, datetime) else ""
+    return f"[{row['status']}{when}] "
+
+
+def _unconfigured_line(unknown: dict[str, int]) -> str:
+    """Pending rows of hooks the config no longer has: reported, never retried."""
+    hooks = ", ".join(f"{escape(name)} ({count})" for name, count in unknown.items())
+    return (f"{plural(sum(unknown.values()), 'request')} pending for hooks not in the config, "
+            f"not retried: {hooks}; add the hook back, or --resolve them")
 
 
 def resolve_id(repo: HandoffRepository, given: str) -> str:
@@ -248,7 +264,8 @@ def handoffs(
 
     A request whose hooks all failed after their retries is never lost: it waits here
     with the last error. --retry sends pending requests again through the configured
-    hook of the same name; --resolve REQUEST_ID closes one a person has taken care of.
+    hook of the same name (up to --limit of them; requests of hooks no longer configured
+    are reported, not retried); --resolve REQUEST_ID closes one a person has taken care of.
     """
     exclusive(stats=stats, retry=retry, resolve=resolve is not None)
     with open_router(config, store) as router:
@@ -275,10 +292,13 @@ def handoffs(
             if router.transfer is None:
                 raise CliError("no transfer hooks are configured")
             delivered, still = router.transfer.retry_pending(limit)
+            unknown = router.transfer.unconfigured_pending()
             if as_json:
-                print_json({"delivered": delivered, "pending": still})
-            else:
-                console.print(f"{delivered} delivered, {still} still pending")
+                print_json({"delivered": delivered, "pending": still, "unconfigured": unknown})
+                return
+            console.print(f"{delivered} delivered, {still} still pending")
+            if unknown:
+                console.print(_unconfigured_line(unknown))
             return
         rows = repo.pending(None if status == "all" else status, limit)
     if as_json:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
@@ -130,9 +130,10 @@ class HandoffSection(BaseModel):
 
     Precedence for the thresholds: reference defaults, then the named ``calibration``
     from the store, then any threshold or locale given here (a setting left out or null
-    is not overridden). ``dispatch_*`` are the TransferDispatcher's retries per hook
-    (hooks that retry themselves, like the webhook, are tried once);
-    ``dispatch_close_timeout_s`` bounds how long ``close()`` waits for deliveries.
+    is not overridden). ``delivery`` says whether hooks run on a background worker (the
+    default) or on the caller's thread; ``dispatch_*`` are the TransferDispatcher's retries
+    per hook (hooks that retry themselves, like the webhook, are tried once), its queue,
+    its background retries, and how long ``close()`` waits for deliveries.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -146,6 +147,10 @@ class HandoffSection(BaseModel):
     max_evidence_tokens: Count | None = None
     locale: Locale | None = None
     message: str | None = None
+    # background: the caller gets the outcome at once and a worker thread delivers (hooks
+    # whose answer the caller waits for, like the LangGraph interrupt, still run inline);
+    # sync: every hook on the caller's thread, as a blocking call
+    delivery: Literal["background", "sync"] = "background"
     dispatch_attempts: int = Field(default=3, ge=1)
     dispatch_backoff_s: NonNegative = 0.2
     dispatch_max_backoff_s: NonNegative = 2.0
@@ -153,6 +158,15 @@ class HandoffSection(BaseModel):
     # 5 s: one default webhook attempt (timeout_s 5) fits, and it is half of the 10 s a
     # container runtime (docker stop) gives a process between SIGTERM and SIGKILL
     dispatch_close_timeout_s: NonNegative = 5.0
+    # hand-offs waiting for the background worker; beyond it they wait in the store for
+    # the next background retry (bounded memory in a long outage). 1000: at the defaults a
+    # failing delivery takes ~1.5 s, so 25 minutes of backlog
+    dispatch_queue_size: int = Field(default=1000, ge=1)
+    # how often the background worker tries again what stayed pending (rows last changed
+    # that long ago, from this process or an earlier one); 0: only `handoffs --retry`.
+    # 60 s: far longer than one default delivery (3 attempts of 5 s plus backoff, ~17 s),
+    # so a row another process is delivering right now is rarely picked up twice
+    dispatch_retry_interval_s: NonNegative = 60.0
 
     def overrides(self) -> dict[str, Any]:
         """The RetrievalConfidence settings this section sets explicitly."""

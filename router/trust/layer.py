@@ -88,7 +88,7 @@ class TrustLayer:
         self.repo = store.repository(TrustRepository)
         self.decisions = DecisionLog(store.repository(DecisionRepository), strategy, self.options)
         self.transfer = transfer  # where ``on_abstain: human`` hands decisions over
-        self._handoffs = HandoffWorker()  # hooks may do network I/O: delivered on a worker
+        self._handoffs = HandoffWorker(transfer)  # hooks may do network I/O: on a worker
         self._lock = threading.Lock()  # the book and the history buffer change together
         self._flush_lock = threading.Lock()  # one flush at a time
         self._history: dict[Pair, _History] = {}

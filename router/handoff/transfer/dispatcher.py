@@ -3,13 +3,19 @@
 Stored first, then delivered: ``accept`` writes the request to the store as *pending*, one
 row per hook, before any hook is tried, so a process killed mid-delivery (or before it)
 leaves it where ``trustroute handoffs`` lists it and ``retry_pending`` tries again.
-``deliver`` then tries each hook (with tenacity retries, exponential backoff)
-independently; one failing hook does not stop the others. A hook that delivers has its
-row marked *delivered* at once (one statement, by record id); one that still fails keeps
-its row pending with the error. ``dispatch`` is ``accept`` then ``deliver``. With no hooks
-at all the request stays pending: a hand-off that reaches nobody must at least be visible.
-Without a store (or when the store fails) an undelivered request is logged at ERROR level
-and kept in ``undelivered``. A request can still reach a hook twice (killed after the hook
+``dispatch`` is ``accept`` then delivery: by default (``delivery: background``) the hooks
+run on the dispatcher's worker thread (``background.py``) and the caller gets the outcome
+at once; hooks whose answer the caller waits for (``returns_human_response``) or that
+raise control flow (``passthrough``: the LangGraph interrupt) always run on the caller's
+thread. ``delivery: sync`` runs every hook on the caller's thread. Each hook is tried
+with tenacity retries (exponential backoff) independently; one failing hook does not stop
+the others. A row's status only moves forward (pending -> delivered -> resolved, compare
+and set in the store): a hook that delivers marks its row delivered; one that still
+fails records its error on the row only while it is pending, so a late failure never
+reopens a row a racing retry delivered or a person resolved. With no hooks at all the
+request stays pending: a hand-off that reaches nobody must at least be visible. Without a
+store (or when the store fails) an undelivered request is logged at ERROR level and kept
+in ``undelivered``. A request can still reach a hook twice (killed after the hook
 answered, before the mark; a ``--retry`` racing a delivery): receivers de-duplicate on
 ``request_id``.
 
@@ -21,7 +27,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from tenacity import (
@@ -36,7 +42,15 @@ from tenacity import (
 
 from trustroute.profiles.store.handoffs import HandoffRepository
 from trustroute.router.handoff.settings import HandoffSection
-from trustroute.router.handoff.transfer.hook import acall_hook, call_hook, hook_name, passthrough_of
+from trustroute.router.handoff.transfer.background import BackgroundDelivery
+from trustroute.router.handoff.transfer.hook import (
+    acall_hook,
+    call_hook,
+    hook_name,
+    inline_hook,
+    passthrough_of,
+)
+from trustroute.router.handoff.transfer.outcome import HookDelivery, TransferOutcome
 from trustroute.router.handoff.transfer.request import TransferRequest
 
 if TYPE_CHECKING:
@@ -49,43 +63,12 @@ NO_HOOKS_ERROR = "no transfer hooks configured"
 NOT_YET = "not delivered yet (stored before delivery)"
 
 
-@dataclass(frozen=True, slots=True)
-class HookDelivery:
-    """How one hook fared with one request."""
-
-    hook: str
-    delivered: bool
-    attempts: int
-    error: str | None = None
-    response: Any = None
-
-
-@dataclass(frozen=True, slots=True)
-class TransferOutcome:
-    """What happened to a request: per-hook deliveries, and whether it was stored pending."""
-
-    request: TransferRequest
-    deliveries: tuple[HookDelivery, ...] = ()
-    pending: bool = False
-    stored: bool = False
-
-    @property
-    def delivered(self) -> bool:
-        """True when at least one hook delivered and none is left pending."""
-        return bool(self.deliveries) and not self.pending
-
-    @property
-    def responses(self) -> dict[str, Any]:
-        """What each delivering hook returned (e.g. a person's answer), by hook name."""
-        return {d.hook: d.response for d in self.deliveries if d.delivered}
-
-
 class TransferDispatcher:
     """Runs transfer hooks sync or async, retries them, and stores what still fails.
 
     ``settings`` is the config file's ``handoff:`` section (``HandoffSection``), whose
-    ``dispatch_*`` fields are the retries; ``attempts``, ``backoff_s`` and
-    ``max_backoff_s`` given here override them.
+    ``delivery`` and ``dispatch_*`` fields say how it delivers; ``attempts``,
+    ``backoff_s``, ``max_backoff_s`` and ``delivery`` given here override them.
     """
 
     def __init__(
@@ -97,11 +80,13 @@ class TransferDispatcher:
         backoff_s: float | None = None,
         max_backoff_s: float | None = None,
         settings: HandoffSection | None = None,
+        delivery: str | None = None,
     ) -> None:
         given = {
             "dispatch_attempts": attempts,
             "dispatch_backoff_s": backoff_s,
             "dispatch_max_backoff_s": max_backoff_s,
+            "delivery": delivery,
         }
         base = (settings or HandoffSection()).model_dump(exclude_unset=True)
         self.settings = HandoffSection.model_validate(
@@ -112,6 +97,7 @@ class TransferDispatcher:
             self.add_hook(hook)
         self.store = store
         self.undelivered: list[tuple[TransferRequest, str]] = []
+        self._background = BackgroundDelivery(self)
 
     @property
     def attempts(self) -> int:
@@ -170,20 +156,17 @@ class TransferDispatcher:
             return self._delivery(hook, request, retrying, error=exc)
         return self._delivery(hook, request, retrying, response)
 
-    def _mark_delivered(self, request: TransferRequest, hook: str) -> None:
+    def _mark_delivered(self, request: TransferRequest, hook: str, attempts: int) -> None:
         if self.store is None:
             return
         try:
-            self.store.repository(HandoffRepository).mark_delivered(request.request_id, hook)
-        except Exception as exc:  # delivered all the same; the row stays pending
-            log.warning(
-                "hand-off %s was delivered by %s but could not be marked delivered (a retry "
-                "will deliver it again): %s: %s",
-                request.request_id,
-                hook,
-                type(exc).__name__,
-                exc,
+            self.store.repository(HandoffRepository).mark_delivered(
+                request.request_id, hook, attempts
             )
+        except Exception as exc:  # delivered all the same; the row stays pending
+            log.warning("hand-off %s was delivered by %s but could not be marked delivered "
+                        "(a retry will deliver it again): %s: %s",
+                        request.request_id, hook, type(exc).__name__, exc)
 
     def _delivery(
         self,
@@ -196,7 +179,7 @@ class TransferDispatcher:
         name, attempts = hook_name(hook), retrying.statistics["attempt_number"]
         paused = isinstance(error, passthrough_of(hook))  # control flow: the hook working
         if error is None or paused:
-            self._mark_delivered(request, name)
+            self._mark_delivered(request, name, attempts)
         if error is None:
             return HookDelivery(name, True, attempts, response=response)
         if paused:
@@ -215,79 +198,133 @@ class TransferDispatcher:
             try:
                 request = prepare(request)
             except Exception as exc:  # never lose the request over it: deliver it as it is
-                log.warning(
-                    "transfer hook %s could not prepare %s: %s: %s",
-                    hook_name(hook),
-                    request.request_id,
-                    type(exc).__name__,
-                    exc,
-                )
+                log.warning("transfer hook %s could not prepare %s: %s: %s",
+                            hook_name(hook), request.request_id, type(exc).__name__, exc)
         return request
 
     def accept(self, request: TransferRequest) -> TransferRequest:
         """Prepare ``request`` (see ``prepare_request``) and store it pending for every hook
         before any delivery; returns the request to ``deliver``. Never raises for the
         store: when it fails, the request is kept in memory if delivery fails too."""
+        return self._accept(request)[0]
+
+    def _accept(self, request: TransferRequest) -> tuple[TransferRequest, set[str], bool]:
+        """The prepared request, the hooks whose row is pending (a request accepted before
+        keeps its delivered rows) and whether the store holds it."""
         request = self._prepared(request)
-        if self.store is None:
-            return request
         names = [hook_name(h) for h in self._ordered()]
+        if self.store is None:
+            return request, set(names), False
         repo = self.store.repository(HandoffRepository)
+        waiting = set()
         try:
             for name in names or [NO_HOOK]:
-                repo.save_pending(
-                    request.payload(),
-                    hook=name,
-                    error=NOT_YET if names else NO_HOOKS_ERROR,
-                    attempts=0,
+                status = repo.save_pending(
+                    request.payload(), hook=name, error=NOT_YET if names else NO_HOOKS_ERROR
                 )
+                if status == "pending":
+                    waiting.add(name)
         except Exception as exc:
-            log.error(
-                "hand-off %s could not be stored before delivery: %s: %s",
-                request.request_id,
-                type(exc).__name__,
-                exc,
-            )
-        return request
+            log.error("hand-off %s could not be stored before delivery: %s: %s",
+                      request.request_id, type(exc).__name__, exc)
+            return request, set(names), False
+        return request, waiting, True
 
-    def deliver(self, request: TransferRequest) -> TransferOutcome:
-        """Deliver an ``accept``ed request to every hook (blocking): each delivery is marked
-        delivered, each failure stays pending with its error."""
-        deliveries = tuple(self._deliver(h, request) for h in self._ordered())
+    def _hooks(self, hooks: Iterable[Any] | None) -> list[Any]:
+        return self._ordered() if hooks is None else list(hooks)
+
+    def deliver(self, request: TransferRequest, hooks: Iterable[Any] | None = None
+                ) -> TransferOutcome:
+        """Deliver an ``accept``ed request to every hook (or to ``hooks``), blocking: each
+        delivery is marked delivered, each failure stays pending with its error."""
+        deliveries = tuple(self._deliver(h, request) for h in self._hooks(hooks))
         return self._settle(request, deliveries)
 
-    async def adeliver(self, request: TransferRequest) -> TransferOutcome:
+    async def adeliver(self, request: TransferRequest, hooks: Iterable[Any] | None = None
+                       ) -> TransferOutcome:
         """Async ``deliver``: async hooks awaited, sync ones run in worker threads."""
-        deliveries = tuple([await self._adeliver(h, request) for h in self._ordered()])
+        deliveries = tuple([await self._adeliver(h, request) for h in self._hooks(hooks)])
         return self._settle(request, deliveries)
+
+    def deliver_later(self, request: TransferRequest, hooks: Iterable[Any] | None = None
+                      ) -> bool:
+        """Queue an ``accept``ed request for the background worker (every hook, or
+        ``hooks``); False when the queue is full (it stays pending for a later retry)."""
+        return self._background.submit(request, self._hooks(hooks))
+
+    def _split(self, waiting: set[str]) -> tuple[list[Any], list[Any]]:
+        """(hooks to run on the caller's thread, hooks for the background worker). Inline
+        hooks always run (the LangGraph hook returns the person's answer on resume);
+        the others only while their row is pending."""
+        due = [h for h in self._ordered() if inline_hook(h) or hook_name(h) in waiting]
+        if self.settings.delivery == "sync":
+            return due, []
+        return [h for h in due if inline_hook(h)], [h for h in due if not inline_hook(h)]
+
+    def _queue(self, request: TransferRequest, later: list[Any]) -> tuple[str, ...]:
+        if later and self._background.submit(request, later):
+            return tuple(hook_name(h) for h in later)
+        return ()
 
     def dispatch(self, request: TransferRequest) -> TransferOutcome:
-        """Store ``request`` pending, then deliver it to every hook (blocking).
+        """Store ``request`` pending, then deliver it: in the background by default (the
+        outcome lists the ``queued`` hooks), inline hooks and ``delivery: sync`` here.
 
         The outcome's ``request`` is the one delivered (see ``prepare_request``)."""
-        return self.deliver(self.accept(request))
+        request, waiting, stored = self._accept(request)
+        inline, later = self._split(waiting)
+        queued = self._queue(request, later)
+        deliveries = tuple(self._deliver(h, request) for h in inline)
+        return self._settle(request, deliveries, queued, len(later) > len(queued), stored)
 
     async def adispatch(self, request: TransferRequest) -> TransferOutcome:
         """Async ``dispatch``: async hooks awaited, sync ones run in worker threads."""
-        return await self.adeliver(self.accept(request))
+        request, waiting, stored = self._accept(request)
+        inline, later = self._split(waiting)
+        queued = self._queue(request, later)
+        deliveries = tuple([await self._adeliver(h, request) for h in inline])
+        return self._settle(request, deliveries, queued, len(later) > len(queued), stored)
+
+    def join(self, timeout_s: float | None = None) -> bool:
+        """Wait until the background worker has tried everything queued; False on timeout."""
+        return self._background.join(timeout_s)
+
+    def close(self, timeout_s: float | None = None) -> bool:
+        """Wait for background deliveries at most ``timeout_s`` (default
+        ``dispatch_close_timeout_s``) and stop the worker; what it did not deliver stays
+        pending. A later ``dispatch`` starts a new worker. True when all were tried."""
+        bound = self.settings.dispatch_close_timeout_s if timeout_s is None else timeout_s
+        return self._background.close(bound)
 
     def _settle(
-        self, request: TransferRequest, deliveries: Sequence[HookDelivery]
+        self,
+        request: TransferRequest,
+        deliveries: Sequence[HookDelivery],
+        queued: tuple[str, ...] = (),
+        left: bool = False,
+        stored: bool = True,
     ) -> TransferOutcome:
         failed = [d for d in deliveries if not d.delivered]
-        if not deliveries:
+        if not deliveries and not queued and not left and not self.hooks:
             failed = [HookDelivery(NO_HOOK, False, 0, error=NO_HOOKS_ERROR)]
         # a list, not a generator: every failed hook's request is kept, not just the first
-        stored = bool(failed) and all([self._store_pending(request, d) for d in failed])
-        return TransferOutcome(request, tuple(deliveries), pending=bool(failed), stored=stored)
+        kept = all([self._store_pending(request, d) for d in failed])
+        pending = bool(failed or queued or left)
+        return TransferOutcome(request, tuple(deliveries), pending=pending,
+                               stored=pending and kept and (stored or bool(failed)),
+                               queued=queued)
 
     def _store_pending(self, request: TransferRequest, delivery: HookDelivery) -> bool:
         error = delivery.error or "undelivered"
         if self.store is not None:
             try:
-                self.store.repository(HandoffRepository).save_pending(
-                    request.payload(), hook=delivery.hook, error=error, attempts=delivery.attempts
-                )
+                repo = self.store.repository(HandoffRepository)
+                # stored already unless accept could not store it; then only while pending
+                if repo.save_pending(request.payload(), hook=delivery.hook, error=error) == (
+                    "pending"
+                ):
+                    repo.mark_failed(request.request_id, delivery.hook, error=error,
+                                     attempts=delivery.attempts)
                 return True
             except Exception as exc:  # the store itself failed: fall through, keep it
                 error = f"{error}; storing it failed too: {exc}"
@@ -308,24 +345,49 @@ class TransferDispatcher:
         return self.store.repository(HandoffRepository).pending("pending", limit)
 
     def retry_pending(self, limit: int = 100) -> tuple[int, int]:
-        """Re-deliver stored pending requests through the hook of the same name.
+        """Re-deliver stored pending requests through the hook of the same name, oldest
+        first: up to ``limit`` rows of configured hooks (rows of hooks no longer
+        configured neither count against it nor get in its way).
 
-        Returns (delivered, still pending). Requests for a hook that is no longer
-        configured stay pending (``trustroute handoffs --resolve`` closes them).
+        Returns (delivered, still pending); still pending includes the rows of hooks no
+        longer configured (``unconfigured_pending`` counts them per hook;
+        ``trustroute handoffs --resolve`` closes them).
         """
+        delivered, still = self._retry(limit)
+        return delivered, still + sum(self.unconfigured_pending().values())
+
+    def retry_stale(self, older_than_s: float, skip: frozenset[str] = frozenset(),
+                    limit: int = 100) -> tuple[int, int]:
+        """The background worker's retry: pending rows of configured hooks unchanged for
+        ``older_than_s``, not in ``skip``; a hook's rows stop at its first failure."""
+        before = datetime.now(UTC) - timedelta(seconds=older_than_s)
+        return self._retry(limit, before=before, skip=skip, stop_at_failure=True)
+
+    def _retry(self, limit: int, *, before: datetime | None = None,
+               skip: frozenset[str] = frozenset(), stop_at_failure: bool = False
+               ) -> tuple[int, int]:
         if self.store is None:
             return 0, 0
         repo = self.store.repository(HandoffRepository)
         by_name = {hook_name(h): h for h in self.hooks}
         delivered = still = 0
-        for row in repo.pending("pending", limit):
-            hook = by_name.get(row["hook"])
-            if hook is None:
+        failing: set[str] = set()
+        for row in repo.pending("pending", limit, hooks=list(by_name), before=before):
+            if row["request_id"] in skip or row["hook"] in failing:
                 still += 1
                 continue
             request = TransferRequest.model_validate(row["request"])
-            if self._settle(request, [self._deliver(hook, request)]).delivered:
+            if self._settle(request, [self._deliver(by_name[row["hook"]], request)]).delivered:
                 delivered += 1
             else:
                 still += 1
+                if stop_at_failure:
+                    failing.add(row["hook"])
         return delivered, still
+
+    def unconfigured_pending(self) -> dict[str, int]:
+        """Pending rows of hooks this dispatcher does not have, counted per hook name."""
+        if self.store is None:
+            return {}
+        names = [hook_name(h) for h in self.hooks]
+        return self.store.repository(HandoffRepository).pending_by_hook(exclude=names)

@@ -11,6 +11,9 @@ the person's answer). Optional attributes tune how the dispatcher treats it:
 - ``passthrough``: exception types that are control flow, not failure (LangGraph's
   ``GraphInterrupt``): re-raised at once, never retried or stored as pending;
 - ``runs_last``: run after the other hooks (a hook that pauses the caller);
+- ``returns_human_response`` / ``inline``: run on the caller's thread even when the
+  dispatcher delivers in the background (the caller waits for its answer), as hooks
+  with a ``passthrough`` do;
 - ``prepare_request(request)``: called before any hook delivers; returns the request all
   hooks receive. The LangGraph hook sets a ``request_id`` derived from the graph's
   checkpoint and task, so hooks that fire again when a paused node re-runs send the same
@@ -52,6 +55,17 @@ def passthrough_of(hook: Any) -> tuple[type[BaseException], ...]:
     """Exception types the hook raises as control flow (re-raised, never retried)."""
     value = getattr(hook, "passthrough", ())
     return tuple(value) if isinstance(value, tuple | list) else ()
+
+
+def inline_hook(hook: Any) -> bool:
+    """Whether the hook must run on the caller's thread even with background delivery:
+    its answer is what the caller waits for (``returns_human_response``), it raises
+    control flow the caller must see (``passthrough``), or it says so (``inline``)."""
+    return bool(
+        getattr(hook, "inline", False)
+        or getattr(hook, "returns_human_response", False)
+        or passthrough_of(hook)
+    )
 
 
 def call_hook(hook: Any, request: TransferRequest) -> Any:

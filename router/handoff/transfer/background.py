@@ -1,0 +1,168 @@
+"""Background delivery: a dispatcher's hand-offs delivered off the caller's thread.
+
+The request is already stored pending (``TransferDispatcher.accept``) when it is queued
+here, so the caller never waits for a hook, and nothing queued is lost when the process
+ends: what the worker did not deliver stays pending in the store. One daemon thread per
+dispatcher delivers the queue in order and, every ``dispatch_retry_interval_s``, tries
+again what stayed pending in the store for its hooks (failures of this process, rows
+left by an earlier one), oldest first; such a sweep stops trying a hook at its first
+failure, so a receiver that is down costs one failed delivery per sweep, not one per row.
+
+The queue is bounded (``dispatch_queue_size``): when it is full, as during a long outage,
+a request is not queued but stays pending for the next sweep, so memory stays bounded.
+``close`` waits at most ``dispatch_close_timeout_s`` for the queue; a hook that hangs
+holds neither ``close`` nor the interpreter's exit (daemon thread), and at exit every
+running worker gets the same bounded wait.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import queue
+import threading
+import time
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from trustroute.router.handoff.transfer.request import TransferRequest
+
+if TYPE_CHECKING:
+    from trustroute.router.handoff.transfer.dispatcher import TransferDispatcher
+
+log = logging.getLogger(__name__)
+
+_running: weakref.WeakSet[BackgroundDelivery] = weakref.WeakSet()
+
+
+@dataclass(frozen=True, slots=True)
+class _Job:
+    """One stored request to deliver to some of the dispatcher's hooks."""
+
+    request: TransferRequest
+    hooks: tuple[Any, ...]
+
+
+class BackgroundDelivery:
+    """A dispatcher's delivery thread: its queue, its periodic retries, its bounded close."""
+
+    def __init__(self, dispatcher: TransferDispatcher) -> None:
+        self._dispatcher = dispatcher
+        self._queue: queue.Queue[_Job | None] = queue.Queue(
+            dispatcher.settings.dispatch_queue_size
+        )
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._queued: set[str] = set()  # request ids queued or in delivery (sweeps skip them)
+        self._full_warned = False
+
+    def submit(self, request: TransferRequest, hooks: Sequence[Any]) -> bool:
+        """Queue ``request`` for ``hooks``; False when it could not be (the queue is full):
+        it stays pending for the next sweep or ``trustroute handoffs --retry``."""
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive() or self._stop.is_set():
+                self._start()
+            try:
+                self._queue.put_nowait(_Job(request, tuple(hooks)))
+            except queue.Full:
+                if not self._full_warned:
+                    log.warning(
+                        "hand-off queue full (%d): %s and later requests stay pending for the "
+                        "next background retry", self._queue.maxsize, request.request_id)
+                    self._full_warned = True
+                return False
+            self._full_warned = False
+            self._queued.add(request.request_id)
+            return True
+
+    def _start(self) -> None:
+        """A new thread with its own queue (a closed one's thread may still be in a hook)."""
+        self._stop = threading.Event()
+        self._queue = queue.Queue(self._queue.maxsize)
+        self._thread = threading.Thread(
+            target=self._run, args=(self._stop, self._queue), daemon=True,
+            name="trustroute-handoff",
+        )
+        self._thread.start()
+        _running.add(self)
+
+    def _run(self, stop: threading.Event, jobs: queue.Queue[_Job | None]) -> None:
+        interval = self._dispatcher.settings.dispatch_retry_interval_s
+        next_sweep = time.monotonic()  # at start: what an earlier process left pending
+        while not stop.is_set():
+            if interval > 0 and time.monotonic() >= next_sweep:
+                self._sweep(interval)
+                next_sweep = time.monotonic() + interval
+            wait = max(0.0, next_sweep - time.monotonic()) if interval > 0 else None
+            try:
+                job = jobs.get(timeout=wait)
+            except queue.Empty:
+                continue
+            if job is None:
+                jobs.task_done()
+                break
+            try:
+                if not stop.is_set():
+                    self._dispatcher.deliver(job.request, job.hooks)
+            except Exception as exc:  # the worker must outlive a failing hook or store
+                log.error("hand-off %s: background delivery failed (it stays pending): %s: %s",
+                          job.request.request_id, type(exc).__name__, exc)
+            finally:
+                with self._lock:
+                    self._queued.discard(job.request.request_id)
+                jobs.task_done()
+
+    def _sweep(self, interval: float) -> None:
+        with self._lock:
+            skip = frozenset(self._queued)
+        try:
+            self._dispatcher.retry_stale(interval, skip)
+        except Exception as exc:
+            log.info("background retry of pending hand-offs failed (they stay pending): %s: %s",
+                        type(exc).__name__, exc)
+
+    def join(self, timeout_s: float | None = None) -> bool:
+        """Wait until everything queued was delivered or given up; False on timeout."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        with self._queue.all_tasks_done:
+            while self._queue.unfinished_tasks:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return False
+                self._queue.all_tasks_done.wait(remaining)
+        return True
+
+    def close(self, timeout_s: float) -> bool:
+        """Wait at most ``timeout_s`` for the queue, then stop the thread; what it did not
+        deliver stays pending. True when everything queued was done."""
+        with self._lock:
+            thread = self._thread
+        if thread is None:
+            return True
+        done = self.join(timeout_s)
+        with self._lock:
+            self._stop.set()
+            self._queued.clear()
+            while True:  # drop what is left: it is stored pending
+                try:
+                    if self._queue.get_nowait() is not None:
+                        self._queue.task_done()
+                except queue.Empty:
+                    break
+            self._queue.put_nowait(None)  # wake the thread if it waits
+            _running.discard(self)
+        if not done:
+            log.warning("close(): hand-off deliveries still running after %.1f s; what they "
+                        "did not deliver stays pending (trustroute handoffs --retry)",
+                        timeout_s)
+        return done
+
+
+@atexit.register
+def _close_all() -> None:
+    """At exit, give each running worker its bounded wait (undelivered rows stay pending)."""
+    for worker in list(_running):
+        worker.close(worker._dispatcher.settings.dispatch_close_timeout_s)

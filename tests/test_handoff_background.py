@@ -1,0 +1,219 @@
+"""Hand-offs off the request path, row states that only move forward, and what
+``trustroute handoffs`` shows: real HTTP receivers on 127.0.0.1, embedded SurrealDB,
+LangChain objects and the real CLI entry point."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cli_helpers import run
+from handoff_helpers import faq_store
+from langchain_core.runnables import RunnableLambda
+from webhook_server import webhook_receiver
+
+from trustroute.integrations.langchain.handoff import HandoffResult, HandoffRunnable
+from trustroute.profiles.store import Store
+from trustroute.profiles.store.handoffs import HandoffRepository
+from trustroute.router import AgentRouter
+from trustroute.router.handoff.confidence import RetrievalConfidence
+from trustroute.router.handoff.transfer import (
+    CallableHook,
+    TransferDispatcher,
+    TransferRequest,
+    WebhookHook,
+)
+
+CONFIDENCE = RetrievalConfidence(score_threshold=0.4)  # the toy embedder scores low
+UNCOVERED = "can I buy bitcoin with crypto"
+TASKS = 80
+
+
+def write_config(path: Path, url: str, **handoff: Any) -> Path:
+    section = "".join(f"  {k}: {v}\n" for k, v in handoff.items())
+    path.write_text(
+        "store: surrealkv://db\nagents: [bot]\n"
+        f"hooks:\n  - type: webhook\n    url: {url}\n    timeout_s: 1\n    attempts: 2\n"
+        f"    backoff_s: 0.1\nhandoff:\n{section or '  {}'}\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+def hand_off(config: Path) -> tuple[float, float, list[str]]:
+    """Route TASKS uncovered questions through a HandoffRunnable of the router built from
+    ``config``; the seconds they took, the seconds close() took, and the request ids."""
+    with AgentRouter.from_config(config) as router:
+        rag = HandoffRunnable(faq_store(), RunnableLambda(lambda x: "answer"),
+                              confidence=CONFIDENCE, router=router)
+        started = time.monotonic()
+        results = [rag.invoke(UNCOVERED) for _ in range(TASKS)]
+        took = time.monotonic() - started
+        closing = time.monotonic()
+    closed = time.monotonic() - closing
+    assert all(isinstance(r, HandoffResult) for r in results)
+    return took, closed, [r.request.request_id for r in results]  # type: ignore[union-attr]
+
+
+@pytest.mark.slow  # ~10 s: 80 hand-offs twice, then 80 re-deliveries
+def test_a_receiver_that_is_down_does_not_slow_the_routed_tasks(tmp_path: Path) -> None:
+    # every attempt waits for the 1 s timeout: synchronously 80 tasks would take > 160 s
+    with webhook_receiver([3.0]) as down:
+        config = write_config(tmp_path / "router.yaml", down.url, dispatch_close_timeout_s=1)
+        took, closed, ids = hand_off(config)
+    with webhook_receiver([200]) as up:
+        up_config = write_config(tmp_path / "up.yaml", up.url)
+        up_config.write_text(up_config.read_text().replace("surrealkv://db", "surrealkv://db2"))
+        took_up, _, _ = hand_off(up_config)
+    assert _capsys is not None
+    with _capsys.disabled():
+        print(f"\n{TASKS} hand-offs: receiver down {took:.2f} s, up {took_up:.2f} s")
+    assert took < 5.0, took  # the callers never waited for the receiver
+    assert closed < 4.0, closed  # close() is bounded (1 s), plus the store's own close
+    with Store(f"surrealkv://{tmp_path / 'db'}") as store:
+        rows = store.repository(HandoffRepository).pending(limit=1000)
+        assert sorted(r["request_id"] for r in rows) == sorted(ids)  # nothing lost
+    # the receiver is back: the next process (here the CLI) delivers every one, once
+    with webhook_receiver([200]) as back:
+        config.write_text(config.read_text().replace(down.url, back.url))
+        retried = run_cli("handoffs", "--config", str(config), "--retry", "--json")
+        assert retried == {"delivered": TASKS, "pending": 0, "unconfigured": {}}
+    assert sorted(r.headers["webhook-id"] for r in back.received) == sorted(ids)
+
+
+_capsys: pytest.CaptureFixture[str] | None = None
+
+
+@pytest.fixture(autouse=True)
+def _cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    global _capsys
+    _capsys = capsys
+    monkeypatch.setenv("COLUMNS", "200")
+
+
+def run_cli(*argv: str) -> Any:
+    assert _capsys is not None
+    result = run(_capsys, *argv)
+    assert result.code == 0, result.err
+    return result.json() if "--json" in argv else result.out
+
+
+def test_close_waits_for_quick_deliveries_and_the_next_dispatch_restarts(kv_url: str) -> None:
+    got: list[str] = []
+    with Store(kv_url) as store:
+        dispatcher = TransferDispatcher([CallableHook(lambda r: got.append(r.request_id),
+                                                      name="desk")], store=store)
+        first = dispatcher.dispatch(TransferRequest(reason="one"))
+        assert first.queued == ("desk",) and first.pending and first.stored
+        assert dispatcher.close() and got == [first.request.request_id]
+        second = dispatcher.dispatch(TransferRequest(reason="two"))
+        assert dispatcher.join(10) and len(got) == 2
+        rows = store.repository(HandoffRepository).pending(None)
+        dispatcher.close()
+    assert {r["request_id"]: r["status"] for r in rows} == {
+        first.request.request_id: "delivered", second.request.request_id: "delivered"}
+
+
+def test_a_retry_answered_409_while_the_delivery_is_in_flight_stays_delivered(
+    kv_url: str,
+) -> None:
+    # the first POST (the background delivery) is answered after 0.8 s; the retry racing
+    # it gets 409: the receiver already has that webhook-id
+    with webhook_receiver([0.8, 409]) as desk, Store(kv_url) as store:
+        hook = WebhookHook(desk.url, timeout_s=5, name="desk")
+        dispatcher = TransferDispatcher([hook], store=store)
+        outcome = dispatcher.dispatch(TransferRequest(reason="race"))
+        deadline = time.monotonic() + 5
+        while not desk.received and time.monotonic() < deadline:
+            time.sleep(0.01)
+        racing = TransferDispatcher([WebhookHook(desk.url, name="desk")], store=store,
+                                    delivery="sync")
+        assert racing.retry_pending() == (1, 0)  # the 409 counts as delivered
+        assert dispatcher.join(10)
+        rows = store.repository(HandoffRepository).pending(None)
+        dispatcher.close()
+    assert len(desk.received) == 2
+    assert [(r["request_id"], r["status"]) for r in rows] == [
+        (outcome.request.request_id, "delivered")]
+
+
+def test_a_late_failure_never_reopens_a_delivered_or_resolved_row(kv_url: str) -> None:
+    release = threading.Event()
+    entered = threading.Event()
+
+    def failing(request: TransferRequest) -> None:
+        entered.set()
+        release.wait(10)
+        raise ConnectionError("helpdesk down")
+
+    with Store(kv_url) as store:
+        repo = store.repository(HandoffRepository)
+        slow = TransferDispatcher([CallableHook(failing, name="desk")], store=store,
+                                  attempts=1)
+        # a person resolves the request while its delivery is failing
+        resolved = slow.dispatch(TransferRequest(reason="person")).request.request_id
+        assert entered.wait(10)
+        assert repo.set_status(resolved, "resolved") == 1
+        release.set()
+        assert slow.join(10)
+        # a retry delivers the request while the original delivery is failing
+        release.clear()
+        entered.clear()
+        delivered = slow.dispatch(TransferRequest(reason="retry")).request.request_id
+        assert entered.wait(10)
+        working = TransferDispatcher([CallableHook(lambda r: None, name="desk")], store=store)
+        assert working.retry_pending() == (1, 0)
+        release.set()
+        assert slow.join(10)
+        states = {r["request_id"]: r for r in repo.pending(None)}
+        assert repo.set_status(delivered, "pending") == 0  # never backwards, not even asked
+        slow.close()
+    assert states[resolved]["status"] == "resolved" and states[resolved]["resolved_at"]
+    assert states[delivered]["status"] == "delivered" and states[delivered]["error"] is None
+
+
+def test_retry_limit_reaches_past_rows_of_a_removed_hook(tmp_path: Path) -> None:
+    with webhook_receiver([200]) as desk:
+        config = write_config(tmp_path / "router.yaml", desk.url)
+        with AgentRouter.from_config(config) as router:
+            assert router.transfer is not None
+            old = TransferDispatcher([CallableHook(lambda r: 1 / 0, name="old-desk")],
+                                     store=router.store, attempts=1, delivery="sync")
+            for i in range(12):  # stored first, for a hook the config no longer has
+                old.dispatch(TransferRequest(reason=f"old {i}"))
+            TransferDispatcher(store=router.store).dispatch(TransferRequest(reason="nobody"))
+            for i in range(3):  # then three for the configured webhook, stored pending
+                router.transfer.accept(TransferRequest(reason=f"webhook {i}"))
+        out = run_cli("handoffs", "--config", str(config), "--retry", "--limit", "10", "--json")
+        text = run_cli("handoffs", "--config", str(config), "--retry", "--limit", "10")
+    assert out["delivered"] == 3 and out["unconfigured"] == {"(no hook)": 1, "old-desk": 12}
+    assert out["pending"] == 13  # the unconfigured ones: reported and left alone
+    assert len(desk.received) == 3
+    assert "0 delivered, 13 still pending" in text
+    flat = " ".join(text.split())
+    assert "13 requests pending for hooks not in the config" in flat
+    assert "old-desk (12)" in flat
+
+
+def test_status_all_shows_the_true_fields_of_delivered_rows(tmp_path: Path) -> None:
+    with webhook_receiver([500, 500, 200]) as desk:
+        config = write_config(tmp_path / "router.yaml", desk.url, delivery="sync")
+        with AgentRouter.from_config(config) as router:
+            assert router.transfer is not None
+            outcome = router.transfer.dispatch(TransferRequest(reason="flaky desk"))
+        pending = run_cli("handoffs", "--config", str(config), "--json")
+        # one delivery try (the webhook made its 2 attempts within it), its last error
+        assert pending[0]["attempts"] == 1 and "HTTP 500" in pending[0]["error"]
+        assert run_cli("handoffs", "--config", str(config), "--retry", "--json")["delivered"] == 1
+        rows = run_cli("handoffs", "--config", str(config), "--status", "all", "--json")
+        table = run_cli("handoffs", "--config", str(config), "--status", "all")
+    assert outcome.pending and not outcome.delivered
+    assert len(rows) == 1
+    row = rows[0]
+    assert row["status"] == "delivered" and row["attempts"] == 2  # 1 failed, 1 delivered
+    assert row["error"] is None and row["delivered_at"]  # no stale error, a true time
+    assert "[delivered 20" in table and "not delivered yet" not in table
+    assert "HTTP 500" not in table
