@@ -26,6 +26,7 @@ from trustroute.profiles.records import ExecutionRecord
 from trustroute.profiles.store import Store
 from trustroute.profiles.store.executions import LogKey, LogRow
 from trustroute.profiles.store.projections import ProjectionRepository
+from trustroute.profiles.store.trust import TrustRepository
 from trustroute.router import checkpoint
 from trustroute.router.learner import Learner, StrategyLearner
 
@@ -195,11 +196,12 @@ class LogProjection:
         (or a pair was retired)."""
         since = datetime.fromtimestamp(max(0.0, self._newest - self.lookback), UTC)
         total = 0
-        for keys in self.store.executions.since(since):  # stamp order
+        reader = self.store.reader()  # its own connection: record() never waits behind it
+        for keys in reader.executions.since(since):  # stamp order
             missing = [k.record_id for k in keys if not self.folded(k)]
             if missing:  # one page at a time: catching up far stays in bounded memory
-                total += self.fold(list(self.store.executions.stored(missing).values()))
-        retired = self.trust.catch_up(self.lookback)
+                total += self.fold(list(reader.executions.stored(missing).values()))
+        retired = self.trust.catch_up(self.lookback, reader.repository(TrustRepository))
         if rebuild and (retired or self.book.stale):
             log.info("rebuilding from the log: %s", "a pair was retired" if retired else
                      "a row arrived older than the seqs the book remembers")

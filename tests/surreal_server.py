@@ -16,6 +16,11 @@ checked by the engine itself: the user is defined in it and ``signin`` is forwar
   answer (an ambiguous commit).
 - ``stop()`` / ``start()`` close and re-open the listener on the same port (every
   connection is cut; the engine and its data stay, as with a restarted server on disk).
+- ``delay_replies(seconds)``: every reply waits that long before it is sent (a slow
+  server; connections wait side by side, not for each other).
+- ``silence()`` / ``silence(False)``: requests are read and never answered (a server
+  that hangs); connections, handshakes and pings still work. A frozen server, which
+  answers nothing at all, is this module run as a process and stopped with SIGSTOP.
 
 As a fixture: ``with SurrealTestServer() as server: ... server.url``. As a separate OS
 process: ``python tests/surreal_server.py --port N [--storage surrealkv://PATH]
@@ -116,6 +121,8 @@ class SurrealTestServer:
         self.requests = 0  # RPC requests answered or dropped
         self.conflicts = 0  # answers that said "This transaction can be retried"
         self._drops = 0
+        self._reply_delay = 0.0  # seconds each reply waits (delay_replies)
+        self._silent = False  # requests are read and never answered (silence)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True,
                                         name="surreal-test-server")
@@ -158,6 +165,14 @@ class SurrealTestServer:
         writing queries (COMMIT, CREATE or INSERT) has run."""
         self._drops = count
 
+    def delay_replies(self, seconds: float) -> None:
+        """Send every reply ``seconds`` after its request was answered (0: at once)."""
+        self._reply_delay = seconds
+
+    def silence(self, on: bool = True) -> None:
+        """Read requests and never answer them (``False``: answer again)."""
+        self._silent = on
+
     def __enter__(self) -> SurrealTestServer:
         return self.start()
 
@@ -198,8 +213,12 @@ class SurrealTestServer:
         session = Session(signed_in=self.user is None)
         try:
             async for frame in client:
+                if self._silent:
+                    continue  # a hung server: the request is never answered
                 request = decode(frame if isinstance(frame, bytes) else frame.encode())
                 reply = await self._answer(session, request, frame)
+                if self._reply_delay:
+                    await asyncio.sleep(self._reply_delay)
                 self.requests += 1
                 if reply is None:  # an ambiguous commit: done, but never answered
                     client.transport.abort()

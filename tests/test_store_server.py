@@ -144,6 +144,7 @@ def test_an_unanswered_commit_is_stored_and_applied_once(surreal: Target) -> Non
     server = surreal.fixture
     with AgentRouter(agents=["a"], store=surreal.url,
                      store_options=surreal.options()) as router:
+        router.store.reader()  # the log follower's connection, opened now for the count
         server.drop_after_commits(1)
         router.record(agent_id="a", task_type="code", success=True, record_id="r-1")
         assert router.store.executions.stored_ids(["r-1"]) == {"r-1"}
@@ -155,7 +156,7 @@ def test_an_unanswered_commit_is_stored_and_applied_once(surreal: Target) -> Non
         router.record(agent_id="a", task_type="code", success=True, record_id="r-2")
         assert router.store.executions.count() == 2
         assert router.profile("a", "code").executions_total == 2
-    assert server.connections == 2
+    assert server.connections == 3  # the router's, its log follower's, one re-opened
     with AgentRouter(agents=["a"], store=surreal.url, store_options=surreal.options()) as fresh:
         assert fresh.profile("a", "code").executions_total == 2
         assert fresh.trust_layer.book.counts("a", "code").observations == 2
@@ -167,13 +168,14 @@ def test_an_unanswered_review_or_signal_is_stored_and_counted_once(surreal: Targ
     server = surreal.fixture
     with AgentRouter(agents=["a"], store=surreal.url,
                      store_options=surreal.options()) as router:
+        router.store.reader()  # the log follower's connection, opened now for the count
         server.drop_after_commits(1)
         router.review("a", "code", approved=True)
         server.drop_after_commits(1)
         router.signal("a", "code", "user_corrected")
         counts = router.trust_layer.book.counts("a", "code")
         assert (counts.approvals, counts.rejections) == (1, 1)
-    assert server.connections == 3
+    assert server.connections == 4  # the router's, its log follower's, two re-opened
     with AgentRouter(agents=["a"], store=surreal.url, store_options=surreal.options()) as fresh:
         counts = fresh.trust_layer.book.counts("a", "code")
         assert (counts.approvals, counts.rejections) == (1, 1)

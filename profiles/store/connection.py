@@ -14,6 +14,12 @@ and all bounded:
   restart costs retries, not a dead router);
 - refused credentials raise ``StoreAuthError`` at once, naming the URL (password masked)
   and where credentials come from;
+- every request to a server has a deadline, ``request_timeout_s`` plus
+  ``request_timeout_per_row_s`` for each item of its bound lists (a batch of rows): a
+  server that does not answer by then raises ``StoreUnavailableError`` at once (waiting
+  again would only double the wait), its socket is dropped, and the next call opens a
+  new one. Opening a connection is bounded the same way, and ``close()`` too (see
+  ``wire``, which also keeps credentials out of the ``websockets`` DEBUG logs);
 - a connection opened before ``os.fork()`` refuses to run in the child
   (``StoreForkedError``) instead of hanging there.
 """
@@ -30,12 +36,14 @@ from collections.abc import Iterator
 from typing import Any
 
 from surrealdb import Surreal
+from surrealdb.connections.blocking_ws import BlockingWsSurrealConnection
 from surrealdb.errors import ConnectionUnavailableError, ServerError
 from tenacity import (
     RetryCallState,
     RetryError,
     Retrying,
     retry_if_exception_type,
+    retry_if_not_exception_type,
     stop_after_attempt,
     wait_exponential,
     wait_random_exponential,
@@ -51,6 +59,7 @@ from trustroute.profiles.store.errors import (
 )
 from trustroute.profiles.store.location import StoreLocation
 from trustroute.profiles.store.settings import StoreSettings
+from trustroute.profiles.store.wire import DeadlineSocket, RedactedLogger, abandon, open_socket
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +113,7 @@ class Connection:
         self._broken = False  # the SDK connection dropped: replace it before the next call
         self._pid: int | None = None  # the process that opened the connection
         self._files: tuple[int, int] | None = None  # (device, inode) of the embedded store
+        self._logger = RedactedLogger()  # the websockets logger of this connection's sockets
 
     # -- opening ---------------------------------------------------------------------
     def open(self) -> None:
@@ -124,11 +134,14 @@ class Connection:
             for attempt in Retrying(
                 stop=stop_after_attempt(attempts),
                 wait=self._backoff,
-                retry=retry_if_exception_type(TRANSIENT_ERRORS),
+                retry=retry_if_exception_type(TRANSIENT_ERRORS)
+                & retry_if_not_exception_type(TimeoutError),
                 reraise=not self.location.is_remote,
             ):
                 with attempt, self._lock:
                     self._db = self._connect()
+        except TimeoutError as exc:  # it accepted and did not answer: waiting again won't help
+            raise self._late(self.settings.request_timeout_s, exc) from exc
         except RetryError as exc:
             cause = exc.last_attempt.exception()
             raise StoreUnavailableError(
@@ -145,22 +158,46 @@ class Connection:
         _OPEN.add(self)
 
     def _connect(self) -> Any:
-        """A new SDK connection, signed in and ``use``d (the caller holds the lock)."""
+        """A new SDK connection, signed in and ``use``d (the caller holds the lock);
+        against a server all of it within ``request_timeout_s``."""
         db: Any = Surreal(self.location.url)  # remote kinds connect on first request
+        timeout = self.settings.request_timeout_s
+        if self.location.scheme in ("ws", "wss") and isinstance(
+                db, BlockingWsSurrealConnection):  # the SDK uses the socket it is given
+            db.socket = open_socket(db.raw_url, timeout, self._logger)
         step = f"the sign-in of user {self._username!r}"
         try:
-            if self.location.is_remote and self._username:
-                db.signin({"username": self._username, "password": self._password or ""})
-            namespace, database = self.settings.namespace, self.settings.database
-            step = f"namespace {namespace!r} / database {database!r}"
-            db.use(namespace, database)
+            with _limit(db, timeout):
+                if self.location.is_remote and self._username:
+                    self._logger.signing_in = True
+                    try:
+                        db.signin({"username": self._username,
+                                   "password": self._password or ""})
+                    finally:
+                        self._logger.signing_in = False
+                namespace, database = self.settings.namespace, self.settings.database
+                step = f"namespace {namespace!r} / database {database!r}"
+                db.use(namespace, database)
         except BaseException as exc:
-            with contextlib.suppress(Exception):
-                db.close()
+            _discard(db)
             if isinstance(exc, ServerError):
                 raise self._refused(step, exc) from None
             raise
         return db
+
+    def _late(self, timeout: float, cause: BaseException) -> StoreUnavailableError:
+        """The error for a server that accepted a request and did not answer in time."""
+        return StoreUnavailableError(
+            f"SurrealDB at {self.location.redacted()} did not answer within {timeout:g} s "
+            f"(store.request_timeout_s): {cause or 'timed out'}; the connection is "
+            "dropped and the next call opens a new one")
+
+    def timeout(self, params: dict[str, Any] | None = None) -> float:
+        """The deadline of one request with bound ``params``: ``request_timeout_s``,
+        plus ``request_timeout_per_row_s`` per item of its list parameters (a batch
+        write takes time in proportion to its rows)."""
+        rows = sum(len(v) for v in (params or {}).values() if isinstance(v, list | tuple))
+        return self.settings.request_timeout_s + rows * self.settings.request_timeout_per_row_s
 
     def _refused(self, what: str, reason: object) -> StoreAuthError:
         """The one-line error for credentials the server refused (or that are missing)."""
@@ -210,18 +247,26 @@ class Connection:
 
     def _attempt(self, sql: str, params: dict[str, Any]) -> list[Any]:
         """One try: re-open a dropped connection, send, check every statement."""
+        timeout = self.settings.request_timeout_s  # first for re-opening, if needed
         with self._lock:
             db = self._usable()
-            if self._broken:
-                with contextlib.suppress(Exception):
-                    db.close()
-                self._db = db = self._connect()
-                self._broken = False
-                log.info("re-opened the connection to %s", self.location.redacted())
             try:
-                response = db.query_raw(sql, params)
+                if self._broken:
+                    _discard(db)
+                    self._db = db = self._connect()
+                    self._broken = False
+                    log.info("re-opened the connection to %s", self.location.redacted())
+                timeout = self.timeout(params)
+                with _limit(db, timeout):
+                    response = db.query_raw(sql, params)
+            except TimeoutError as exc:  # not retried: it would only wait as long again
+                self._broken = True
+                _discard(db)
+                raise self._late(timeout, exc) from exc
             except TRANSIENT_ERRORS:
                 self._broken = self.location.is_remote
+                raise
+            except StoreError:
                 raise
             except RuntimeError as exc:
                 raise self._failed(str(exc)) from exc
@@ -282,12 +327,22 @@ class Connection:
         return self._backoff(state)
 
     def close(self) -> None:
-        """Close the SDK connection (idempotent). In a forked child nothing of the
-        parent's connection is touched (see ``_disown``): it is only forgotten."""
-        with self._lock:
+        """Close the SDK connection (idempotent), within about ``request_timeout_s``
+        twice even when the server is frozen: a call in progress gets that long to end,
+        then its socket is dropped under it; the close handshake waits as long. In a
+        forked child nothing of the parent's connection is touched (see ``_disown``):
+        it is only forgotten."""
+        held = self._lock.acquire(timeout=self.settings.request_timeout_s)
+        try:
             db, self._db = self._db, None
             if db is not None and os.getpid() == self._pid:
-                db.close()
+                if held:
+                    db.close()
+                else:  # a call still waits on a server that does not answer
+                    _discard(db)
+        finally:
+            if held:
+                self._lock.release()
         _OPEN.discard(self)
 
     def _disown(self) -> None:
@@ -308,6 +363,28 @@ def _disown_inherited() -> None:
 
 
 os.register_at_fork(after_in_child=_disown_inherited)
+
+
+@contextlib.contextmanager
+def _limit(db: Any, seconds: float) -> Iterator[None]:
+    """Requests of ``db`` inside end within ``seconds`` (a server's; embedded: no limit)."""
+    ws = getattr(db, "socket", None)
+    if isinstance(ws, DeadlineSocket):
+        with ws.limit(seconds):
+            yield
+    else:
+        yield
+
+
+def _discard(db: Any) -> None:
+    """Drop an SDK connection that failed: a server's socket at once, with no close
+    handshake to wait for (the server may not be answering)."""
+    ws = getattr(db, "socket", None)
+    if isinstance(ws, DeadlineSocket):
+        abandon(ws)
+    else:
+        with contextlib.suppress(Exception):
+            db.close()
 
 
 def _conflict(state: RetryCallState) -> bool:

@@ -32,6 +32,18 @@ class StoreSettings(BaseModel):
     #: call fails: a server restart takes a few seconds, and 10 s stays well inside the
     #: request timeouts a caller usually has (gunicorn kills a silent worker after 30 s).
     reconnect_timeout_s: float = Field(default=10.0, ge=0, allow_inf_nan=False)
+    #: The longest a server may take to answer one request (opening a connection
+    #: counts as one) before the call fails with StoreUnavailableError; an idle
+    #: connection is pinged as often, so a frozen server is noticed within twice it.
+    #: trustroute's requests are answered in milliseconds; 10 s is a thousand times
+    #: that, long enough for a loaded server, and a reconnect (reconnect_timeout_s) plus
+    #: one late request still fail before gunicorn's 30 s kills a silent worker.
+    request_timeout_s: float = Field(default=10.0, gt=0, allow_inf_nan=False)
+    #: Added to request_timeout_s per row a request carries (an item of its bound
+    #: lists: a record_many batch, an import): 2 ms, 500 rows/s, a quarter of the slowest
+    #: commit measured (60,000 rows in 29 s on the test server), so a long write is
+    #: never cut short and a hung one still ends in proportion to its size.
+    request_timeout_per_row_s: float = Field(default=0.002, ge=0, allow_inf_nan=False)
     #: The longest a router takes to fold in what other processes recorded, without
     #: anyone calling refresh(): it looks for new log rows four times per period.
     #: Embedded stores have one writing process and are not polled.

@@ -7,6 +7,7 @@ issues add their own modules beside it). All SurrealQL lives in this package.
 
 from __future__ import annotations
 
+import threading
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -53,6 +54,31 @@ class Store:
             raise
         self.executions = ExecutionRepository(self.conn)
         self._repositories: dict[type[Any], Any] = {}
+        self._defines = True  # repository() applies a repository's SCHEMA (not a reader)
+        self._reader: Store | None = None
+        self._reader_lock = threading.Lock()
+
+    def reader(self) -> Store:
+        """This store on a connection of its own, for reads that must not wait behind
+        this store's calls, nor hold them up (a router's log follower polls through it
+        while ``record()`` writes). Opened on first use, closed with this store. An
+        embedded store is its own reader: one process uses it and nothing is polled."""
+        if not self.location.is_remote:
+            return self
+        with self._reader_lock:
+            if self._reader is None:
+                reader = Store.__new__(Store)
+                reader.settings, reader.location, reader._lock = \
+                    self.settings, self.location, None
+                reader.conn = Connection(self.location, self.settings)
+                reader.conn.open()
+                reader.schema_version = self.schema_version
+                reader.executions = ExecutionRepository(reader.conn)
+                reader._repositories, reader._reader = {}, None
+                reader._defines = False  # reads only: this store defines the schema
+                reader._reader_lock = threading.Lock()
+                self._reader = reader
+            return self._reader
 
     def repository(self, cls: type[R]) -> R:
         """The store's instance of a repository class, created on first use.
@@ -62,7 +88,7 @@ class Store:
         each feature keeps its tables and queries in its own module.
         """
         if cls not in self._repositories:
-            if schema := getattr(cls, "SCHEMA", ""):
+            if self._defines and (schema := getattr(cls, "SCHEMA", "")):
                 self.conn.run(schema)
             self._repositories[cls] = cls(self.conn)  # type: ignore[call-arg]
         return self._repositories[cls]
@@ -82,8 +108,11 @@ class Store:
         return self.conn.run(sql, params)
 
     def close(self) -> None:
-        """Close the connection and release the path lock (idempotent)."""
+        """Close the connection (and the reader's) and release the path lock
+        (idempotent)."""
         try:
+            if reader := getattr(self, "_reader", None):
+                reader.close()
             self.conn.close()
         finally:
             if self._lock:

@@ -205,12 +205,13 @@ class TrustLayer:
             after = {i: t for i, t in self._people.items() if t > settled}
             return self._people_total - len(after), after
 
-    def catch_up(self, lookback: float) -> bool:
+    def catch_up(self, lookback: float, repo: TrustRepository | None = None) -> bool:
         """Fold what other processes' people and signals said, and the lifecycle marks
-        changed since the last look; True when a pair was retired (rebuild the router)."""
+        changed since the last look, read through ``repo`` (default: the router's);
+        True when a pair was retired (rebuild the router)."""
         since = datetime.fromtimestamp(max(0.0, self._people_newest - lookback), UTC)
         changed = self._changed_since - timedelta(seconds=lookback)
-        people, lifecycle, retired = self.repo.changes(since, changed)
+        people, lifecycle, retired = (repo or self.repo).changes(since, changed)
         with self._lock:
             for row in people:
                 self._fold_person(row, False)

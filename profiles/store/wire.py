@@ -1,0 +1,117 @@
+"""The WebSocket under the SDK's blocking connection: deadlines, keepalive, quiet logs.
+
+The SDK's ``BlockingWsSurrealConnection`` sends a request with ``socket.send`` and waits
+for its answer with ``socket.recv()``, without a timeout, and opens its socket with the
+``websockets`` defaults (pings every 20 s, 20 s to answer one). A server that accepts a
+request and never answers held a call, and the store's connection lock, for ever. So the
+store opens that socket itself (``open_socket``) and hands it to the SDK, which uses a
+socket it is given:
+
+- ``DeadlineSocket`` ends every ``send`` and ``recv`` of a request by the request's
+  deadline (``limit``): a late answer raises ``TimeoutError``, and the socket is then
+  abandoned (``abandon``: an answer that arrives later must not be taken for the next
+  request's);
+- the handshake has the same bound (``open_timeout``), and closing waits at most that
+  long for the server's side of the close handshake;
+- keepalive pings go every ``request_timeout_s`` and must be answered within as long
+  again (as a request's answer), so an idle connection to a frozen server is closed
+  within twice that and the next call opens a new one;
+- ``RedactedLogger`` is the ``websockets`` logger of these sockets: at DEBUG it would
+  print the ``Authorization`` header (the URL's user:password) and the sign-in frames
+  (the password going out, a session token coming back). Those are masked, nothing else.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import socket
+import time
+from collections.abc import Iterable, Iterator, MutableMapping
+from typing import Any
+
+import websockets
+from websockets.frames import Frame
+from websockets.sync.client import ClientConnection, connect
+from websockets.typing import Data, DataLike
+
+#: Request and response headers that carry credentials.
+SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "set-cookie"})
+
+
+class RedactedLogger(logging.LoggerAdapter[logging.Logger]):
+    """The ``websockets.client`` logger of one store socket, credentials masked."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.getLogger("websockets.client"), {})
+        #: True while signing in: the frames both ways carry a credential.
+        self.signing_in = False
+
+    def log(self, level: int, msg: object, *args: object, **kwargs: Any) -> None:
+        """Log with header values and sign-in frames masked (``websockets`` logs a
+        header as ``("> %s: %s", name, value)`` and a frame as ``("> %s", frame)``)."""
+        if not self.isEnabledFor(level):
+            return
+        if len(args) == 2 and str(args[0]).lower() in SECRET_HEADERS:
+            args = (args[0], "***")
+        elif self.signing_in:
+            args = tuple(f"{a.opcode.name} [sign-in frame, {len(a.data)} bytes, not shown]"
+                         if isinstance(a, Frame) else a for a in args)
+        super().log(level, msg, *args, **kwargs)
+
+    def process(self, msg: Any, kwargs: MutableMapping[str, Any]
+                ) -> tuple[Any, MutableMapping[str, Any]]:
+        return msg, kwargs
+
+
+class DeadlineSocket(ClientConnection):
+    """A ``websockets`` client connection whose sends and receives end by a deadline."""
+
+    expires: float | None = None  # time.monotonic() by which the current request ends
+
+    @contextlib.contextmanager
+    def limit(self, seconds: float) -> Iterator[None]:
+        """Every send and receive inside ends ``seconds`` from now (``TimeoutError``)."""
+        self.expires = time.monotonic() + seconds
+        try:
+            yield
+        finally:
+            self.expires = None
+            with contextlib.suppress(OSError):
+                self.socket.settimeout(None)
+
+    def _left(self) -> float | None:
+        return None if self.expires is None else max(0.0, self.expires - time.monotonic())
+
+    def send(self, message: DataLike | Iterable[DataLike], *, text: bool | None = None
+             ) -> None:
+        """Send; a peer that stops reading cannot block it past the deadline."""
+        left = self._left()
+        if left is not None:
+            self.socket.settimeout(max(left, 1e-3))
+        super().send(message, text=text)
+
+    def recv(  # type: ignore[override]  # its overloads only narrow the type by decode
+            self, timeout: float | None = None, decode: bool | None = None) -> Data:
+        """Receive the next message, by the deadline unless ``timeout`` says otherwise."""
+        return super().recv(self._left() if timeout is None else timeout, decode)
+
+
+def open_socket(url: str, timeout: float, logger: RedactedLogger) -> DeadlineSocket:
+    """A WebSocket to the SDK's ``/rpc`` URL, as the SDK opens it (CBOR, no size
+    limit), with the handshake, closing and keepalive bounded by ``timeout``."""
+    ws = connect(url, max_size=None, subprotocols=[websockets.Subprotocol("cbor")],
+                 open_timeout=timeout, close_timeout=timeout, ping_interval=timeout,
+                 ping_timeout=timeout, create_connection=DeadlineSocket, logger=logger,
+                 legacy=True)  # a connection, not the reconnecting iterator
+    assert isinstance(ws, DeadlineSocket)
+    return ws
+
+
+def abandon(ws: ClientConnection) -> None:
+    """Drop a socket at once, without the close handshake (its server did not answer:
+    nothing more is read from it)."""
+    with contextlib.suppress(OSError):
+        ws.socket.shutdown(socket.SHUT_RDWR)
+    with contextlib.suppress(Exception):
+        ws.close()

@@ -1,0 +1,237 @@
+"""Calls that cannot hang (issue 18): against a server that never answers, a slow one
+and a frozen one (its process stopped with SIGSTOP), every store call ends by its
+deadline with ``StoreUnavailableError`` naming the masked URL, the connection is opened
+again for the next call, ``close()`` is bounded, and a router's log follower never holds
+up ``record()``. And (issue 19) no log record, at any level, carries a credential.
+
+Timings are behaviour bounds the issue asks for, kept generous; the deadlines in these
+tests are small so that the tests stay fast."""
+
+from __future__ import annotations
+
+import base64
+import logging
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from surreal_fixtures import EXTERNAL_URL, Target, serve
+from surreal_server import SurrealTestServer, available
+
+from trustroute import AgentRouter
+from trustroute.profiles.records import ExecutionRecord
+from trustroute.profiles.store import Store, StoreUnavailableError
+
+SERVER = Path(__file__).resolve().parent / "surreal_server.py"
+AGENTS = ["alpha", "beta"]
+needs_process = pytest.mark.skipif(EXTERNAL_URL is not None or not available(),
+                                   reason="stops the test server's own process")
+
+
+@pytest.fixture(name="surreal")
+def surreal_fixture() -> Iterator[Target]:
+    yield from serve(serialized=True)
+
+
+def with_userinfo(target: Target) -> str:
+    """The target's URL with its credentials in it (they must never be shown)."""
+    return target.url.replace("ws://", f"ws://{target.user}:{target.password}@", 1)
+
+
+def masked(target: Target) -> str:
+    return target.url.replace("ws://", "ws://***@", 1)
+
+
+def execution(i: int, agent: str = "alpha") -> ExecutionRecord:
+    return ExecutionRecord(agent_id=agent, task_type="t", success=True,
+                           record_id=f"r-{i}-{time.monotonic_ns()}")
+
+
+def test_a_server_that_never_answers_fails_by_the_deadline(surreal: Target) -> None:
+    """A hung server: the call raises StoreUnavailableError naming the masked URL within
+    its deadline; the next call, once the server answers, works on a new connection."""
+    server = surreal.fixture
+    with Store(with_userinfo(surreal), **surreal.options(request_timeout_s=0.5)) as store:
+        store.executions.record(execution(0))
+        connections = server.connections
+        server.silence()
+        started = time.monotonic()
+        with pytest.raises(StoreUnavailableError) as info:
+            store.executions.count()
+        elapsed = time.monotonic() - started
+        assert elapsed < 3.0  # the deadline is 0.5 s; without one this never returns
+        message = str(info.value)
+        assert masked(surreal) in message and "did not answer within 0.5 s" in message
+        assert surreal.password not in message.replace("***", "")
+        server.silence(False)
+        assert store.executions.count() == 1  # re-opened: a new connection
+        assert server.connections > connections
+
+
+def test_the_connection_lock_is_not_held_by_a_hung_call(surreal: Target) -> None:
+    """Two threads call a hung server: both end by about their deadline (the second does
+    not wait for ever behind the first's lock), and close() returns promptly."""
+    server = surreal.fixture
+    store = Store(surreal.url, **surreal.options(request_timeout_s=0.5))
+    server.silence()
+    errors: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            store.executions.count()
+        except BaseException as exc:  # collected and checked below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=call) for _ in range(2)]
+    started = time.monotonic()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=10)
+    assert not any(t.is_alive() for t in threads)
+    assert time.monotonic() - started < 5.0  # two deadlines of 0.5 s, one after the other
+    assert len(errors) == 2 and all(isinstance(e, StoreUnavailableError) for e in errors)
+    started = time.monotonic()
+    store.close()
+    assert time.monotonic() - started < 3.0
+
+
+def test_a_long_write_gets_a_deadline_in_proportion_to_its_rows(surreal: Target) -> None:
+    """Against a server that takes 1 s per reply with request_timeout_s 0.5 s, one row
+    fails by its deadline, but a batch of 500 rows (0.5 s + 500 x 4 ms) is stored."""
+    server = surreal.fixture
+    options = surreal.options(request_timeout_s=0.5, request_timeout_per_row_s=0.004)
+    with Store(surreal.url, **options) as store:
+        assert store.conn.timeout({"rows": [{}] * 500}) == pytest.approx(2.5)
+        server.delay_replies(1.0)
+        keys = store.executions.record_many([execution(i) for i in range(500)])
+        assert all(k is not None for k in keys)
+        with pytest.raises(StoreUnavailableError, match=r"did not answer within 0\.5 s"):
+            store.executions.record(execution(0))
+        server.delay_replies(0)
+        assert store.executions.count() == 501  # the late row committed; its answer was late
+
+
+def test_the_follower_never_holds_up_record(surreal: Target) -> None:
+    """A server taking 1 s per reply while the router's follower polls all the time: a
+    record() costs about one reply (the follower reads on a connection of its own);
+    sharing one connection it cost two to four."""
+    server = surreal.fixture
+    reply = 1.0
+    with AgentRouter(agents=AGENTS, store=surreal.url,
+                     store_options=surreal.options(sync_delay_s=0.1)) as router:
+        router.record(agent_id="alpha", task_type="t", success=True)
+        server.delay_replies(reply)
+        time.sleep(0.5)  # the follower is waiting for a reply now
+        costs = []
+        for _ in range(3):
+            started = time.monotonic()
+            router.record(agent_id="beta", task_type="t", success=True)
+            costs.append(time.monotonic() - started)
+        server.delay_replies(0)
+        assert max(costs) < 2.5 * reply, costs
+        assert min(costs) >= 0.9 * reply  # each record did wait for its one reply
+
+
+def server_process() -> tuple[subprocess.Popen[str], str]:
+    """``python tests/surreal_server.py`` as its own process; returns it and its URL."""
+    proc = subprocess.Popen([sys.executable, str(SERVER), "--port", "0"],
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    ready, _, _ = select.select([proc.stdout], [], [], 30)
+    url = proc.stdout.readline().strip() if ready else ""
+    if not url:
+        proc.kill()
+        pytest.fail("the test server process did not start")
+    return proc, url
+
+
+def freeze(proc: subprocess.Popen[str]) -> None:
+    """SIGSTOP ``proc`` and wait until every thread of it is stopped."""
+    proc.send_signal(signal.SIGSTOP)
+    tasks = Path(f"/proc/{proc.pid}/task")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        states = [(t / "stat").read_text().rsplit(")", 1)[1].split()[0]
+                  for t in tasks.iterdir()]
+        if all(state == "T" for state in states):
+            return
+        time.sleep(0.01)
+    pytest.fail("the server process did not stop")
+
+
+@needs_process
+def test_a_frozen_server_is_detected_within_the_request_timeout() -> None:
+    """The server process is stopped (SIGSTOP: it accepts TCP and answers nothing): a
+    call fails within request_timeout_s, a new connection can't be opened either (its
+    handshake is bounded the same way), close() returns within its bound, and once
+    the process continues the same store works again."""
+    proc, url = server_process()
+    timeout = 1.0
+    try:
+        store = Store(url, username="root", password="root", request_timeout_s=timeout)
+        store.executions.record(execution(0))
+        freeze(proc)
+        for _ in range(2):  # the call in flight, then the next one, which reconnects
+            started = time.monotonic()
+            with pytest.raises(StoreUnavailableError, match="did not answer"):
+                store.executions.count()
+            assert time.monotonic() - started < timeout + 3.0
+        proc.send_signal(signal.SIGCONT)
+        assert store.executions.count() == 1
+        freeze(proc)
+        started = time.monotonic()
+        store.close()
+        assert time.monotonic() - started < 2 * timeout + 3.0
+    finally:  # killed: it holds nothing on disk, and its handshakes cut short slow SIGTERM
+        proc.kill()
+        proc.wait()
+
+
+class Everything(logging.Handler):
+    """Keeps every record it is given, formatted as a handler would print it."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if not record.name.startswith("websockets.server"):  # the test server's own side
+            self.lines.append(logging.Formatter("%(name)s %(message)s").format(record))
+
+
+@pytest.mark.skipif(not available(), reason="needs the test server")
+def test_no_log_record_carries_a_credential() -> None:
+    """DEBUG logging on through a real server connection whose password is in the URL
+    (an Authorization header) and in the options (the sign-in frame): the password,
+    user:password in base64 and the password in hex appear in no record; the header
+    and the sign-in frames are still logged, masked."""
+    user, password = "admin", "Tr0ub4dor_x7Qz"
+    secrets = [password, base64.b64encode(f"{user}:{password}".encode()).decode(),
+               password.encode().hex(), " ".join(f"{b:02x}" for b in password.encode()),
+               " ".join(f"{b:02x}" for b in password.encode()[-4:]), password[-5:]]
+    handler = Everything()
+    root = logging.getLogger()
+    level = root.level
+    with SurrealTestServer(user=user, password=password) as server:
+        root.addHandler(handler)
+        root.setLevel(logging.DEBUG)
+        try:
+            url = server.url.replace("ws://", f"ws://{user}:{password}@", 1)
+            with Store(url, username=user, password=password) as store:
+                store.executions.record(execution(0))
+                assert store.executions.count() == 1
+        finally:
+            root.removeHandler(handler)
+            root.setLevel(level)
+    text = "\n".join(handler.lines)
+    assert "Authorization: ***" in text and "sign-in frame" in text  # logged, masked
+    assert "BINARY" in text  # other frames are logged as websockets logs them
+    for secret in secrets:
+        assert secret not in text, secret
