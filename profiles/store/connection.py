@@ -26,7 +26,6 @@ and all bounded:
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import logging
 import os
@@ -59,7 +58,7 @@ from trustroute.profiles.store.errors import (
 )
 from trustroute.profiles.store.location import StoreLocation
 from trustroute.profiles.store.settings import StoreSettings
-from trustroute.profiles.store.wire import DeadlineSocket, RedactedLogger, abandon, open_socket
+from trustroute.profiles.store.wire import RedactedLogger, discard, limit, open_socket
 
 log = logging.getLogger(__name__)
 
@@ -167,7 +166,7 @@ class Connection:
             db.socket = open_socket(db.raw_url, timeout, self._logger)
         step = f"the sign-in of user {self._username!r}"
         try:
-            with _limit(db, timeout):
+            with limit(db, timeout):
                 if self.location.is_remote and self._username:
                     self._logger.signing_in = True
                     try:
@@ -179,7 +178,7 @@ class Connection:
                 step = f"namespace {namespace!r} / database {database!r}"
                 db.use(namespace, database)
         except BaseException as exc:
-            _discard(db)
+            discard(db)
             if isinstance(exc, ServerError):
                 raise self._refused(step, exc) from None
             raise
@@ -252,16 +251,16 @@ class Connection:
             db = self._usable()
             try:
                 if self._broken:
-                    _discard(db)
+                    discard(db)
                     self._db = db = self._connect()
                     self._broken = False
                     log.info("re-opened the connection to %s", self.location.redacted())
                 timeout = self.timeout(params)
-                with _limit(db, timeout):
+                with limit(db, timeout):
                     response = db.query_raw(sql, params)
             except TimeoutError as exc:  # not retried: it would only wait as long again
                 self._broken = True
-                _discard(db)
+                discard(db)
                 raise self._late(timeout, exc) from exc
             except TRANSIENT_ERRORS:
                 self._broken = self.location.is_remote
@@ -339,7 +338,7 @@ class Connection:
                 if held:
                     db.close()
                 else:  # a call still waits on a server that does not answer
-                    _discard(db)
+                    discard(db)
         finally:
             if held:
                 self._lock.release()
@@ -363,28 +362,6 @@ def _disown_inherited() -> None:
 
 
 os.register_at_fork(after_in_child=_disown_inherited)
-
-
-@contextlib.contextmanager
-def _limit(db: Any, seconds: float) -> Iterator[None]:
-    """Requests of ``db`` inside end within ``seconds`` (a server's; embedded: no limit)."""
-    ws = getattr(db, "socket", None)
-    if isinstance(ws, DeadlineSocket):
-        with ws.limit(seconds):
-            yield
-    else:
-        yield
-
-
-def _discard(db: Any) -> None:
-    """Drop an SDK connection that failed: a server's socket at once, with no close
-    handshake to wait for (the server may not be answering)."""
-    ws = getattr(db, "socket", None)
-    if isinstance(ws, DeadlineSocket):
-        abandon(ws)
-    else:
-        with contextlib.suppress(Exception):
-            db.close()
 
 
 def _conflict(state: RetryCallState) -> bool:

@@ -9,7 +9,7 @@ socket it is given:
 
 - ``DeadlineSocket`` ends every ``send`` and ``recv`` of a request by the request's
   deadline (``limit``): a late answer raises ``TimeoutError``, and the socket is then
-  abandoned (``abandon``: an answer that arrives later must not be taken for the next
+  dropped (``discard``: an answer that arrives later must not be taken for the next
   request's);
 - the handshake has the same bound (``open_timeout``), and closing waits at most that
   long for the server's side of the close handshake;
@@ -108,10 +108,24 @@ def open_socket(url: str, timeout: float, logger: RedactedLogger) -> DeadlineSoc
     return ws
 
 
-def abandon(ws: ClientConnection) -> None:
-    """Drop a socket at once, without the close handshake (its server did not answer:
-    nothing more is read from it)."""
-    with contextlib.suppress(OSError):
-        ws.socket.shutdown(socket.SHUT_RDWR)
+@contextlib.contextmanager
+def limit(db: Any, seconds: float) -> Iterator[None]:
+    """Requests of the SDK connection ``db`` inside end within ``seconds`` (when it
+    runs on a ``DeadlineSocket``; embedded: no limit, nothing to wait for)."""
+    ws = getattr(db, "socket", None)
+    if isinstance(ws, DeadlineSocket):
+        with ws.limit(seconds):
+            yield
+    else:
+        yield
+
+
+def discard(db: Any) -> None:
+    """Drop an SDK connection that failed: a server's socket at once, without waiting
+    for the close handshake (the server may not be answering; nothing more is read)."""
+    ws = getattr(db, "socket", None)
+    if isinstance(ws, DeadlineSocket):
+        with contextlib.suppress(OSError):
+            ws.socket.shutdown(socket.SHUT_RDWR)  # close() then ends at once
     with contextlib.suppress(Exception):
-        ws.close()
+        db.close()
