@@ -20,6 +20,7 @@ from trustroute.profiles.store import Store
 from trustroute.profiles.store.handoffs import HandoffRepository
 from trustroute.router import AgentRouter
 from trustroute.router.handoff.confidence import RetrievalConfidence
+from trustroute.router.handoff.settings import HandoffSection
 from trustroute.router.handoff.transfer import (
     CallableHook,
     TransferDispatcher,
@@ -120,9 +121,9 @@ def test_close_waits_for_quick_deliveries_and_the_next_dispatch_restarts(kv_url:
 def test_a_retry_answered_409_while_the_delivery_is_in_flight_stays_delivered(
     kv_url: str,
 ) -> None:
-    # the first POST (the background delivery) is answered after 0.8 s; the retry racing
+    # the first POST (the background delivery) is answered after 2 s; the retry racing
     # it gets 409: the receiver already has that webhook-id
-    with webhook_receiver([0.8, 409]) as desk, Store(kv_url) as store:
+    with webhook_receiver([2.0, 409]) as desk, Store(kv_url) as store:
         hook = WebhookHook(desk.url, timeout_s=5, name="desk")
         dispatcher = TransferDispatcher([hook], store=store)
         outcome = dispatcher.dispatch(TransferRequest(reason="race"))
@@ -217,3 +218,43 @@ def test_status_all_shows_the_true_fields_of_delivered_rows(tmp_path: Path) -> N
     assert row["error"] is None and row["delivered_at"]  # no stale error, a true time
     assert "[delivered 20" in table and "not delivered yet" not in table
     assert "HTTP 500" not in table
+
+
+def test_the_next_process_retries_what_an_earlier_one_left_pending(kv_url: str) -> None:
+    def down(request: TransferRequest) -> None:
+        raise ConnectionError("helpdesk down")
+
+    with Store(kv_url) as store:  # an earlier process: its delivery failed
+        earlier = TransferDispatcher([CallableHook(down, name="desk")], store=store,
+                                     attempts=1, delivery="sync")
+        left = earlier.dispatch(TransferRequest(reason="left behind")).request.request_id
+    time.sleep(0.3)
+    got: list[str] = []
+    with Store(kv_url) as store:  # the next one retries it as soon as it hands over
+        section = HandoffSection(dispatch_retry_interval_s=0.2)
+        later = TransferDispatcher([CallableHook(lambda r: got.append(r.request_id),
+                                                 name="desk")], store=store, settings=section)
+        new = later.dispatch(TransferRequest(reason="new")).request.request_id
+        assert later.join(10)
+        later.close()
+        rows = {r["request_id"]: r for r in store.repository(HandoffRepository).pending(None)}
+    assert sorted(got) == sorted([left, new])
+    assert rows[left]["status"] == "delivered" and rows[left]["attempts"] == 2
+
+
+def test_a_full_queue_leaves_the_request_pending_for_later(kv_url: str) -> None:
+    release = threading.Event()
+    with Store(kv_url) as store:
+        section = HandoffSection(dispatch_queue_size=1, dispatch_retry_interval_s=0)
+        dispatcher = TransferDispatcher([CallableHook(lambda r: release.wait(10), name="desk")],
+                                        store=store, settings=section)
+        outcomes = [dispatcher.dispatch(TransferRequest(reason=str(i))) for i in range(3)]
+        release.set()
+        assert dispatcher.join(10)
+        dispatcher.close()
+        rows = {r["request_id"]: r["status"] for r in
+                store.repository(HandoffRepository).pending(None)}
+    assert outcomes[0].queued == ("desk",)  # in delivery
+    assert [o.queued for o in outcomes[1:]].count(()) >= 1  # the queue held one more at most
+    assert all(o.pending and o.stored for o in outcomes)
+    assert sorted(rows.values()).count("pending") >= 1  # not lost: stored for a retry
