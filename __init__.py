@@ -15,6 +15,7 @@ from trustroute.profiles.records import ExecutionRecord
 from trustroute.profiles.store import DuplicateRecord, Store, StoreError
 from trustroute.router import (
     AgentAtCapacity,
+    AgentRateLimited,
     AgentRouter,
     AgentSpec,
     CandidateScore,
@@ -38,6 +39,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AgentAtCapacity",
+    "AgentRateLimited",
     "AgentRouter",
     "AgentSpec",
     "CallableHook",

@@ -4,6 +4,7 @@ from trustroute.router.agents import AgentSpec
 from trustroute.router.decision import CandidateScore, RoutingDecision
 from trustroute.router.errors import (
     AgentAtCapacity,
+    AgentRateLimited,
     NoAgentAvailable,
     RouterError,
     UnknownAgent,
@@ -14,6 +15,7 @@ from trustroute.router.router import AgentRouter
 
 __all__ = [
     "AgentAtCapacity",
+    "AgentRateLimited",
     "AgentRouter",
     "AgentSpec",
     "CandidateScore",

@@ -20,6 +20,9 @@ class AgentSpec(BaseModel):
     id: str
     task_types: tuple[str, ...] = (ANY_TASK,)
     max_concurrent: int = Field(default=10, ge=1)
+    #: Calls started per rolling minute (None: no rate limit). Shared by every process
+    #: on a server store, like max_concurrent (see router.limits).
+    rpm: int | None = Field(default=None, ge=1)
     cost_per_call: float | None = Field(default=None, ge=0)
     # Token prices turn an LLM agent's usage_metadata into a recorded cost (added to
     # cost_per_call when both are set); None means "no token pricing for this agent".

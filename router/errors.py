@@ -37,6 +37,15 @@ class AgentAtCapacity(RouterError):
         super().__init__(f"agent {agent_id!r} is at capacity ({limit} tasks in flight)")
 
 
+class AgentRateLimited(AgentAtCapacity):
+    """The agent has started ``rpm`` calls in the last 60 seconds."""
+
+    def __init__(self, agent_id: str, rpm: int) -> None:
+        self.agent_id = agent_id
+        RouterError.__init__(self, f"agent {agent_id!r} is at its rate limit ({rpm} calls "
+                             "started in the last minute)")
+
+
 class UnknownStrategy(RouterError, ValueError):
     """A strategy name that is not registered."""
 

@@ -1,7 +1,8 @@
 """AgentRouter: choose an agent for each task, record how it went, learn.
 
-``select`` reads only in-memory state (never the database), so a decision costs
-microseconds. ``record`` appends to the store's execution log, then folds the row into
+``select`` reads only in-memory state, so a decision costs microseconds; only with
+``acquire=True`` against a server does it take a lease in the store (one round trip,
+``router.limits``). ``record`` appends to the store's execution log, then folds the row into
 the router's projection of the log (``trustroute.router.projection``): the profile
 book places it, and the strategy and the trust layer learn from it, in order. Against a
 server the projection also follows what other processes record. Store methods have
@@ -11,14 +12,15 @@ async twins (``arecord``, ...) in a thread.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import warnings
-from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from itertools import islice
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -27,10 +29,12 @@ from trustroute.profiles.profile import ProfileSettings, TaskTypeProfile, empty_
 from trustroute.profiles.records import ExecutionRecord, check_identifier, utc_now
 from trustroute.profiles.store import DuplicateRecord, Store
 from trustroute.router.agents import AgentLike, AgentSpec, as_specs
+from trustroute.router.async_twin import in_thread
 from trustroute.router.decision import CandidateScore, RoutingDecision, new_decision_id
-from trustroute.router.errors import NoAgentAvailable, UnknownAgent
+from trustroute.router.errors import AgentAtCapacity, NoAgentAvailable, UnknownAgent
 from trustroute.router.learner import Learner, StrategyLearner
-from trustroute.router.load import InFlightTracker, Lease
+from trustroute.router.limits import LimitSettings
+from trustroute.router.load import InFlightTracker, Lease, discounted
 from trustroute.router.projection import LogProjection
 from trustroute.router.recording import admit_all, build_record
 from trustroute.router.report import write_report
@@ -51,19 +55,6 @@ if TYPE_CHECKING:
     from trustroute.router.trust.lifecycle import DecayReport
 
 UnknownAgents = Literal["warn", "error", "allow"]
-P = ParamSpec("P")
-R = TypeVar("R")
-
-
-def in_thread(method: Callable[P, R]) -> Callable[P, Coroutine[Any, Any, R]]:
-    """The async twin of a method that touches the store: it runs in a worker thread, so
-    an event loop is never blocked."""
-    async def twin(*args: P.args, **kwargs: P.kwargs) -> R:
-        return await asyncio.to_thread(method, *args, **kwargs)
-
-    twin.__name__ = twin.__qualname__ = f"a{method.__name__}"
-    twin.__doc__ = f"Async ``{method.__name__}`` (runs in a worker thread)."
-    return twin
 
 
 class AgentRouter:
@@ -84,6 +75,7 @@ class AgentRouter:
         abstention: AbstentionPolicy | None = None,
         transfer: TransferDispatcher | None = None,
         unknown_agents: UnknownAgents = "warn",
+        limits: LimitSettings | None = None,
     ) -> None:
         self.settings = settings or ProfileSettings()
         self._agents: dict[str, AgentSpec] = as_specs(agents)
@@ -94,11 +86,13 @@ class AgentRouter:
         self.unknown_agents: UnknownAgents = unknown_agents  # record() of an unlisted agent
         self._rng = np.random.default_rng(seed)
         self._lock = threading.RLock()
-        #: In-flight slots per agent; ``slots.wait_for_release`` waits for a free one.
-        self.slots = InFlightTracker()
         self._owns_store = not isinstance(store, Store)
         self.store = store if isinstance(store, Store) else Store(
             store, **dict(store_options or {}))
+        #: How max_concurrent and rpm hold: per process, or across every process on a
+        #: server store. ``slots``: in-flight slots; ``slots.wait_for_release`` waits.
+        self.limits = limits or LimitSettings()
+        self.slots = InFlightTracker.for_store(self.store, self.limits)
         # hand-offs to a person: undeliverable requests are kept pending in this store
         self.transfer = transfer
         if transfer is not None:
@@ -132,6 +126,7 @@ class AgentRouter:
     def close(self) -> None:
         """Write the buffered decision log; close the store if this router opened it."""
         try:
+            self.slots.close()  # give back shared leases (they would expire anyway)
             self.projection.stop()
             self.projection.save()  # the next router opens from it
             self.trust_layer.close()
@@ -187,11 +182,13 @@ class AgentRouter:
 
     # -- load ------------------------------------------------------------------------
     def acquire(self, agent_id: str) -> Lease:
-        """Take an in-flight slot of ``agent_id`` (a context manager; raises at capacity)."""
-        return self.slots.acquire(agent_id, self.agent(agent_id).max_concurrent)
+        """Take an in-flight slot of ``agent_id`` (a context manager; AgentAtCapacity
+        when full, AgentRateLimited at its ``rpm``; on a server, a lease in the store)."""
+        spec = self.agent(agent_id)
+        return self.slots.acquire(agent_id, spec.max_concurrent, spec.rpm)
 
     def in_flight(self, agent_id: str) -> int:
-        """Tasks currently running on ``agent_id``."""
+        """Tasks running on ``agent_id`` (shared limits: the store's last word, if larger)."""
         return self.slots.counts.get(agent_id, 0)
 
     # -- profiles --------------------------------------------------------------------
@@ -222,23 +219,7 @@ class AgentRouter:
         """
         check_identifier(task_type, "task_type")
         now = utc_now()
-        with self._lock:
-            arms, loads = self._arms(task_type, exclude, now)
-            ctx = StrategyContext(task_type=task_type, now=now, book=self.book,
-                                  settings=self.settings, rng=self._rng,
-                                  exploit_only=self.exploit_only)
-            verdicts = self.strategy.score(arms, ctx)
-            ties = self._rng.random(len(arms))
-            scored = [CandidateScore(agent_id=arm.agent.id, profile=arm.profile, load=load,
-                                     score=verdict.score, verdict=verdict,
-                                     final_score=_discounted(verdict.score, load) if load
-                                     else verdict.score)
-                      for arm, verdict, load in zip(arms, verdicts, loads, strict=True)]
-            # best first; seeded-random among equal scores
-            order = np.lexsort((ties, np.array([-c.final_score for c in scored])))
-            # trust tiers: deprecated agents and (exploit-only) untrusted ones move last
-            ranked = self.trust_layer.admit(task_type, [scored[i] for i in order])
-            lease = self.acquire(ranked[0].agent_id) if acquire else None
+        ranked, lease = self._rank(task_type, exclude, now, acquire)
         verdict = self.trust_layer.judge(task_type, ranked)
         decision = RoutingDecision(
             decision_id=new_decision_id(), task_type=task_type, agent_id=ranked[0].agent_id,
@@ -249,20 +230,52 @@ class AgentRouter:
         self.trust_layer.settle(decision, verdict)
         return decision
 
+    def _rank(self, task_type: str, exclude: Sequence[str], now: datetime, acquire: bool
+              ) -> tuple[list[CandidateScore], Lease | None]:
+        """The ranked candidates and, with ``acquire``, the first one's slot (a shared one
+        outside the lock: a store round trip; refused, it is ranked again without it)."""
+        busy: set[str] = set()  # agents whose shared lease the store refused just now
+        while True:
+            with self._lock:
+                arms, loads = self._arms(task_type, exclude, now, busy)
+                ctx = StrategyContext(task_type=task_type, now=now, book=self.book,
+                                      settings=self.settings, rng=self._rng,
+                                      exploit_only=self.exploit_only)
+                verdicts = self.strategy.score(arms, ctx)
+                ties = self._rng.random(len(arms))
+                scored = [CandidateScore(agent_id=arm.agent.id, profile=arm.profile,
+                                         load=load, score=verdict.score, verdict=verdict,
+                                         final_score=discounted(verdict.score, load) if load
+                                         else verdict.score)
+                          for arm, verdict, load in zip(arms, verdicts, loads, strict=True)]
+                # best first; seeded-random among equal scores
+                order = np.lexsort((ties, np.array([-c.final_score for c in scored])))
+                # trust tiers: deprecated agents and (exploit-only) untrusted ones move last
+                ranked = self.trust_layer.admit(task_type, [scored[i] for i in order])
+                if not acquire or self.slots.shared is None:  # chosen and taken at once
+                    return ranked, self.acquire(ranked[0].agent_id) if acquire else None
+            with contextlib.suppress(AgentAtCapacity):  # another process took the last
+                return ranked, self.acquire(ranked[0].agent_id)
+            busy.add(ranked[0].agent_id)
+
     async def aselect(self, task_type: str, *, exclude: Sequence[str] = (),
                       context: Mapping[str, Any] | None = None, acquire: bool = False
                       ) -> RoutingDecision:
-        """Async ``select``: pure in-memory work, safe to run on the event loop."""
+        """Async ``select``: in-memory work on the event loop; taking a shared lease (a
+        store round trip, ``acquire=True`` against a server) in a worker thread."""
+        if acquire and self.slots.shared is not None:
+            return await asyncio.to_thread(self.select, task_type, exclude=exclude,
+                                           context=context, acquire=True)
         return self.select(task_type, exclude=exclude, context=context, acquire=acquire)
 
-    def _arms(self, task_type: str, exclude: Sequence[str], now: datetime
-              ) -> tuple[list[Arm], list[float]]:
-        """Enabled agents accepting ``task_type``, not excluded and not at capacity, with
-        their loads; NoAgentAvailable says why when there is none."""
+    def _arms(self, task_type: str, exclude: Sequence[str], now: datetime,
+              busy: set[str]) -> tuple[list[Arm], list[float]]:
+        """Enabled agents accepting ``task_type``, not excluded, not at capacity nor
+        ``busy``, with their loads; NoAgentAvailable says why when there is none."""
         if isinstance(exclude, str):
             raise TypeError(f"exclude must be a list of agent ids, not the string {exclude!r}")
         arms, loads, excluded, full = [], [], 0, 0
-        in_flight = self.slots.counts
+        in_flight, gated = self.slots.counts, bool(busy) or self.slots.gated
         for spec in self._agents.values():
             if not (spec.enabled and spec.accepts(task_type)):
                 continue
@@ -270,7 +283,7 @@ class AgentRouter:
                 excluded += 1
                 continue
             running = in_flight.get(spec.id, 0)
-            if running >= spec.max_concurrent:
+            if running >= spec.max_concurrent or (gated and self.slots.blocked(spec, busy)):
                 full += 1
                 continue
             state = self.book.get(spec.id, task_type)
@@ -389,8 +402,3 @@ class AgentRouter:
     adecay = in_thread(decay)
     report = write_report  # report(path="report.html", task_type=, since=): the HTML page
 
-
-def _discounted(score: float, load: float) -> float:
-    """A score discounted by the agent's load (``in_flight / max_concurrent``): halved at
-    full load for a positive score, doubled in magnitude for a negative one."""
-    return score / (1.0 + load) if score >= 0 else score * (1.0 + load)

@@ -214,9 +214,8 @@ class RoutedTask:
                 if spec.enabled and spec.accepts(self.task_type) and spec.id not in self.errors]
 
     def _at_capacity(self) -> bool:
-        """True when some eligible, not-yet-failed agent is merely full."""
-        return any(self.router.in_flight(spec.id) >= spec.max_concurrent
-                   for spec in self._untried())
+        """True when some eligible, not-yet-failed agent is merely full (or at its rpm)."""
+        return any(self.router.slots.full(spec) for spec in self._untried())
 
     def _all_failed(self, detail: str) -> BaseException:
         """The first agent's own exception, with every failure attached (see
