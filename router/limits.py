@@ -73,7 +73,7 @@ class SharedLimits:
         self._prefix = f"{socket.gethostname()}:{os.getpid()}:"
         self._repo: LeaseRepository | None = None
         self._lock = threading.Lock()
-        self._live: dict[str, RecordID] = {}  # holder -> slot
+        self._live: dict[str, tuple[str, RecordID]] = {}  # holder -> (agent, slot)
         self._ready: set[tuple[str, int, int | None]] = set()  # rows created
         self._full: dict[str, tuple[int, float]] = {}  # agent -> (held, seen at)
         self._limited: dict[str, float] = {}  # agent -> when the store said "no token"
@@ -111,16 +111,20 @@ class SharedLimits:
             raise AgentAtCapacity(agent_id, limit)
         self._full[agent_id] = (limit - taken.free + 1, now)
         with self._lock:
-            self._live[holder] = taken.slot
+            self._live[holder] = (agent_id, taken.slot)
         self._start_renewer()
         return holder
 
     def release(self, holder: str) -> None:
         """Give a lease back at once (it would expire anyway: a failure only logs)."""
         with self._lock:
-            slot = self._live.pop(holder, None)
-        if slot is None:
-            return
+            live = self._live.pop(holder, None)
+            if live is None:
+                return
+            agent_id, slot = live
+            if agent_id in self._full:  # the store's last word, less this lease
+                held, seen = self._full[agent_id]
+                self._full[agent_id] = (max(0, held - 1), seen)
         try:
             self._repository().release(slot, holder)
         except StoreError as exc:
@@ -155,7 +159,7 @@ class SharedLimits:
             live, self._live = self._live, {}
         if live and self._repo is not None:
             try:
-                self._repo.release_all((slot, holder) for holder, slot in live.items())
+                self._repo.release_all((slot, holder) for holder, (_, slot) in live.items())
             except StoreError as exc:
                 log.warning("could not release %d lease(s) at close (they expire within "
                             "%g s): %s", len(live), self.settings.lease_ttl_s, exc)
@@ -195,7 +199,7 @@ class SharedLimits:
                 continue
             try:
                 kept = self._repository().renew(
-                    [(slot, holder) for holder, slot in live.items()],
+                    [(slot, holder) for holder, (_, slot) in live.items()],
                     self.settings.lease_ttl_s)
             except StoreError as exc:
                 log.warning("could not renew %d lease(s) (they expire %g s after their "

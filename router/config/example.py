@@ -34,6 +34,7 @@ store:
 # type. For each agent:
 #   task_types      task types it may be given; "*" (the default) means any
 #   max_concurrent  tasks it may run at once; at capacity it is skipped (default 10)
+#   rpm             calls it may start per rolling minute (default: no limit)
 #   cost_per_call   recorded as the cost of a call when an outcome reports none
 #   enabled         false keeps the agent and its history but stops routing to it
 agents:
@@ -76,6 +77,13 @@ profiles:
     boost: 3
     boost_window_days: 7
     window_size: 100
+
+# max_concurrent and rpm against a server store hold across every worker using it:
+# each call takes a lease in the store, renewed while it runs, freed by record().
+limits:
+  shared: true          # false: count per process (embedded stores always do)
+  lease_ttl_s: 15       # a killed worker's slots come back within this
+  on_store_error: open  # store unreachable: open = count per process; closed = refuse
 
 # Seed for the router's random choices (ties, sampling); unset means fresh randomness.
 # seed: 0

@@ -31,6 +31,7 @@ from trustroute.router.config.secrets import mask_credentials, secret_values
 from trustroute.router.errors import RouterError
 from trustroute.router.handoff.settings import HandoffSection
 from trustroute.router.handoff.transfer.config import HookSpec, build_dispatcher
+from trustroute.router.limits import LimitSettings
 from trustroute.router.router import AgentRouter, UnknownAgents
 from trustroute.router.strategies import DEFAULT_STRATEGY, available_strategies, make_strategy
 from trustroute.router.trust.abstention import AbstentionPolicy
@@ -73,6 +74,7 @@ class RouterConfig(Section):
     hooks: list[HookSpec] = Field(default_factory=list)
     trust: TrustOptions = Field(default_factory=TrustOptions)
     abstention: AbstentionPolicy = Field(default_factory=AbstentionPolicy)
+    limits: LimitSettings = Field(default_factory=LimitSettings)
 
     # The file this config was read from (None when built in code); names it in errors.
     _source: Path | None = PrivateAttr(default=None)
@@ -120,6 +122,7 @@ class RouterConfig(Section):
             "store_options": self.store.model_dump(exclude={"url"}),
             "trust": self.trust,
             "abstention": self.abstention,
+            "limits": self.limits,
         }
         if "transfer" not in overrides:  # hand-off hooks; pending requests go to the store
             kwargs["transfer"] = build_dispatcher(self.hooks, self.handoff, source=self._source)
