@@ -18,6 +18,7 @@ BENCHMARKS: list[str] = [
     "import_stream",
     "langchain",
     "learning",
+    "leases",
     "report",
     "shared_learning",
 ]

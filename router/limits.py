@@ -102,14 +102,12 @@ class SharedLimits:
         except StoreUnavailableError as exc:
             self._unreachable(exc)
             return None
-        now = time.monotonic()
         if taken.slot is None:
             if taken.free and rpm is not None:
-                self._limited[agent_id] = now
+                self._limited[agent_id] = time.monotonic()
                 raise AgentRateLimited(agent_id, rpm)
-            self._full[agent_id] = (limit, now)
+            self._full[agent_id] = (limit, time.monotonic())
             raise AgentAtCapacity(agent_id, limit)
-        self._full[agent_id] = (limit - taken.free + 1, now)
         with self._lock:
             self._live[holder] = (agent_id, taken.slot)
         self._start_renewer()
@@ -132,8 +130,8 @@ class SharedLimits:
                         slot, self.settings.lease_ttl_s, exc)
 
     def held(self, agent_id: str) -> int:
-        """Leases of ``agent_id`` held across processes, as the store said in the last
-        ``poll_s`` seconds (0 when it has said nothing since)."""
+        """Leases of ``agent_id`` held across processes when the store said, in the last
+        ``poll_s`` seconds, that it had none free (its limit); 0 otherwise."""
         seen = self._full.get(agent_id)
         if seen is None or time.monotonic() - seen[1] > self.settings.poll_s:
             return 0

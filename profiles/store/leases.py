@@ -8,9 +8,9 @@ is a fixed set of rows that are taken, never counted:
 
 - ``lease:[agent, i]`` for i in 0 .. max_concurrent-1: a slot is free when it has no
   holder or its ``expires`` (database clock) has passed. Taking one is one transaction
-  that picks a free slot at random and writes its holder and expiry; two processes that
-  pick the same slot write the same row, so one of them loses the conflict and runs
-  again (and then sees the slot taken). Renewal moves ``expires`` forward for slots whose
+  that takes the first free slot from a random one on and writes its holder and expiry;
+  two processes that pick the same slot write the same row, so one of them loses the
+  conflict and runs again (and then sees the slot taken). Renewal moves ``expires`` forward for slots whose
   holder is still ours; release clears a slot only when its holder is ours (compare and
   set), so a lease that expired and was taken by another process is never freed by its
   old holder.
@@ -26,6 +26,7 @@ docs/storage.md, "Limits shared by all workers").
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
@@ -37,32 +38,39 @@ from trustroute.profiles.store.connection import Connection
 #: Before any real expiry or take: a row created with it is free.
 _LONG_AGO = datetime(1970, 1, 1, tzinfo=UTC)
 
+# The first free slot from a random one on (wrapping around), so takers spread over the
+# slots and a take reads one row while most are free; every row only when all are taken.
 _TAKE = """
 BEGIN;
 LET $now = time::now();
-LET $free = (SELECT VALUE id FROM lease:[$agent, 0]..[$agent, $limit]
-             WHERE holder = NONE OR expires <= $now);
-LET $tokens = IF $rpm = NONE THEN [] ELSE
-    (SELECT VALUE id FROM rate_token:[$agent, 0]..[$agent, $rpm]
-     WHERE taken <= $now - 1m) END;
-LET $ok = array::len($free) > 0 AND ($rpm = NONE OR array::len($tokens) > 0);
-LET $slot = IF $ok THEN $free[rand::int(0, array::len($free) - 1)] ELSE NONE END;
+LET $free = (SELECT VALUE id FROM lease:[$agent, $start]..[$agent, $limit]
+             WHERE holder = NONE OR expires <= $now LIMIT 1);
+LET $free = IF $free THEN $free ELSE (SELECT VALUE id FROM lease:[$agent, 0]..[$agent, $start]
+             WHERE holder = NONE OR expires <= $now LIMIT 1) END;
+LET $tok = IF $rpm = NONE THEN [] ELSE
+    (SELECT VALUE id FROM rate_token:[$agent, $first]..[$agent, $rpm]
+     WHERE taken <= $now - 1m LIMIT 1) END;
+LET $tok = IF $rpm = NONE OR $tok THEN $tok ELSE
+    (SELECT VALUE id FROM rate_token:[$agent, 0]..[$agent, $first]
+     WHERE taken <= $now - 1m LIMIT 1) END;
+LET $ok = array::len($free) > 0 AND ($rpm = NONE OR array::len($tok) > 0);
 IF $ok {
-    UPDATE $slot SET holder = $holder, expires = $now + duration::from::millis($ttl_ms);
-    IF $rpm != NONE { UPDATE $tokens[rand::int(0, array::len($tokens) - 1)] SET taken = $now; };
+    UPDATE $free[0] SET holder = $holder, expires = $now + duration::from::millis($ttl_ms);
+    IF $rpm != NONE { UPDATE $tok[0] SET taken = $now; };
 };
-RETURN {slot: $slot, free: array::len($free), tokens: array::len($tokens)};
+RETURN {slot: IF $ok THEN $free[0] ELSE NONE END, free: array::len($free) > 0,
+        token: array::len($tok) > 0};
 COMMIT;
 """
 
 
 class Take(NamedTuple):
-    """What one try to take a lease found: the slot taken (None when none was), how many
-    slots were free before it, and how many rate tokens (0 when the agent has no rpm)."""
+    """What one try to take a lease found: the slot taken (None when none was), whether a
+    slot was free, and whether a rate token was (False when the agent has no rpm)."""
 
     slot: RecordID | None
-    free: int
-    tokens: int
+    free: bool
+    token: bool
 
 
 class LeaseRepository:
@@ -94,8 +102,9 @@ DEFINE FIELD IF NOT EXISTS taken ON rate_token TYPE datetime;
         ``holder``, expiring ``ttl_s`` seconds from now by the database clock."""
         answer: dict[str, Any] = self.conn.run(_TAKE, {
             "agent": agent, "limit": limit, "rpm": rpm, "holder": holder,
+            "start": random.randrange(limit), "first": random.randrange(rpm or 1),
             "ttl_ms": round(ttl_s * 1000)})[-1]
-        return Take(answer["slot"], int(answer["free"]), int(answer["tokens"]))
+        return Take(answer["slot"], bool(answer["free"]), bool(answer["token"]))
 
     def renew(self, leases: Sequence[tuple[RecordID, str]], ttl_s: float) -> set[str]:
         """Extend the expiry of each (slot, holder) still held by that holder; returns
