@@ -10,10 +10,10 @@ is a fixed set of rows that are taken, never counted:
   holder or its ``expires`` (database clock) has passed. Taking one is one transaction
   that takes the first free slot from a random one on and writes its holder and expiry;
   two processes that pick the same slot write the same row, so one of them loses the
-  conflict and runs again (and then sees the slot taken). Renewal moves ``expires`` forward for slots whose
-  holder is still ours; release clears a slot only when its holder is ours (compare and
-  set), so a lease that expired and was taken by another process is never freed by its
-  old holder.
+  conflict and runs again (and then sees the slot taken). Renewal moves ``expires``
+  forward for slots whose holder is still ours; release clears a slot only when its
+  holder is ours (compare and set), so a lease that expired and was taken by another
+  process is never freed by its old holder.
 - ``rate_token:[agent, j]`` for j in 0 .. rpm-1: a token is free when it was last taken
   more than 60 s ago (database clock). A call that starts takes a lease and, when the
   agent has an ``rpm``, a token, in the same transaction: both or neither.
