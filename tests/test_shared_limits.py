@@ -204,3 +204,31 @@ def test_limits_config_section(tmp_path: Path) -> None:
     path.write_text("limits: {on_store_error: maybe}\n")
     with pytest.raises(ValueError, match=r"limits\.on_store_error"):
         load_config(path)
+
+
+def test_async_runs_share_the_limit_between_routers(surreal: Target) -> None:
+    # two routers (as two workers) on one server; async agents count their own calls
+    from langchain_core.runnables import RunnableLambda
+
+    from trustroute.integrations.langchain import RoutedRunnable, fixed_task_type
+
+    state = {"now": 0, "max": 0}
+
+    async def call(_: object) -> str:
+        state["now"] += 1
+        state["max"] = max(state["max"], state["now"])
+        await asyncio.sleep(0.02)
+        state["now"] -= 1
+        return "done"
+
+    agents = [{"id": "api", "max_concurrent": 2}]
+
+    async def both() -> list[list[str]]:
+        with router(surreal, agents) as first, router(surreal, agents) as second:
+            runs = [RoutedRunnable(router=r, task_type=fixed_task_type("call"),
+                                   agents={"api": RunnableLambda(call)})
+                    for r in (first, second)]
+            return list(await asyncio.gather(*(run.abatch([{}] * 6) for run in runs)))
+
+    assert asyncio.run(both()) == [["done"] * 6] * 2
+    assert state["max"] == 2

@@ -8,8 +8,8 @@ by tracers. A failed agent hands the task to the next-best one (a stream only be
 first chunk: after that the caller already holds that agent's output). The slot is
 released on every path; a cancelled or abandoned run records nothing, since whether the
 agent would have succeeded is unknown. Async paths never wait on the database on the
-event loop (``router.aselect`` is in-memory, ``router.arecord`` writes from a worker
-thread).
+event loop (choosing is in memory, or in a worker thread when it takes a lease shared
+through a server store; ``router.arecord`` writes from a worker thread).
 """
 
 from __future__ import annotations

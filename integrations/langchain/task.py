@@ -10,6 +10,7 @@ is final.
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
@@ -169,11 +170,26 @@ class RoutedTask:
         return self.current
 
     async def anext(self) -> RoutingDecision:
-        """Async ``next``: waits for capacity on the event loop, never blocking it."""
-        for seen, wait in self._tries():
-            await self.router.slots.await_for_release(seen, wait)
+        """Async ``next``: waits for capacity on the event loop, never blocking it. With
+        shared limits each try takes a lease in the store, so it runs in a worker thread."""
+        tries = self._tries()
+        while (step := await self._try(tries)) is not None:
+            await self.router.slots.await_for_release(*step)
         assert self.current is not None  # the last try took it
         return self.current
+
+    async def _try(self, tries: Iterator[tuple[int, float | None]]
+                   ) -> tuple[int, float | None] | None:
+        """One step of ``tries`` (None once a decision is taken). In a worker thread when
+        it makes a store round trip; cancelled meanwhile, what it takes is given back."""
+        if self.router.slots.shared is None:
+            return next(tries, None)
+        step = asyncio.get_running_loop().run_in_executor(None, next, tries, None)
+        try:
+            return await asyncio.shield(step)
+        except asyncio.CancelledError:
+            step.add_done_callback(lambda _: self.release())
+            raise
 
     def _tries(self) -> Iterator[tuple[int, float | None]]:
         """Take the next attempt's decision as ``current``. Between tries it yields (the
