@@ -89,9 +89,7 @@ class AgentRouter:
         self._owns_store = not isinstance(store, Store)
         self.store = store if isinstance(store, Store) else Store(
             store, **dict(store_options or {}))
-        #: How max_concurrent and rpm hold: per process, or across every process on a
-        #: server store. ``slots``: in-flight slots; ``slots.wait_for_release`` waits.
-        self.limits = limits or LimitSettings()
+        self.limits = limits or LimitSettings()  # max_concurrent, rpm: shared on a server
         self.slots = InFlightTracker.for_store(self.store, self.limits)
         # hand-offs to a person: undeliverable requests are kept pending in this store
         self.transfer = transfer
@@ -182,8 +180,7 @@ class AgentRouter:
 
     # -- load ------------------------------------------------------------------------
     def acquire(self, agent_id: str) -> Lease:
-        """Take an in-flight slot of ``agent_id`` (a context manager; AgentAtCapacity
-        when full, AgentRateLimited at its ``rpm``; on a server, a lease in the store)."""
+        """Take a slot of ``agent_id`` (a context manager; raises at capacity or rpm)."""
         spec = self.agent(agent_id)
         return self.slots.acquire(agent_id, spec.max_concurrent, spec.rpm)
 
@@ -261,8 +258,7 @@ class AgentRouter:
     async def aselect(self, task_type: str, *, exclude: Sequence[str] = (),
                       context: Mapping[str, Any] | None = None, acquire: bool = False
                       ) -> RoutingDecision:
-        """Async ``select``: in-memory work on the event loop; taking a shared lease (a
-        store round trip, ``acquire=True`` against a server) in a worker thread."""
+        """Async ``select``; taking a shared lease (a store round trip) in a thread."""
         if acquire and self.slots.shared is not None:
             return await asyncio.to_thread(self.select, task_type, exclude=exclude,
                                            context=context, acquire=True)
@@ -270,8 +266,8 @@ class AgentRouter:
 
     def _arms(self, task_type: str, exclude: Sequence[str], now: datetime,
               busy: set[str]) -> tuple[list[Arm], list[float]]:
-        """Enabled agents accepting ``task_type``, not excluded, not at capacity nor
-        ``busy``, with their loads; NoAgentAvailable says why when there is none."""
+        """Enabled agents accepting ``task_type``, not excluded, full nor ``busy``, with
+        their loads; NoAgentAvailable says why when there is none."""
         if isinstance(exclude, str):
             raise TypeError(f"exclude must be a list of agent ids, not the string {exclude!r}")
         arms, loads, excluded, full = [], [], 0, 0
