@@ -10,6 +10,7 @@ tests are small so that the tests stay fast."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import logging
 import select
 import signal
@@ -26,7 +27,7 @@ from surreal_server import SurrealTestServer, available
 
 from trustroute import AgentRouter
 from trustroute.profiles.records import ExecutionRecord
-from trustroute.profiles.store import Store, StoreUnavailableError
+from trustroute.profiles.store import Store, StoreError, StoreUnavailableError
 
 SERVER = Path(__file__).resolve().parent / "surreal_server.py"
 AGENTS = ["alpha", "beta"]
@@ -118,6 +119,7 @@ def test_a_long_write_gets_a_deadline_in_proportion_to_its_rows(surreal: Target)
         assert store.executions.count() == 501  # the late row committed; its answer was late
 
 
+@pytest.mark.slow
 def test_the_follower_never_holds_up_record(surreal: Target) -> None:
     """A server taking 1 s per reply while the router's follower polls all the time: a
     record() costs about one reply (the follower reads on a connection of its own);
@@ -137,6 +139,33 @@ def test_the_follower_never_holds_up_record(surreal: Target) -> None:
         server.delay_replies(0)
         assert max(costs) < 2.5 * reply, costs
         assert min(costs) >= 0.9 * reply  # each record did wait for its one reply
+
+
+def test_a_router_on_a_hung_server_fails_by_the_deadline(
+        surreal: Target, caplog: pytest.LogCaptureFixture) -> None:
+    """A router whose server stops answering: record() raises StoreUnavailableError by
+    its deadline, select() still answers from what the router folded, its log follower
+    reports the server within the deadline, and close() ends within its bound (raising
+    what it could not write); the reader it followed through is closed with it."""
+    server = surreal.fixture
+    router = AgentRouter(agents=AGENTS, store=surreal.url,
+                         store_options=surreal.options(request_timeout_s=0.5))
+    router.record(agent_id="alpha", task_type="t", success=True)
+    server.silence()
+    started = time.monotonic()
+    with pytest.raises(StoreUnavailableError, match="did not answer"):
+        router.record(agent_id="alpha", task_type="t", success=True)
+    assert time.monotonic() - started < 3.0
+    assert router.select("t").agent_id in AGENTS
+    with caplog.at_level(logging.WARNING, logger="trustroute.router.projection"):
+        time.sleep(1.5)  # a look (every 0.25 s) that waits 0.5 s for its answer, then fails
+    assert "could not read other processes' records" in caplog.text
+    started = time.monotonic()
+    with contextlib.suppress(StoreUnavailableError):
+        router.close()
+    assert time.monotonic() - started < 8.0  # a few requests of 0.5 s each at most
+    with pytest.raises(StoreError, match="closed"):
+        router.store.reader()
 
 
 def server_process() -> tuple[subprocess.Popen[str], str]:

@@ -140,7 +140,7 @@ class Connection:
                 with attempt, self._lock:
                     self._db = self._connect()
         except TimeoutError as exc:  # it accepted and did not answer: waiting again won't help
-            raise self._late(self.settings.request_timeout_s, exc) from exc
+            raise self._late(self.settings.request_timeout_s) from exc
         except RetryError as exc:
             cause = exc.last_attempt.exception()
             raise StoreUnavailableError(
@@ -184,12 +184,12 @@ class Connection:
             raise
         return db
 
-    def _late(self, timeout: float, cause: BaseException) -> StoreUnavailableError:
+    def _late(self, timeout: float) -> StoreUnavailableError:
         """The error for a server that accepted a request and did not answer in time."""
         return StoreUnavailableError(
             f"SurrealDB at {self.location.redacted()} did not answer within {timeout:g} s "
-            f"(store.request_timeout_s): {cause or 'timed out'}; the connection is "
-            "dropped and the next call opens a new one")
+            "(store.request_timeout_s); the connection is dropped and the next call opens "
+            "a new one")
 
     def timeout(self, params: dict[str, Any] | None = None) -> float:
         """The deadline of one request with bound ``params``: ``request_timeout_s``,
@@ -261,7 +261,7 @@ class Connection:
             except TimeoutError as exc:  # not retried: it would only wait as long again
                 self._broken = True
                 discard(db)
-                raise self._late(timeout, exc) from exc
+                raise self._late(timeout) from exc
             except TRANSIENT_ERRORS:
                 self._broken = self.location.is_remote
                 raise

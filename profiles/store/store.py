@@ -14,6 +14,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from trustroute.profiles.store.connection import Connection
+from trustroute.profiles.store.errors import StoreError
 from trustroute.profiles.store.executions import SCHEMA as EXECUTIONS_SCHEMA
 from trustroute.profiles.store.executions import ExecutionRepository
 from trustroute.profiles.store.location import StoreLocation, parse_store_url
@@ -44,6 +45,9 @@ class Store:
         self.location: StoreLocation = parse_store_url(self.settings.url, base_dir=base_dir)
         self._lock = PathLock(self.location.path) if self.location.path else None
         self.conn = Connection(self.location, self.settings)
+        self._reader: Store | None = None  # see reader()
+        self._reader_lock = threading.Lock()
+        self._closed = False
         if self._lock:
             self._lock.acquire()  # creates the store's parent folder too
         try:
@@ -55,8 +59,6 @@ class Store:
         self.executions = ExecutionRepository(self.conn)
         self._repositories: dict[type[Any], Any] = {}
         self._defines = True  # repository() applies a repository's SCHEMA (not a reader)
-        self._reader: Store | None = None
-        self._reader_lock = threading.Lock()
 
     def reader(self) -> Store:
         """This store on a connection of its own, for reads that must not wait behind
@@ -66,6 +68,8 @@ class Store:
         if not self.location.is_remote:
             return self
         with self._reader_lock:
+            if self._closed:
+                raise StoreError("the store is closed")
             if self._reader is None:
                 reader = Store.__new__(Store)
                 reader.settings, reader.location, reader._lock = \
@@ -76,7 +80,7 @@ class Store:
                 reader.executions = ExecutionRepository(reader.conn)
                 reader._repositories, reader._reader = {}, None
                 reader._defines = False  # reads only: this store defines the schema
-                reader._reader_lock = threading.Lock()
+                reader._reader_lock, reader._closed = threading.Lock(), False
                 self._reader = reader
             return self._reader
 
@@ -110,8 +114,10 @@ class Store:
     def close(self) -> None:
         """Close the connection (and the reader's) and release the path lock
         (idempotent)."""
+        with self._reader_lock:  # no reader is opened after this
+            self._closed, reader = True, self._reader
         try:
-            if reader := getattr(self, "_reader", None):
+            if reader is not None:
                 reader.close()
             self.conn.close()
         finally:
