@@ -110,6 +110,7 @@ def test_a_long_write_gets_a_deadline_in_proportion_to_its_rows(surreal: Target)
     options = surreal.options(request_timeout_s=0.5, request_timeout_per_row_s=0.004)
     with Store(surreal.url, **options) as store:
         assert store.conn.timeout({"rows": [{}] * 500}) == pytest.approx(2.5)
+        assert store.conn.timeout({}, rows=100) == pytest.approx(0.9)  # moved inside
         server.delay_replies(1.0)
         keys = store.executions.record_many([execution(i) for i in range(500)])
         assert all(k is not None for k in keys)

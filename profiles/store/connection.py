@@ -191,11 +191,12 @@ class Connection:
             "(store.request_timeout_s); the connection is dropped and the next call opens "
             "a new one")
 
-    def timeout(self, params: dict[str, Any] | None = None) -> float:
+    def timeout(self, params: dict[str, Any] | None = None, rows: int = 0) -> float:
         """The deadline of one request with bound ``params``: ``request_timeout_s``,
         plus ``request_timeout_per_row_s`` per item of its list parameters (a batch
-        write takes time in proportion to its rows)."""
-        rows = sum(len(v) for v in (params or {}).values() if isinstance(v, list | tuple))
+        write takes time in proportion to its rows) and per one of ``rows`` more (the
+        rows a statement moves inside the database)."""
+        rows += sum(len(v) for v in (params or {}).values() if isinstance(v, list | tuple))
         return self.settings.request_timeout_s + rows * self.settings.request_timeout_per_row_s
 
     def _refused(self, what: str, reason: object) -> StoreAuthError:
@@ -209,14 +210,16 @@ class Connection:
                               f"({said}); {hint}")
 
     # -- running ---------------------------------------------------------------------
-    def run(self, sql: str, params: dict[str, Any] | None = None) -> list[Any]:
-        """Run SurrealQL with bound ``params``; returns each statement's result."""
+    def run(self, sql: str, params: dict[str, Any] | None = None, *, rows: int = 0
+            ) -> list[Any]:
+        """Run SurrealQL with bound ``params``; returns each statement's result. ``rows``:
+        how many rows it moves beyond those it is given (its deadline grows with them)."""
         bound = params or {}
         # a dropped connection is re-opened only for a server; embedded, it is a real failure
         retryable: tuple[type[BaseException], ...] = (
             RetryableConflict, *(TRANSIENT_ERRORS if self.location.is_remote else ()))
         try:  # the common case pays for no tenacity round (~20 us of a ~600 us write)
-            return self._attempt(sql, bound)
+            return self._attempt(sql, bound, rows)
         except retryable as first:
             if isinstance(first, RetryableConflict) and self.settings.conflict_attempts <= 1:
                 raise
@@ -225,7 +228,7 @@ class Connection:
             for attempt in Retrying(stop=self._stop, wait=self._wait, reraise=True,
                                     retry=retry_if_exception_type(retryable)):
                 with attempt:
-                    return self._attempt(sql, bound)
+                    return self._attempt(sql, bound, rows)
         except TRANSIENT_ERRORS as exc:
             raise StoreUnavailableError(
                 f"lost the connection to SurrealDB at {self.location.redacted()} and could "
@@ -244,7 +247,7 @@ class Connection:
                 return
             start += batch
 
-    def _attempt(self, sql: str, params: dict[str, Any]) -> list[Any]:
+    def _attempt(self, sql: str, params: dict[str, Any], rows: int = 0) -> list[Any]:
         """One try: re-open a dropped connection, send, check every statement."""
         timeout = self.settings.request_timeout_s  # first for re-opening, if needed
         with self._lock:
@@ -255,7 +258,7 @@ class Connection:
                     self._db = db = self._connect()
                     self._broken = False
                     log.info("re-opened the connection to %s", self.location.redacted())
-                timeout = self.timeout(params)
+                timeout = self.timeout(params, rows)
                 with limit(db, timeout):
                     response = db.query_raw(sql, params)
             except TimeoutError as exc:  # not retried: it would only wait as long again

@@ -223,8 +223,12 @@ class TrustRepository:
                at: datetime, profile: dict[str, Any] | None = None) -> int:
         """Archive a pair's executions, feedback, lifecycle marks and last ``profile``,
         then delete them; returns the number of archived executions of the pair."""
-        rows = self._conn.run(_RETIRE, {"agent_id": agent_id, "task_type": task_type,
-                                        "history": history, "at": at, "profile": profile})
+        pair = {"agent_id": agent_id, "task_type": task_type}
+        moved = self._conn.run("SELECT count() AS n FROM execution WHERE agent_id = "
+                               "$agent_id AND task_type = $task_type GROUP ALL;", pair)[0]
+        rows = self._conn.run(_RETIRE, {**pair, "history": history, "at": at,
+                                        "profile": profile},
+                              rows=int(moved[0]["n"]) if moved else 0)  # its deadline grows
         found = [r for r in rows if isinstance(r, int)]
         return int(found[-1]) if found else 0
 
