@@ -15,6 +15,7 @@ BENCHMARKS: list[str] = [
     "calibration",
     "foundation",
     "handoff_banking77",
+    "handoff_delivery",
     "import_stream",
     "langchain",
     "learning",

@@ -43,6 +43,7 @@ class _Job:
 
     request: TransferRequest
     hooks: tuple[Any, ...]
+    stored: bool  # accept stored it (a failure the store cannot take leaves it there)
 
 
 class BackgroundDelivery:
@@ -59,14 +60,15 @@ class BackgroundDelivery:
         self._queued: set[str] = set()  # request ids queued or in delivery (sweeps skip them)
         self._full_warned = False
 
-    def submit(self, request: TransferRequest, hooks: Sequence[Any]) -> bool:
+    def submit(self, request: TransferRequest, hooks: Sequence[Any], stored: bool = False
+               ) -> bool:
         """Queue ``request`` for ``hooks``; False when it could not be (the queue is full):
         it stays pending for the next sweep or ``trustroute handoffs --retry``."""
         with self._lock:
             if self._thread is None or not self._thread.is_alive() or self._stop.is_set():
                 self._start()
             try:
-                self._queue.put_nowait(_Job(request, tuple(hooks)))
+                self._queue.put_nowait(_Job(request, tuple(hooks), stored))
             except queue.Full:
                 if not self._full_warned:
                     log.warning(
@@ -106,7 +108,7 @@ class BackgroundDelivery:
                 break
             try:
                 if not stop.is_set():
-                    self._dispatcher.deliver(job.request, job.hooks)
+                    self._dispatcher.deliver(job.request, job.hooks, stored=job.stored)
             except Exception as exc:  # the worker must outlive a failing hook or store
                 log.error("hand-off %s: background delivery failed (it stays pending): %s: %s",
                           job.request.request_id, type(exc).__name__, exc)

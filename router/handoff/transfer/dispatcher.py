@@ -233,18 +233,19 @@ class TransferDispatcher:
     def _hooks(self, hooks: Iterable[Any] | None) -> list[Any]:
         return self._ordered() if hooks is None else list(hooks)
 
-    def deliver(self, request: TransferRequest, hooks: Iterable[Any] | None = None
-                ) -> TransferOutcome:
+    def deliver(self, request: TransferRequest, hooks: Iterable[Any] | None = None, *,
+                stored: bool = False) -> TransferOutcome:
         """Deliver an ``accept``ed request to every hook (or to ``hooks``), blocking: each
-        delivery is marked delivered, each failure stays pending with its error."""
+        delivery is marked delivered, each failure stays pending with its error
+        (``stored``: accept stored it, so a failure the store cannot take leaves it there)."""
         deliveries = tuple(self._deliver(h, request) for h in self._hooks(hooks))
-        return self._settle(request, deliveries)
+        return self._settle(request, deliveries, stored=stored)
 
-    async def adeliver(self, request: TransferRequest, hooks: Iterable[Any] | None = None
-                       ) -> TransferOutcome:
+    async def adeliver(self, request: TransferRequest, hooks: Iterable[Any] | None = None,
+                       *, stored: bool = False) -> TransferOutcome:
         """Async ``deliver``: async hooks awaited, sync ones run in worker threads."""
         deliveries = tuple([await self._adeliver(h, request) for h in self._hooks(hooks)])
-        return self._settle(request, deliveries)
+        return self._settle(request, deliveries, stored=stored)
 
     def deliver_later(self, request: TransferRequest, hooks: Iterable[Any] | None = None
                       ) -> bool:
@@ -261,8 +262,9 @@ class TransferDispatcher:
             return due, []
         return [h for h in due if inline_hook(h)], [h for h in due if not inline_hook(h)]
 
-    def _queue(self, request: TransferRequest, later: list[Any]) -> tuple[str, ...]:
-        if later and self._background.submit(request, later):
+    def _queue(self, request: TransferRequest, later: list[Any], stored: bool
+               ) -> tuple[str, ...]:
+        if later and self._background.submit(request, later, stored):
             return tuple(hook_name(h) for h in later)
         return ()
 
@@ -273,7 +275,7 @@ class TransferDispatcher:
         The outcome's ``request`` is the one delivered (see ``prepare_request``)."""
         request, waiting, stored = self._accept(request)
         inline, later = self._split(waiting)
-        queued = self._queue(request, later)
+        queued = self._queue(request, later, stored)
         deliveries = tuple(self._deliver(h, request) for h in inline)
         return self._settle(request, deliveries, queued, len(later) > len(queued), stored)
 
@@ -281,7 +283,7 @@ class TransferDispatcher:
         """Async ``dispatch``: async hooks awaited, sync ones run in worker threads."""
         request, waiting, stored = self._accept(request)
         inline, later = self._split(waiting)
-        queued = self._queue(request, later)
+        queued = self._queue(request, later, stored)
         deliveries = tuple([await self._adeliver(h, request) for h in inline])
         return self._settle(request, deliveries, queued, len(later) > len(queued), stored)
 
@@ -308,13 +310,14 @@ class TransferDispatcher:
         if not deliveries and not queued and not left and not self.hooks:
             failed = [HookDelivery(NO_HOOK, False, 0, error=NO_HOOKS_ERROR)]
         # a list, not a generator: every failed hook's request is kept, not just the first
-        kept = all([self._store_pending(request, d) for d in failed])
+        kept = all([self._store_pending(request, d, stored) for d in failed])
         pending = bool(failed or queued or left)
         return TransferOutcome(request, tuple(deliveries), pending=pending,
                                stored=pending and kept and (stored or bool(failed)),
                                queued=queued)
 
-    def _store_pending(self, request: TransferRequest, delivery: HookDelivery) -> bool:
+    def _store_pending(self, request: TransferRequest, delivery: HookDelivery,
+                       stored: bool) -> bool:
         error = delivery.error or "undelivered"
         if self.store is not None:
             try:
@@ -327,14 +330,15 @@ class TransferDispatcher:
                                      attempts=delivery.attempts)
                 return True
             except Exception as exc:  # the store itself failed: fall through, keep it
+                if stored:  # its rows are there already, pending: only this error is lost
+                    log.warning("hand-off %s: %s failed (%s); the failure could not be "
+                                "recorded (%s), the request stays pending in the store",
+                                request.request_id, delivery.hook, error, exc)
+                    return True
                 error = f"{error}; storing it failed too: {exc}"
         self.undelivered.append((request, delivery.hook))  # list.append is thread-safe
-        log.error(
-            "hand-off %s could not be delivered by %s and is kept in memory only: %s",
-            request.request_id,
-            delivery.hook,
-            error,
-        )
+        log.error("hand-off %s could not be delivered by %s and is kept in memory only: %s",
+                  request.request_id, delivery.hook, error)
         return False
 
     # -- pending -----------------------------------------------------------------------
