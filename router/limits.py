@@ -103,6 +103,9 @@ class SharedLimits:
             self._unreachable(exc)
             return None
         if taken.slot is None:
+            # the rows may be gone (a server restarted on memory storage): the next try
+            # creates them again (rows that exist are kept)
+            self._ready.discard((agent_id, limit, rpm))
             if taken.free and rpm is not None:
                 self._limited[agent_id] = time.monotonic()
                 raise AgentRateLimited(agent_id, rpm)

@@ -98,7 +98,7 @@ def test_killed_workers_leases_expire_live_ones_are_renewed(surreal: Target) -> 
                     time.sleep(0.05)
             freed = time.monotonic() - killed
             assert len(leases) == 4 and all(lease.shared for lease in leases)
-            assert freed <= ttl + 1.0  # within the expiry (and a generous second)
+            assert freed <= ttl + 2.0  # within the expiry (and generous slack for load)
     finally:
         holder.kill()
         holder.wait(timeout=10)
@@ -232,3 +232,14 @@ def test_async_runs_share_the_limit_between_routers(surreal: Target) -> None:
 
     assert asyncio.run(both()) == [["done"] * 6] * 2
     assert state["max"] == 2
+
+
+def test_lost_lease_rows_are_created_again(surreal: Target) -> None:
+    # a server restarted on memory storage forgets the rows: taking must not stay "full"
+    with router(surreal, [{"id": "api", "max_concurrent": 1}], poll_s=0.05) as r:
+        r.acquire("api").release()
+        r.store.run("DELETE lease;")
+        with pytest.raises(AgentAtCapacity):  # no row to take
+            r.acquire("api")
+        time.sleep(0.05)
+        assert r.acquire("api").shared  # created again
