@@ -20,6 +20,7 @@ BENCHMARKS: list[str] = [
     "langchain",
     "learning",
     "leases",
+    "replay_feedback",
     "report",
     "shared_learning",
 ]

@@ -52,7 +52,7 @@ def test_replay_table_drift_and_plot(small_log: Path, tmp_path: Path,
     out = capsys.readouterr().out
     assert code == 0
     assert "regression-aware per-task-type oracle" in out
-    for name in ("thompson", "confidence_weighted", "random"):
+    for name in ("knowledge_gradient", "thompson", "confidence_weighted", "random"):
         assert name[:12] in out
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -60,6 +60,7 @@ def test_replay_table_drift_and_plot(small_log: Path, tmp_path: Path,
 @pytest.mark.parametrize(("args", "needle"), [
     (["-S", "thompson,bogus"], "unknown strategy 'bogus'"),
     (["-p", "thompson.half_life=3"], "unknown parameter 'half_life'"),
+    (["--feedback-rate", "1.5"], "--feedback-rate"),
     (["-p", "lower_bound.z=2"], "'lower_bound' is not among the replayed strategies"),
     (["-p", "z"], "expected STRATEGY.KEY=VALUE"),
     (["--agents", "7"], "agents must be between 1 and 3"),
@@ -98,3 +99,14 @@ def test_a_slice_of_the_development_log() -> None:
         assert 0 < summary.pct_oracle["mean"] <= 100
         assert summary.oracle_quality > 0.8
     assert sum(len(r.chosen) for r in report.results["thompson"]) == 2 * 60
+
+
+def test_replay_with_late_partial_feedback(small_log: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["replay", str(small_log), "--runs", "2", "--json", "-S", "knowledge_gradient",
+                 "--feedback-rate", "0.25", "--feedback-delay", "10"])
+    assert code == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["settings"]["feedback_rate"] == 0.25
+    assert data["settings"]["feedback_delay"] == 10
+    assert 0 < data["strategies"][0]["pct_oracle"]["mean"] <= 150

@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 
+from trustroute.router import AgentRouter
 from trustroute.router.replay import (
+    Feedback,
     OutcomeLog,
     ReplayStep,
+    RouterFactory,
+    RunPlan,
     RunResult,
+    StrategySpec,
     make_plans,
     outcomes_from_rows,
     replay,
     run_metrics,
+    strategy_router,
 )
 
 
@@ -145,3 +153,48 @@ def test_labelled_variants_and_bad_requests() -> None:
             "half_life_executions": 0}})
     with pytest.raises(ValueError, match="jobs=1"):
         replay(log, ["random"], runs=1, jobs=2, observer=lambda step: None)
+
+
+def counting_factory(routers: list[AgentRouter]) -> Callable[[StrategySpec], RouterFactory]:
+    """Router factories that keep every router they build, to read what it learned."""
+    def for_spec(spec: StrategySpec) -> RouterFactory:
+        build = strategy_router(spec.name, spec.params)
+
+        def factory(plan: RunPlan) -> AgentRouter:
+            routers.append(build(plan))
+            return routers[-1]
+        return factory
+    return for_spec
+
+
+def learned(router: AgentRouter) -> int:
+    """Outcomes a router was given (all task types)."""
+    return sum(p.executions_total for p in router.profiles())
+
+
+def test_late_partial_feedback_reaches_the_router_late_and_in_part() -> None:
+    log = synthetic_log(tasks=200)
+    plans = make_plans(log, runs=1, seed=3)
+    judged = Feedback(0.25, 0).judged(plans[0])
+    assert 30 < judged.sum() < 70  # about a quarter, the same draws for every strategy
+    assert np.array_equal(judged, Feedback(0.25, 50).judged(plans[0]))
+    for rate, delay in ((1.0, 0), (0.25, 0), (0.25, 50), (0.0, 0)):
+        routers: list[AgentRouter] = []
+        report = replay(log, ["knowledge_gradient"], runs=1, seed=3, feedback_rate=rate,
+                        feedback_delay=delay, router_factory=counting_factory(routers))
+        due = Feedback(rate, delay).judged(plans[0])[:200 - delay]
+        assert learned(routers[0]) == int(due.sum())  # judged ones, once due; the rest never
+        result = report.results["knowledge_gradient"][0]
+        assert (result.chosen >= 0).sum() == 200  # every task is still routed and scored
+        assert report.settings["feedback_rate"] == rate
+        assert report.settings["feedback_delay"] == delay
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    ({"feedback_rate": 1.5}, "feedback_rate must be in"),
+    ({"feedback_rate": float("nan")}, "feedback_rate must be in"),
+    ({"feedback_delay": -1}, "feedback_delay must be"),
+])
+def test_bad_feedback_settings(kwargs: dict[str, float], match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        replay(synthetic_log(), ["random"], runs=1, **kwargs)  # type: ignore[arg-type]

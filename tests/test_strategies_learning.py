@@ -25,8 +25,13 @@ Means = Callable[[int, str, int], float]  # (agent index, task type, step) -> me
 
 
 def bandit(means: Means, agents: int, task_types: list[str], steps: int, seed: int,
-           strategy: str = "thompson", **params: Any) -> list[int]:
-    """Choices of ``strategy`` over ``steps`` tasks with Bernoulli outcomes."""
+           strategy: str = "thompson", *, judged: float = 1.0, ties: bool = False,
+           **params: Any) -> list[int]:
+    """Choices of ``strategy`` over ``steps`` tasks with Bernoulli outcomes.
+
+    ``judged``: the share of outcomes the strategy observes; ``ties``: break equal
+    scores at random (as the router does) instead of by position.
+    """
     rng = np.random.default_rng(seed)
     decide = np.random.default_rng(seed + 1)
     s = make_strategy(strategy, **params)
@@ -39,14 +44,16 @@ def bandit(means: Means, agents: int, task_types: list[str], steps: int, seed: i
         arms = [Arm(spec, book.get(spec.id, task_type), empty_profile(spec.id, task_type))
                 for spec in specs]
         ctx = StrategyContext(task_type, NOW, book, ProfileSettings(), decide)
-        scores = [v.score for v in s.score(arms, ctx)]
-        i = int(np.argmax(scores))
+        scores = np.array([v.score for v in s.score(arms, ctx)])
+        i = int(np.argmax(scores + (1e-12 * decide.random(agents) if ties else 0.0)))
         quality = float(rng.random() < means(i, task_type, step))
+        chosen.append(i)
+        if judged < 1.0 and rng.random() >= judged:
+            continue
         rec = ExecutionRecord(agent_id=f"a{i}", task_type=task_type, success=quality >= 0.5,
                               quality=quality, timestamp=NOW)
         book.apply(rec)
         s.observe(rec, book.clock(task_type), book)
-        chosen.append(i)
     return chosen
 
 

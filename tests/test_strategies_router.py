@@ -29,13 +29,13 @@ def lucky_streak(r: AgentRouter, lucky: float = 1.0) -> None:
     r.record_many(history("new", "code", [lucky]) + history("old", "code", [0.8] * 10))
 
 
-def test_thompson_is_the_default() -> None:
-    assert DEFAULT_STRATEGY == "thompson"
-    assert {"thompson", "lower_bound", "random", "confidence_weighted"} <= set(
-        available_strategies())
+def test_knowledge_gradient_is_the_default() -> None:
+    assert DEFAULT_STRATEGY == "knowledge_gradient"
+    assert {"knowledge_gradient", "thompson", "lower_bound", "random", "confidence_weighted",
+            "epsilon_greedy"} <= set(available_strategies())
     with AgentRouter(agents=["a"], store="mem://") as r:
-        assert r.strategy.name == "thompson"
-        assert r.select("x").strategy == "thompson"
+        assert r.strategy.name == "knowledge_gradient"
+        assert r.select("x").strategy == "knowledge_gradient"
 
 
 @pytest.mark.parametrize("lucky", [1.0, 0.95])
@@ -60,11 +60,17 @@ def test_exploit_only_as_a_strategy_parameter_and_as_lower_bound() -> None:
             assert {r.select("code").agent_id for _ in range(20)} == {"old"}
 
 
-def test_thompson_still_explores_the_newcomer_outside_exploit_only_mode() -> None:
-    with AgentRouter(agents=["new", "old"], store="mem://", seed=0) as r:
+@pytest.mark.parametrize("strategy", ["thompson", "knowledge_gradient"])
+def test_the_newcomer_is_still_explored_outside_exploit_only_mode(strategy: str) -> None:
+    with AgentRouter(agents=["new", "old"], store="mem://", seed=0, strategy=strategy) as r:
         lucky_streak(r)
-        chosen = [r.select("code").agent_id for _ in range(60)]
-    assert 0 < chosen.count("new") < 60
+        chosen = []
+        for i in range(60):  # the newcomer turns out mediocre (0.5), "old" stays at 0.8
+            d = r.select("code")
+            r.record(d, success=True, quality=(0.8 if d.agent_id == "old" else i % 2))
+            chosen.append(d.agent_id)
+    assert "new" in chosen[:10]  # tried early
+    assert chosen[-20:].count("new") < 10  # and left once it shows what it is
 
 
 def test_exploration_floor_routes_a_fraction_at_random() -> None:
@@ -78,7 +84,7 @@ def test_exploration_floor_routes_a_fraction_at_random() -> None:
 
 
 def test_each_decision_explains_itself() -> None:
-    with AgentRouter(agents=["a", "b"], store="mem://", seed=0) as r:
+    with AgentRouter(agents=["a", "b"], store="mem://", seed=0, strategy="thompson") as r:
         r.record_many(history("a", "code", [1.0, 0.0, 1.0, 1.0]) + history("b", "chat", [0.5]))
         d = r.select("code")
     for c in d.candidates:
@@ -96,6 +102,18 @@ def test_each_decision_explains_itself() -> None:
     assert a.components["evidence"] == pytest.approx(sum(2 ** (-k / 100) for k in range(4)))
     assert 0.0 < a.components["posterior_sd"] < 0.3
     assert d.confidence == pytest.approx(d.chosen.components["success_probability"])
+
+
+def test_a_knowledge_gradient_decision_explains_its_index() -> None:
+    with AgentRouter(agents=["a", "b"], store="mem://", seed=0) as r:
+        r.record_many(history("a", "code", [1.0, 0.0, 1.0, 1.0]) + history("b", "chat", [0.5]))
+        d = r.select("code")
+    for c in d.candidates:
+        comps = c.components
+        assert comps["index"] >= comps["posterior_mean"]  # mean + budget x gain >= mean
+        assert c.score == comps["index"] == comps["objective"]
+        assert c.reason.startswith(f"index (budget 144 outcomes) {comps['index']:.2f}; mean "
+                                   f"{comps['posterior_mean']:.2f}")
 
 
 def test_success_probability_is_about_success_not_quality() -> None:
@@ -164,9 +182,11 @@ def test_recorded_costs_are_used_when_the_config_has_none() -> None:
     ({"prior_strenght": 3}, "unknown parameter 'prior_strenght'"),
     ({"exploration_floor": 0.9}, "exploration_floor"),
     ({"lambda_cost": "a lot"}, "lambda_cost"),
+    ({"feedback_rate": 0}, "feedback_rate"),
+    ({"horizon_executions": -1}, "horizon_executions"),
 ])
 def test_bad_parameters_are_clear_errors(params: dict[str, object], needle: str) -> None:
-    with pytest.raises(InvalidStrategyParams, match="strategy 'thompson'") as info:
+    with pytest.raises(InvalidStrategyParams, match=f"strategy '{DEFAULT_STRATEGY}'") as info:
         AgentRouter(agents=["a"], store="mem://", strategy_params=params)
     assert needle in str(info.value)
 

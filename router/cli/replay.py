@@ -15,9 +15,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from trustroute.router.cli.base import CliError, cli, console, err_console, json_option, print_json
 from trustroute.router.cli.tables import compact_table, plural
 from trustroute.router.replay import ReplayReport, load_outcomes, replay, total_steps
-from trustroute.router.strategies import DEFAULT_STRATEGY, available_strategies
+from trustroute.router.strategies import (
+    DEFAULT_STRATEGY,
+    PREVIOUS_DEFAULT_STRATEGY,
+    available_strategies,
+)
 
-DEFAULT_COMPARISON = f"{DEFAULT_STRATEGY},confidence_weighted,random"
+DEFAULT_COMPARISON = f"{DEFAULT_STRATEGY},{PREVIOUS_DEFAULT_STRATEGY},confidence_weighted,random"
 
 
 def parse_params(items: tuple[str, ...], strategies: list[str]) -> dict[str, dict[str, Any]]:
@@ -52,6 +56,11 @@ def parse_params(items: tuple[str, ...], strategies: list[str]) -> dict[str, dic
 @click.option("--drift", is_flag=True,
               help="Halfway through each run the best agent behaves like the worst; the "
                    "oracle knows about the regression.")
+@click.option("--feedback-rate", type=click.FloatRange(0.0, 1.0), default=1.0,
+              show_default=True,
+              help="Share of outcomes judged; the rest never reach the router.")
+@click.option("--feedback-delay", type=click.IntRange(0), default=0, show_default=True,
+              help="Tasks after its decision that a judged outcome reaches the router.")
 @click.option("--param", "-p", "params", multiple=True, metavar="[STRATEGY.]KEY=VALUE",
               help="Strategy parameter, e.g. thompson.half_life_executions=50 (repeatable).")
 @click.option("--success-threshold", type=click.FloatRange(0.0, 1.0), default=0.5,
@@ -62,7 +71,8 @@ def parse_params(items: tuple[str, ...], strategies: list[str]) -> dict[str, dic
               help="Write regret curves to this PNG (needs matplotlib: trustroute[plot]).")
 @json_option
 def replay_command(file: Path, strategies: str, runs: int, seed: int, agents: int | None,
-                   drift: bool, params: tuple[str, ...], success_threshold: float,
+                   drift: bool, feedback_rate: float, feedback_delay: int,
+                   params: tuple[str, ...], success_threshold: float,
                    jobs: int, plot: Path | None, as_json: bool) -> None:
     """Replay the outcome log FILE through real routers and compare strategies.
 
@@ -70,8 +80,10 @@ def replay_command(file: Path, strategies: str, runs: int, seed: int, agents: in
     optionally cost and latency_ms, ideally one row for every agent on every task. In
     each run the tasks arrive in a shuffled order; the router (in-memory store) picks
     an agent for each, and only that agent's outcome is revealed and recorded (success
-    when quality >= the success threshold). Reports mean quality, % of the
-    per-task-type oracle, cumulative regret and the agents chosen.
+    when quality >= the success threshold). With --feedback-rate/--feedback-delay
+    only that share of outcomes is judged, each reaching the router that many tasks
+    later (like late user verdicts). Reports mean quality, % of the per-task-type
+    oracle, cumulative regret and the agents chosen.
     """
     names = [s.strip() for s in strategies.split(",") if s.strip()]
     if plot is not None and importlib.util.find_spec("matplotlib") is None:
@@ -85,6 +97,7 @@ def replay_command(file: Path, strategies: str, runs: int, seed: int, agents: in
         task = progress.add_task("replay", total=total)
         report = replay(log, names, runs=runs, seed=seed, agents=agents, drift=drift,
                         strategy_params=strategy_params, success_threshold=success_threshold,
+                        feedback_rate=feedback_rate, feedback_delay=feedback_delay,
                         jobs=jobs, progress=lambda n: progress.advance(task, n))
     if plot is not None:
         from trustroute.router.replay.plot import plot_regret
@@ -111,7 +124,9 @@ def show_report(report: ReplayReport, file: Path) -> None:
     console.print(f"{escape(str(file))}: {plural(log['agents'], 'agent')}, "
                   f"{plural(log['tasks'], 'task')}, {plural(log['task_types'], 'task type')}; "
                   f"{plural(s['runs'], 'run')} x {plural(s['agents'], 'agent')} "
-                  f"(seed {s['seed']}){', drift' if s['drift'] else ''}")
+                  f"(seed {s['seed']}){', drift' if s['drift'] else ''}"
+                  + (f"; {s['feedback_rate']:.0%} judged, {s['feedback_delay']} tasks late"
+                     if s["feedback_rate"] < 1.0 or s["feedback_delay"] else ""))
     console.print(f"{'regression-aware ' if s['drift'] else ''}per-task-type oracle: mean "
                   f"quality {oracle:.3f}")
     table = compact_table(("strategy", "mean\nquality", "% of\noracle", "final\nregret",

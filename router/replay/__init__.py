@@ -11,16 +11,25 @@ from trustroute.router.replay.log import (
     load_outcomes,
     outcomes_from_rows,
 )
-from trustroute.router.replay.loop import ReplayStep, RunResult, replay_run, strategy_router
+from trustroute.router.replay.loop import (
+    Feedback,
+    ReplayStep,
+    RouterFactory,
+    RunResult,
+    replay_run,
+    strategy_router,
+)
 from trustroute.router.replay.metrics import RunMetrics, StrategySummary, run_metrics
 from trustroute.router.replay.plan import RunPlan, make_plans
 from trustroute.router.replay.runner import ReplayReport, StrategySpec, replay, total_steps
 
 __all__ = [
+    "Feedback",
     "OutcomeLog",
     "OutcomeLogError",
     "ReplayReport",
     "ReplayStep",
+    "RouterFactory",
     "RunMetrics",
     "RunPlan",
     "RunResult",

@@ -3,12 +3,18 @@
 Task by task: ``select`` (agents with no row for the task are excluded), reveal only
 the chosen agent's outcome, ``record`` it (success means quality >= the success
 threshold, 0.5 by default), exactly as an application would use the router.
+
+Late, partial feedback (``Feedback``): each outcome is judged with probability ``rate``
+(the same draws for every strategy of a plan) and reaches the router ``delay`` tasks
+later; an outcome never judged never reaches it. The run still counts the quality the
+chosen agent delivered at once, whatever the router learns of it.
 """
 
 from __future__ import annotations
 
 import math
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +27,32 @@ from trustroute.router.router import AgentRouter
 from trustroute.router.trust.options import TrustOptions
 
 RouterFactory = Callable[[RunPlan], AgentRouter]
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """How outcomes reach the router: the share judged, and how many tasks later."""
+
+    rate: float = 1.0
+    delay: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.rate <= 1.0:  # also rejects NaN
+            raise ValueError(f"feedback_rate must be in [0, 1], got {self.rate}")
+        if self.delay < 0:
+            raise ValueError(f"feedback_delay must be >= 0 tasks, got {self.delay}")
+
+    @property
+    def immediate(self) -> bool:
+        """Every outcome judged at once (the plain replay)."""
+        return self.rate >= 1.0 and self.delay == 0
+
+    def judged(self, plan: RunPlan) -> np.ndarray:
+        """Which steps of ``plan`` get judged: drawn from the plan's seed, so every
+        strategy replaying the plan is judged on the same steps."""
+        if self.rate >= 1.0:
+            return np.ones(plan.steps, dtype=bool)
+        return np.random.default_rng([plan.seed, 20]).random(plan.steps) < self.rate
 
 
 @dataclass(frozen=True)
@@ -66,8 +98,16 @@ def strategy_router(strategy: str, params: Mapping[str, Any] | None = None) -> R
 
 def replay_run(plan: RunPlan, factory: RouterFactory, *, label: str = "",
                success_threshold: float = 0.5, observer: StepObserver | None = None,
-               on_step: Callable[[], None] | None = None) -> RunResult:
-    """Replay ``plan`` through the router ``factory`` builds; returns what was chosen."""
+               on_step: Callable[[], None] | None = None,
+               feedback: Feedback | None = None) -> RunResult:
+    """Replay ``plan`` through the router ``factory`` builds; returns what was chosen.
+
+    ``feedback`` makes outcomes reach the router late and only in part (see the
+    module docstring); by default every outcome is recorded at once.
+    """
+    feedback = feedback or Feedback()
+    judged = feedback.judged(plan)
+    waiting: deque[tuple[int, RoutingDecision, float, int]] = deque()  # due step first
     started = time.perf_counter()
     position = {a: j for j, a in enumerate(plan.agents)}
     missing = np.isnan(plan.quality)
@@ -84,9 +124,16 @@ def replay_run(plan: RunPlan, factory: RouterFactory, *, label: str = "",
             j = position[decision.agent_id]
             quality = float(plan.quality[step, j])
             success = quality >= success_threshold
-            router.record(decision, success=success, quality=quality,
-                          latency_ms=_cell(plan.latency_ms, step, j) or 0.0,
-                          cost=_cell(plan.cost, step, j))
+            if feedback.immediate:
+                _record(router, plan, decision, quality, success_threshold, step, j)
+            else:
+                decision.release()
+                if judged[step]:
+                    waiting.append((step + feedback.delay, decision, quality, j))
+                while waiting and waiting[0][0] <= step:
+                    due, late, value, k = waiting.popleft()
+                    _record(router, plan, late, value, success_threshold, due - feedback.delay,
+                            k)
             chosen[step] = j
             revealed[step] = quality
             if observer is not None:
@@ -96,6 +143,14 @@ def replay_run(plan: RunPlan, factory: RouterFactory, *, label: str = "",
                 on_step()
     return RunResult(label or router.strategy.name, plan, chosen, revealed,
                      time.perf_counter() - started)
+
+
+def _record(router: AgentRouter, plan: RunPlan, decision: RoutingDecision, quality: float,
+            success_threshold: float, step: int, j: int) -> None:
+    """Record the outcome of ``decision`` (made at ``step`` on the plan's agent ``j``)."""
+    router.record(decision, success=quality >= success_threshold, quality=quality,
+                  latency_ms=_cell(plan.latency_ms, step, j) or 0.0,
+                  cost=_cell(plan.cost, step, j))
 
 
 def _cell(matrix: np.ndarray | None, step: int, j: int) -> float | None:

@@ -20,6 +20,7 @@ from typing import Any
 
 from trustroute.router.replay.log import OutcomeLog
 from trustroute.router.replay.loop import (
+    Feedback,
     RouterFactory,
     RunResult,
     StepObserver,
@@ -71,8 +72,15 @@ def replay(log: OutcomeLog, strategies: Sequence[str | StrategySpec | tuple[str,
            success_threshold: float = 0.5, jobs: int = 1, progress: Progress | None = None,
            observer: StepObserver | None = None,
            router_factory: Callable[[StrategySpec], RouterFactory] | None = None,
+           feedback_rate: float = 1.0, feedback_delay: int = 0,
            ) -> ReplayReport:
-    """Replay ``log`` ``runs`` times per strategy and summarise (see module docs)."""
+    """Replay ``log`` ``runs`` times per strategy and summarise (see module docs).
+
+    ``feedback_rate``: the share of outcomes judged (each with that probability, the
+    same draws for every strategy); ``feedback_delay``: how many tasks later a judged
+    outcome reaches the router. The rest are never judged.
+    """
+    feedback = Feedback(float(feedback_rate), int(feedback_delay))
     specs = [StrategySpec.of(s, strategy_params) for s in strategies]
     if not specs:
         raise ValueError("name at least one strategy to replay")
@@ -91,7 +99,7 @@ def replay(log: OutcomeLog, strategies: Sequence[str | StrategySpec | tuple[str,
     if jobs > 1:
         context = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-            futures = [pool.submit(_run_remote, spec, plan, success_threshold)
+            futures = [pool.submit(_run_remote, spec, plan, success_threshold, feedback)
                        for spec, plan in tasks]
             for future in futures:
                 result = future.result()
@@ -105,12 +113,13 @@ def replay(log: OutcomeLog, strategies: Sequence[str | StrategySpec | tuple[str,
                        else strategy_router(spec.name, spec.params))
             results[spec.label].append(replay_run(
                 plan, factory, label=spec.label, success_threshold=success_threshold,
-                observer=observer, on_step=tick))
+                observer=observer, on_step=tick, feedback=feedback))
     summaries = {label: StrategySummary(label, [run_metrics(r) for r in done],
                                         sum(r.seconds for r in done))
                  for label, done in results.items()}
     settings = {"runs": runs, "seed": seed, "agents": agents or len(log.agents),
                 "drift": drift, "success_threshold": success_threshold,
+                "feedback_rate": feedback.rate, "feedback_delay": feedback.delay,
                 "log": log.summary(),
                 "strategies": [{"label": s.label, "name": s.name, "params": dict(s.params)}
                                for s in specs]}
@@ -122,7 +131,8 @@ def total_steps(log: OutcomeLog, strategies: int, runs: int) -> int:
     return len(log.tasks) * strategies * runs
 
 
-def _run_remote(spec: StrategySpec, plan: RunPlan, success_threshold: float) -> RunResult:
+def _run_remote(spec: StrategySpec, plan: RunPlan, success_threshold: float,
+                feedback: Feedback) -> RunResult:
     """Worker-process entry: one run of one strategy."""
     return replay_run(plan, strategy_router(spec.name, spec.params), label=spec.label,
-                      success_threshold=success_threshold)
+                      success_threshold=success_threshold, feedback=feedback)

@@ -18,6 +18,8 @@ from trustroute.router.strategies.base import (
     StrategyContext,
 )
 from trustroute.router.strategies.confidence_weighted import ConfidenceWeighted
+from trustroute.router.strategies.epsilon_greedy import EpsilonGreedy
+from trustroute.router.strategies.knowledge_gradient import KnowledgeGradient
 from trustroute.router.strategies.lower_bound import LowerBound
 from trustroute.router.strategies.params import InvalidStrategyParams
 from trustroute.router.strategies.random_choice import RandomChoice
@@ -27,13 +29,18 @@ StrategyFactory = Callable[..., Strategy]
 
 _REGISTRY: dict[str, StrategyFactory] = {
     ConfidenceWeighted.name: ConfidenceWeighted,
+    EpsilonGreedy.name: EpsilonGreedy,
+    KnowledgeGradient.name: KnowledgeGradient,
     LowerBound.name: LowerBound,
     RandomChoice.name: RandomChoice,
     ThompsonSampling.name: ThompsonSampling,
 }
 
-#: Thompson sampling on pooled, discounted posteriors (see docs/learning.md).
-DEFAULT_STRATEGY = ThompsonSampling.name
+#: The knowledge-gradient index on pooled, discounted posteriors, exploring only as far
+#: as the evidence still to come pays (see docs/learning.md).
+DEFAULT_STRATEGY = KnowledgeGradient.name
+#: The default before it: Thompson sampling on the same posteriors.
+PREVIOUS_DEFAULT_STRATEGY = ThompsonSampling.name
 
 
 def register_strategy(name: str, factory: StrategyFactory) -> None:
@@ -62,6 +69,7 @@ def make_strategy(name: str, **params: Any) -> Strategy:
 
 __all__ = [
     "DEFAULT_STRATEGY",
+    "PREVIOUS_DEFAULT_STRATEGY",
     "Arm",
     "ArmScore",
     "InvalidStrategyParams",

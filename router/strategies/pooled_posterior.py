@@ -23,7 +23,7 @@ outcomes only samples.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -71,6 +71,8 @@ class Posterior:
     batch: int = 1
     _lower_bound: np.ndarray | None = None
     _components: list[dict[str, float]] | None = None
+    derived: dict[str, np.ndarray] = field(default_factory=dict)
+    """What a strategy derives from this posterior, kept while it is current."""
 
     @property
     def mean(self) -> np.ndarray:
@@ -117,9 +119,10 @@ class PooledPosterior:
     """Keeps the evidence ledger and turns it into a posterior per arm."""
 
     name = "pooled_posterior"
+    params_model: type[PosteriorParams] = PosteriorParams  # subclasses may add knobs
 
     def __init__(self, **params: Any) -> None:
-        self.params = PosteriorParams.parse(self.name, params)
+        self.params = self.params_model.parse(self.name, params)
         p = self.params
         half_life_seconds = None if p.half_life_days is None else p.half_life_days * 86_400.0
         self.ledger = EvidenceLedger(p.half_life_executions, half_life_seconds,
@@ -293,7 +296,7 @@ class PooledPosterior:
                  component: str) -> list[ArmScore]:
         """One ArmScore per arm: ``values - penalty`` explained by ``label``.
 
-        ``values`` lie in [0, 1]; ``component`` names them in the components
+        ``values`` are on the quality scale; ``component`` names them in the components
         (``sample``, ``lower_bound`` or ``random_order``).
         """
         drawn = values.tolist()

@@ -1,0 +1,137 @@
+"""``knowledge_gradient`` (the default): explore only as far as the evidence still to come pays.
+
+Thompson sampling explores as if the stream never ended and every outcome were judged.
+Routing is not like that: a task type sees perhaps a few hundred tasks, often across
+dozens of agents, and only some outcomes are ever judged. Exploring an agent pays only
+if what it teaches is used often enough afterwards. This strategy weighs exactly that
+(the online knowledge gradient of Ryzhov, Powell & Frazier, Operations Research 2012):
+
+    index(a) = mean(a) + R x KG(a)
+
+- ``mean(a)``: the pooled posterior mean (``pooled_posterior``): what choosing ``a``
+  is expected to earn now;
+- ``KG(a)``: how much one more judged outcome of ``a`` is expected to raise the best
+  posterior mean of the task type, i.e. ``E[max(new mean of a, best other)] -
+  max(mean of a, best other)`` over the two outcomes of the Beta posterior;
+- ``R``: the judged outcomes of the task type still to come that such a lesson will
+  serve: the *budget*. Evidence halves every ``half_life_executions``, so a lesson
+  serves about ``half_life / ln 2`` executions (the mean life of a discounted run),
+  fewer when the task type is known to end sooner (``horizon_executions``), times the
+  share of executions that get judged (``feedback_rate``, else estimated as judged
+  outcomes per decision of the type).
+
+With many agents and a small budget, an agent whose pooled prior leaves little chance
+of beating the best gets no trial at all (it would cost more than it could teach), which
+is the many-armed regime's lesson (Bayati et al., NeurIPS 2020: explore a subsample,
+greedily); the population prior (the typical agent) says how likely a newcomer is to be
+good. With sparse or late labels, the budget shrinks and the index turns greedy, where
+Thompson sampling would keep exploring on evidence that will never come.
+
+Exploit-only mode and ``exploration_floor`` work as in ``thompson``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from pydantic import Field
+
+from trustroute.profiles.book import ProfileBook
+from trustroute.profiles.records import ExecutionRecord
+from trustroute.router.strategies.base import Arm, ArmScore, StrategyContext
+from trustroute.router.strategies.params import PosteriorParams
+from trustroute.router.strategies.pooled_posterior import PooledPosterior
+
+
+class BudgetParams(PosteriorParams):
+    """The posterior's knobs, plus what bounds the evidence still to come."""
+
+    horizon_executions: float | None = Field(default=None, gt=0)
+    """Executions a task type will see in all (None: unknown, unbounded)."""
+    feedback_rate: float | None = Field(default=None, gt=0, le=1)
+    """Share of executions that get judged (None: estimated per task type)."""
+
+
+def knowledge_gradient(alpha: np.ndarray, beta: np.ndarray) -> np.ndarray:
+    """Expected rise of the best posterior mean from one more outcome of each arm.
+
+    One outcome of quality 1 (probability = the arm's mean) or 0 moves the arm's mean
+    to ``(alpha + 1) / (n + 1)`` or ``alpha / (n + 1)``; the gain is what that does to
+    the maximum over arms, against the maximum now. Zero for a lone arm.
+    """
+    n = alpha + beta
+    mean = alpha / n
+    if len(mean) < 2:
+        return np.zeros(len(mean))
+    top2 = np.argpartition(-mean, 1)[:2]
+    best, second = (top2 if mean[top2[0]] >= mean[top2[1]] else top2[::-1])
+    other = np.full(len(mean), mean[best])
+    other[best] = mean[second]
+    up = (alpha + 1.0) / (n + 1.0)
+    down = alpha / (n + 1.0)
+    gain = (mean * np.maximum(up, other) + (1.0 - mean) * np.maximum(down, other)
+            - np.maximum(mean, other))
+    return np.asarray(np.maximum(gain, 0.0))
+
+
+class KnowledgeGradient(PooledPosterior):
+    """Posterior mean plus the value of what one more outcome would teach, times budget."""
+
+    name = "knowledge_gradient"
+    params_model = BudgetParams
+
+    def __init__(self, **params: object) -> None:
+        super().__init__(**params)
+        self._decisions: dict[str, int] = {}  # decisions per task type (this router)
+        self._judged: dict[str, int] = {}  # outcomes observed per task type
+
+    def observe(self, record: ExecutionRecord, seq: int, book: ProfileBook) -> None:
+        """Count the judged outcome, then fold it into the posterior."""
+        self._judged[record.task_type] = self._judged.get(record.task_type, 0) + 1
+        super().observe(record, seq, book)
+
+    def reset(self, book: ProfileBook) -> None:
+        """Rebuild from the book; outcome counts from its clocks (decisions unknown: as
+        many as outcomes, i.e. every one judged, until new decisions say otherwise)."""
+        super().reset(book)
+        types = {state.task_type for state in book}
+        self._judged = {t: book.clock(t) for t in types}
+        self._decisions = {t: max(self._decisions.get(t, 0), n)
+                           for t, n in self._judged.items()}
+
+    def budget(self, task_type: str) -> float:
+        """Judged outcomes of ``task_type`` still to come that a lesson learned now serves."""
+        p = self.params
+        assert isinstance(p, BudgetParams)
+        decided = self._decisions.get(task_type, 0)
+        if p.half_life_executions is not None:
+            serves = p.half_life_executions / math.log(2.0)  # mean life of a discounted run
+        else:
+            serves = float(max(decided, 1))  # no discounting: the future is as long as the past
+        if p.horizon_executions is not None:
+            serves = min(serves, max(p.horizon_executions - decided, 0.0))
+        rate = p.feedback_rate
+        if rate is None:  # judged per decided, one of each assumed (no evidence: all judged)
+            rate = min(1.0, (self._judged.get(task_type, 0) + 1.0) / (decided + 1.0))
+        return serves * rate
+
+    def score(self, arms: Sequence[Arm], ctx: StrategyContext) -> list[ArmScore]:
+        """Knowledge-gradient indexes (lower bounds in exploit-only mode, a random order
+        when the exploration floor fires)."""
+        self._decisions[ctx.task_type] = self._decisions.get(ctx.task_type, 0) + 1
+        post = self.posterior(arms, ctx)
+        floor = self.params.exploration_floor
+        if floor and float(ctx.rng.random()) < floor:
+            order = ctx.rng.random(len(post.alpha))
+            return self.verdicts(post, order, "exploration floor: random", "random_order")
+        if self.exploit(ctx):
+            return self.verdicts(post, post.lower_bound, "lower bound", "lower_bound")
+        budget = self.budget(ctx.task_type)
+        derived = post.derived
+        if "gain" not in derived:  # once per posterior: decisions without outcomes reuse it
+            derived["mean"] = post.mean
+            derived["gain"] = knowledge_gradient(post.alpha, post.beta)
+        index = derived["mean"] + budget * derived["gain"]
+        return self.verdicts(post, index, f"index (budget {budget:.0f} outcomes)", "index")

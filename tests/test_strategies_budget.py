@@ -1,0 +1,105 @@
+"""The default ``knowledge_gradient`` strategy: exploration bounded by the evidence to come.
+
+Driven through the strategy interface on synthetic Bernoulli agents (see
+``test_strategies_learning.bandit``); the router integration is in
+test_strategies_router.py and the side-by-side figures in ``make bench``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from test_strategies_learning import NOW, bandit
+
+from trustroute.profiles.book import ProfileBook
+from trustroute.profiles.profile import ProfileSettings, empty_profile
+from trustroute.profiles.records import ExecutionRecord
+from trustroute.router.agents import AgentSpec
+from trustroute.router.strategies import Arm, StrategyContext, make_strategy
+from trustroute.router.strategies.knowledge_gradient import KnowledgeGradient, knowledge_gradient
+
+
+def leaderboard(seed: int, agents: int) -> np.ndarray:
+    """Agent means like a leaderboard's: a few strong, most weak."""
+    return np.random.default_rng(seed).beta(0.7, 2.5, size=agents)
+
+
+def test_the_gain_is_zero_where_one_outcome_cannot_change_the_best() -> None:
+    alpha, beta = np.array([60.0, 1.0, 2.0]), np.array([40.0, 1.0, 30.0])
+    gain = knowledge_gradient(alpha, beta)
+    assert gain[1] > 0.0  # an untried arm: one success could make it the best
+    assert gain[2] == 0.0  # a known poor arm: nothing one outcome can change
+    assert gain[0] == pytest.approx(0.0, abs=1e-12)  # one failure leaves the best the best
+    assert knowledge_gradient(np.array([3.0]), np.array([2.0])).tolist() == [0.0]
+
+
+def test_with_many_agents_and_few_tasks_it_stops_paying_for_agents_it_cannot_learn() -> None:
+    ours, thompson = [], []
+    for seed in range(4):
+        means = leaderboard(seed, 40)
+        for name, out in (("knowledge_gradient", ours), ("thompson", thompson)):
+            chosen = bandit(lambda i, t, s, m=means: m[i], 40, ["t"], 150, seed, name, ties=True)
+            out.append(float(means[chosen].mean() / means.max()))
+    assert np.mean(ours) > np.mean(thompson) + 0.05, (ours, thompson)
+
+
+def test_the_budget_is_the_evidence_still_to_come() -> None:
+    memory = 100 / math.log(2)  # a lesson serves the mean life of a discounted outcome
+    s = make_strategy("knowledge_gradient")
+    assert isinstance(s, KnowledgeGradient)
+    assert s.budget("t") == pytest.approx(memory)
+    assert make_strategy("knowledge_gradient", feedback_rate=0.1).budget("t") == \
+        pytest.approx(0.1 * memory)
+    short = make_strategy("knowledge_gradient", horizon_executions=50)
+    assert isinstance(short, KnowledgeGradient)
+    assert short.budget("t") == pytest.approx(50)
+    # with only some outcomes judged, the judged share is estimated per task type
+    book = ProfileBook()
+    spec = AgentSpec(id="a")
+    ctx = StrategyContext("t", NOW, book, ProfileSettings(), np.random.default_rng(0))
+    for k in range(100):
+        s.score([Arm(spec, None, empty_profile("a", "t"))], ctx)
+        if k % 10 == 0:
+            rec = ExecutionRecord(agent_id="a", task_type="t", success=True, quality=1.0,
+                                  timestamp=NOW)
+            book.apply(rec)
+            s.observe(rec, book.clock("t"), book)
+    assert s.budget("t") == pytest.approx(11 / 101 * memory)
+    assert s.budget("other") == pytest.approx(memory)  # nothing decided there yet
+
+
+def test_with_sparse_labels_it_exploits_what_little_it_has() -> None:
+    # one outcome in ten judged: Thompson sampling keeps exploring on evidence that
+    # will never come; the budget-aware index turns greedy
+    ours, thompson = [], []
+    for seed in range(4):
+        means = leaderboard(seed + 10, 12)
+        for name, out in (("knowledge_gradient", ours), ("thompson", thompson)):
+            chosen = bandit(lambda i, t, s, m=means: m[i], 12, ["t", "u"], 400, seed, name,
+                            ties=True, judged=0.1)
+            out.append(float(means[chosen].mean() / means.max()))
+    assert np.mean(ours) > np.mean(thompson), (ours, thompson)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_traffic_to_a_regressed_agent_halves_within_30_tasks(seed: int) -> None:
+    mus, at = [0.9, 0.55, 0.45, 0.35], 200
+
+    def means(i: int, task_type: str, step: int) -> float:
+        return 0.15 if i == 0 and step >= at else mus[i]
+
+    chosen = np.array(bandit(means, 4, ["t"], 320, seed, "knowledge_gradient", ties=True)) == 0
+    before = chosen[at - 30:at].mean()
+    rolling = np.convolve(chosen[at:], np.ones(10) / 10, mode="valid")
+    halved = int(np.flatnonzero(rolling <= before / 2)[0]) + 10
+    assert before > 0.6 and halved <= 30, (before, halved)
+
+
+def test_epsilon_greedy_is_greedy_but_for_epsilon() -> None:
+    chosen = bandit(lambda i, t, s: [0.2, 0.8, 0.4][i], 3, ["t"], 600, 0, "epsilon_greedy",
+                    ties=True, epsilon=0.2)
+    share = np.bincount(chosen[100:], minlength=3) / 500
+    assert share[1] == pytest.approx(0.8 + 0.2 / 3, abs=0.06)
+    assert share[0] == pytest.approx(0.2 / 3, abs=0.04)
