@@ -89,6 +89,8 @@ class TrustLayer:
         self.repo = store.repository(TrustRepository)
         self.decisions = DecisionLog(store.repository(DecisionRepository), strategy, self.options)
         self.transfer = transfer  # where ``on_abstain: human`` hands decisions over
+        if transfer is not None:  # undeliverable hand-offs are kept pending in the store
+            transfer.bind_store(store)
         self._handoffs = HandoffWorker(transfer)  # hooks may do network I/O: on a worker
         self._lock = threading.Lock()  # the book and the history buffer change together
         self._flush_lock = threading.Lock()  # one flush at a time
