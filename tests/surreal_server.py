@@ -127,6 +127,7 @@ class SurrealTestServer:
         self.connections = 0  # WebSocket connections accepted, over the server's life
         self.requests = 0  # RPC requests answered or dropped
         self.conflicts = 0  # answers that said "This transaction can be retried"
+        self.delayed = 0  # transactions delay_commits has held back (counted as sent in)
         self._drops = 0
         self._reply_delay = 0.0  # seconds each reply waits (delay_replies)
         self._silent = False  # requests are read and never answered (silence)
@@ -199,6 +200,7 @@ class SurrealTestServer:
         delay, left, containing = self._commit_delay
         if left > 0 and "COMMIT TRANSACTION" in sql and containing in sql:
             self._commit_delay = (delay, left - 1, containing)
+            self.delayed += 1
             sql = sql.replace("COMMIT TRANSACTION", f"SLEEP {delay * 1000:.0f}ms; "
                               "COMMIT TRANSACTION")
         return sql
