@@ -74,7 +74,7 @@ class ProfileBook:
         placed: list[Committed] = []
         in_order = True
         with self._lock:
-            for record, key in rows:
+            for record, key, *_ in rows:
                 seq, last = self._take_seq(record.task_type, key)
                 in_order = in_order and last
                 self._fold(record, seq, key)

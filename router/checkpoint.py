@@ -1,12 +1,13 @@
 """A router's projection as text, for the store's projection cache.
 
 ``dump`` turns what a router folded (profile states with their windows, task clocks,
-the log keys it still needs for late rows, trust counts, and the ids folded within the
-look-back) into JSON chunks; ``load`` turns them back. JSON writes floats in their
-shortest exact form, so a loaded projection equals the dumped one bit for bit. Log keys
-(of window entries and tails) stamped before the settled position are left out: no row
-can arrive late behind them without the counts check failing first
-(``profiles.store.projections``).
+the log keys it keeps to place late rows, trust counts, and per log table and writer how
+far it folded: its frontiers) into JSON chunks; ``load`` turns them back. JSON writes
+floats in their shortest exact form, so a loaded projection equals the dumped one bit
+for bit. Log keys (of window entries and tails) stamped more than ``ORDER_HORIZON_S``
+before the newest are left out, except each task type's newest: a row that arrives
+later with an older stamp (a clock stepped back, a slow commit) finds the book's
+remembered keys newer than it, and the router rebuilds from the log (exact, only slower).
 """
 
 from __future__ import annotations
@@ -23,20 +24,29 @@ from trustroute.profiles.store.executions import LogKey
 from trustroute.profiles.trust_counts import COUNTERS, Pair, TrustCounts
 
 CHUNK_PAIRS = 2000  # pairs per chunk row
+#: Log keys stamped this long before the newest are not cached (commits and clocks
+#: rarely reorder rows further apart; when they do, the router rebuilds).
+ORDER_HORIZON_S = 5.0
 
 
 @dataclass(slots=True)
 class Checkpoint:
-    """Everything a router folded, as of ``settled`` (POSIX seconds)."""
+    """Everything a router folded; window keys kept from ``settled`` (POSIX s) on."""
 
     settled: float
     states: list[ProfileState]
     clocks: dict[str, int]
     tails: dict[str, list[LogKey]]
     trust: dict[Pair, TrustCounts]
-    recent: dict[str, float]  # execution ids folded, stamped after ``settled``
-    people: dict[str, float]  # feedback row ids folded, stamped after ``settled``
+    frontiers: dict[str, dict[str, Any]]  # per log table, ``Frontier.export()``
+    people_total: int  # feedback rows folded
     window_size: int  # the book's: a cached window holds at most this many
+
+
+def horizon(tails: dict[str, list[LogKey]]) -> float:
+    """The stamp from which window keys are kept: ``ORDER_HORIZON_S`` before the newest."""
+    newest = max((keys[-1].stored_at for keys in tails.values() if keys), default=0.0)
+    return newest - ORDER_HORIZON_S
 
 
 def _when(moment: datetime | None) -> str | None:
@@ -86,9 +96,10 @@ def dump(cp: Checkpoint) -> tuple[str, list[str]]:
     """The checkpoint as (meta, chunks) text."""
     meta = json.dumps({"settled": cp.settled, "window_size": cp.window_size,
                        "clocks": cp.clocks,
-                       "tails": {t: [list(k) for k in keys if k.stored_at > cp.settled]
+                       "tails": {t: [list(k) for k in keys[:-1] if k.stored_at > cp.settled]
+                                 + [list(k) for k in keys[-1:]]
                                  for t, keys in cp.tails.items()},
-                       "recent": cp.recent, "people": cp.people})
+                       "frontiers": cp.frontiers, "people_total": cp.people_total})
     trust = [_trust_row(p, c) for p, c in cp.trust.items()]
     states = [_state_row(s, cp.settled) for s in cp.states]
     chunks = [json.dumps({"states": list(part)}) for part in _batches(states, CHUNK_PAIRS)]
@@ -98,13 +109,14 @@ def dump(cp: Checkpoint) -> tuple[str, list[str]]:
 
 def load(meta: str, chunks: Iterable[str], window_size: int) -> Checkpoint | None:
     """A checkpoint from its text, or None when it was folded with windows of another
-    size than ``window_size`` (the book's): its windows hold at most that many."""
+    size than ``window_size`` (the book's): its windows hold at most that many. Text of
+    another shape raises (ValueError, KeyError, TypeError): the caller ignores it."""
     head = json.loads(meta)
     if head.get("window_size") != window_size:
         return None
     cp = Checkpoint(head["settled"], [], head["clocks"],
                     {t: [LogKey(*k) for k in keys] for t, keys in head["tails"].items()},
-                    {}, head["recent"], head["people"], window_size)
+                    {}, head["frontiers"], int(head["people_total"]), window_size)
     for text in chunks:
         part = json.loads(text)
         cp.states += [_state(row, window_size) for row in part.get("states", ())]

@@ -91,19 +91,19 @@ class AgentRouter:
             store, **dict(store_options or {}))
         self.limits = limits or LimitSettings()  # max_concurrent, rpm: shared on a server
         self.slots = InFlightTracker.for_store(self.store, self.limits)
-        # hand-offs to a person: undeliverable requests are kept pending in this store
-        self.transfer = transfer
-        if transfer is not None:
-            transfer.bind_store(self.store)
-        self.book = ProfileBook(self.settings.recency.window_size)
-        self.trust_layer = TrustLayer(self.store, self.strategy.name, trust, abstention,
-                                      transfer, exploit_only=exploit_only)
-        #: The book and the learners as a projection of the store's log.
-        self.projection = LogProjection(self.store, self.book,
-                                        StrategyLearner(self.strategy, self.book),
-                                        self.trust_layer, self._lock)
-        self.learners: list[Learner] = self.projection.learners
-        self.projection.rebuild(cached=True)  # the store's cached projection, if it verifies
+        self.transfer = transfer  # hand-offs to a person: undeliverable ones kept pending
+        with contextlib.ExitStack() as failed:  # a failed open leaves nothing locked/open
+            if self._owns_store:
+                failed.callback(self.store.close)
+            self.book = ProfileBook(self.settings.recency.window_size)
+            self.trust_layer = TrustLayer(self.store, self.strategy.name, trust, abstention,
+                                          transfer, exploit_only=exploit_only)
+            self.projection = LogProjection(  # the book and the learners, from the log
+                self.store, self.book, StrategyLearner(self.strategy, self.book),
+                self.trust_layer, self._lock)
+            self.learners: list[Learner] = self.projection.learners
+            self.projection.rebuild(cached=True)  # the cached projection, if it verifies
+            failed.pop_all()
         if self.store.location.is_remote:
             self.projection.follow()  # other processes write too: fold their records
 

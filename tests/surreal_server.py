@@ -21,6 +21,13 @@ checked by the engine itself: the user is defined in it and ``signin`` is forwar
 - ``silence()`` / ``silence(False)``: requests are read and never answered (a server
   that hangs); connections, handshakes and pings still work. A frozen server, which
   answers nothing at all, is this module run as a process and stopped with SIGSTOP.
+- ``shift_clock(seconds)``: a fake clock for the server process. Every ``time::now()``
+  in the queries that follow reads the engine's clock plus ``seconds`` (negative: the
+  clock stepped back); ``shift_clock(0)`` ends it.
+- ``delay_commits(seconds, count, containing)``: each of the next ``count``
+  transactions (whose text contains ``containing``) sleeps
+  ``seconds`` right before its ``COMMIT`` (``SLEEP``, in the engine): its rows carry
+  stamps taken long before they become visible, as with a slow batch.
 
 As a fixture: ``with SurrealTestServer() as server: ... server.url``. As a separate OS
 process: ``python tests/surreal_server.py --port N [--storage surrealkv://PATH]
@@ -120,9 +127,12 @@ class SurrealTestServer:
         self.connections = 0  # WebSocket connections accepted, over the server's life
         self.requests = 0  # RPC requests answered or dropped
         self.conflicts = 0  # answers that said "This transaction can be retried"
+        self.delayed = 0  # transactions delay_commits has held back (counted as sent in)
         self._drops = 0
         self._reply_delay = 0.0  # seconds each reply waits (delay_replies)
         self._silent = False  # requests are read and never answered (silence)
+        self._clock_shift = 0.0  # seconds added to time::now() (shift_clock)
+        self._commit_delay = (0.0, 0, "")  # (seconds, transactions left, containing)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True,
                                         name="surreal-test-server")
@@ -172,6 +182,28 @@ class SurrealTestServer:
     def silence(self, on: bool = True) -> None:
         """Read requests and never answer them (``False``: answer again)."""
         self._silent = on
+    def shift_clock(self, seconds: float) -> None:
+        """From now on ``time::now()`` in queries reads the clock plus ``seconds``."""
+        self._clock_shift = float(seconds)
+
+    def delay_commits(self, seconds: float, count: int = 1, containing: str = "") -> None:
+        """The next ``count`` transactions (whose text contains ``containing``) wait
+        ``seconds`` right before committing."""
+        self._commit_delay = (float(seconds), count, containing)
+
+    def _rewrite(self, sql: str) -> str:
+        """The query as the fake clock and the commit delay make it (see the knobs)."""
+        if self._clock_shift:
+            sign = "+" if self._clock_shift > 0 else "-"
+            sql = sql.replace("time::now()", f"(time::now() {sign} "
+                              f"{abs(self._clock_shift) * 1000:.0f}ms)")
+        delay, left, containing = self._commit_delay
+        if left > 0 and "COMMIT TRANSACTION" in sql and containing in sql:
+            self._commit_delay = (delay, left - 1, containing)
+            self.delayed += 1
+            sql = sql.replace("COMMIT TRANSACTION", f"SLEEP {delay * 1000:.0f}ms; "
+                              "COMMIT TRANSACTION")
+        return sql
 
     def __enter__(self) -> SurrealTestServer:
         return self.start()
@@ -268,7 +300,9 @@ class SurrealTestServer:
         if session.ns is None or session.db is None:
             return error({"code": -32000, "kind": "Validation",
                           "message": "Specify a namespace and a database to use"})
-        if method == "query" and session.vars:
+        if method == "query" and len(params) > 1 and (
+                session.vars or self._clock_shift or self._commit_delay[1]):
+            params[0] = self._rewrite(str(params[0]))
             params[1] = {**session.vars, **(params[1] if len(params) > 1 else {})}
             frame = encode({**request, "params": params})
         try:
@@ -307,10 +341,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--user", default="root")
     parser.add_argument("--password", default="root")
     parser.add_argument("--no-auth", action="store_true", help="accept anyone")
+    parser.add_argument("--clock-shift", type=float, default=0.0,
+                        help="seconds added to time::now() in every query (a fake clock)")
     args = parser.parse_args(argv)
     server = SurrealTestServer(port=args.port, storage=args.storage,
                                user=None if args.no_auth else args.user,
                                password=args.password, serialized=not args.concurrent)
+    server.shift_clock(args.clock_shift)
     done = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: done.set())

@@ -107,11 +107,18 @@ def test_record_many_returns_log_keys_and_skips_duplicates_exactly(
         router: AgentRouter) -> None:
     store = router.store
     stored = rec("a", "code", i=100)
-    key = store.executions.record(stored)
-    assert key is not None and (key.pos, key.record_id) == (0, stored.record_id)
+    first = store.executions.record(stored)
+    assert first is not None and first.origin is not None
+    key = first.key
+    assert (key.pos, key.record_id) == (0, stored.record_id)
     batch = [rec("a", "code", i=1), rec("b", "math", i=2), rec("b", "code", i=3)]
     batch += [batch[0], stored, rec("a", "math", i=4)]  # in-batch repeat, stored id
-    keys = store.executions.record_many(batch)
+    rows = store.executions.record_many(batch)
+    keys = [row and row.key for row in rows]
+    # the writer numbers its rows one after another, the batch's in batch order
+    assert [row and row.origin for row in rows] == [
+        (first.origin.writer, first.origin.wseq + n) if n else None
+        for n in (1, 2, 3, 0, 0, 4)]
     # one write of the four new records, in batch order, after the stored one
     assert [k and (k.pos, k.record_id) for k in keys] == [
         (0, batch[0].record_id), (1, batch[1].record_id), (2, batch[2].record_id),

@@ -1,17 +1,18 @@
-"""The execution log: the SurrealQL behind ``record()``, catching up and rebuilding.
+"""The execution log: the SurrealQL behind ``record()``, following and rebuilding.
 
-Executions are appended, never updated: one ``CREATE`` (or one ``INSERT`` for a batch)
-under the client-generated ``record_id``, so writers in any number of processes never
-touch the same row and never conflict. Nothing else is written with them: profiles,
-trust counts and the evidence order are projections that every router folds from this
-table (``trustroute.profiles.book``), so no number depends on concurrent increments.
+Executions are appended, never updated: under the client-generated ``record_id``, in one
+transaction per write (one record, or one ``INSERT`` for a batch) that also bumps the
+writing repository's own counter (``profiles.store.writers``) and stamps each row with
+``writer`` and ``wseq``. Writers in any number of processes never touch the same row.
+Profiles, trust counts and the evidence order are projections that every router folds
+from this table (``trustroute.profiles.book``), so no number depends on concurrent
+increments.
 
 Each row gets ``stored_at = time::now()`` from the database and its ``pos`` in its
 write. ``(stored_at, pos, record_id)`` is the row's place in the log (``LogKey``): one
-order for every router, the order a router folds the log in when it rebuilds. Rows
-stored by other processes are found by ``stored_at`` (indexed): ``since`` returns the
-rows stored after a moment, which a router re-reads with a look-back (a commit becomes
-visible a little after its ``time::now()``) and de-duplicates by id.
+order for every router, the order a router folds the log in when it rebuilds. Stamps
+only order the log; they never decide what a router has seen: rows stored by other
+processes are found by writer and ``wseq`` (``written``), against the writers' counters.
 
 Why not SurrealDB change feeds: measured with the pinned SDK's engine behind the test
 server, 4 processes x 500 concurrent single-row commits left 2,000 rows but only 1,881
@@ -22,6 +23,8 @@ each other's entry), and a reader following the feed missed 3 of those it did ho
 
 from __future__ import annotations
 
+import threading
+import uuid
 from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -29,6 +32,7 @@ from typing import Any, NamedTuple
 from surrealdb import RecordID
 
 from trustroute.profiles.records import ExecutionRecord
+from trustroute.profiles.store import writers
 from trustroute.profiles.store.connection import Connection, QueryFailed
 
 SCHEMA = """
@@ -52,34 +56,53 @@ DEFINE FIELD IF NOT EXISTS pos ON execution TYPE option<int>;
 -- The per-task-type clock of stores written before the log design (read, no longer
 -- written: the evidence order is now derived from the log).
 DEFINE FIELD IF NOT EXISTS seq ON execution TYPE option<int>;
-DEFINE INDEX IF NOT EXISTS execution_stored ON execution FIELDS stored_at;
+-- Who appended the row and its number among that writer's rows (profiles.store.writers);
+-- rows of stores written before schema version 3 have neither.
+DEFINE FIELD IF NOT EXISTS writer ON execution TYPE option<string>;
+DEFINE FIELD IF NOT EXISTS wseq ON execution TYPE option<int>;
+DEFINE INDEX IF NOT EXISTS execution_writer ON execution FIELDS writer, wseq;
 DEFINE INDEX IF NOT EXISTS execution_pair ON execution FIELDS agent_id, task_type;
-"""
+""" + writers.SCHEMA
 
 _COLUMNS = ("record::id(id) AS record_id, agent_id, task_type, success, quality, "
-            "latency_ms, cost, timestamp, decision_id, metadata, stored_at, pos, seq")
+            "latency_ms, cost, timestamp, decision_id, metadata, stored_at, pos, seq, "
+            "writer, wseq")
 
-# One record: a single CREATE, which fails (changing nothing) when the id is stored.
-RECORD_ONE = """
-CREATE type::thing('execution', $r.record_id) CONTENT {
+# One record: one transaction of the counter's bump and a CREATE, which fails (changing
+# nothing, the counter included) when the id is stored.
+RECORD_ONE = f"""
+BEGIN TRANSACTION;
+{writers.bump("execution", "1")}
+CREATE type::thing('execution', $r.record_id) CONTENT {{
     agent_id: $r.agent_id, task_type: $r.task_type, success: $r.success,
     quality: $r.quality, latency_ms: $r.latency_ms, cost: $r.cost,
-    timestamp: $r.timestamp, decision_id: $r.decision_id, metadata: $r.metadata ?? {},
-    stored_at: time::now(), pos: 0
-} RETURN VALUE stored_at;"""
+    timestamp: $r.timestamp, decision_id: $r.decision_id, metadata: $r.metadata ?? {{}},
+    stored_at: time::now(), pos: 0, writer: $writer, wseq: $n
+}} RETURN stored_at, wseq;
+COMMIT TRANSACTION;"""
 
-# A batch: one INSERT, all or nothing; it fails when any id is stored.
-RECORD_BATCH = """
+# A batch: the bump and one INSERT, all or nothing; it fails when any id is stored.
+RECORD_BATCH = f"""
+BEGIN TRANSACTION;
+{writers.bump("execution", "array::len($rows)")}
 INSERT INTO execution (
     SELECT type::thing('execution', record_id) AS id, agent_id, task_type,
         success, quality, latency_ms, cost, timestamp, decision_id,
-        metadata ?? {} AS metadata, time::now() AS stored_at, pos
+        metadata ?? {{}} AS metadata, time::now() AS stored_at, pos,
+        $writer AS writer, $n - array::len($rows) + pos + 1 AS wseq
     FROM $rows
-) RETURN VALUE stored_at;"""
+) RETURN stored_at, wseq;
+COMMIT TRANSACTION;"""
 
 STORED = f"SELECT {_COLUMNS} FROM $ids;"
-SINCE = ("SELECT stored_at, pos, record::id(id) AS record_id FROM execution "
-         "WHERE stored_at > $since ORDER BY stored_at")
+WRITTEN = 1  # the statement of RECORD_ONE and RECORD_BATCH that returns the rows
+
+
+class Origin(NamedTuple):
+    """Who appended a row and its number among that writer's rows of its table."""
+
+    writer: str
+    wseq: int
 
 
 class LogKey(NamedTuple):
@@ -92,10 +115,18 @@ class LogKey(NamedTuple):
 
 
 class LogRow(NamedTuple):
-    """An execution read back from the log, with its place in it."""
+    """An execution read back from the log, with its place in it and its origin (None
+    for rows of stores written before schema version 3)."""
 
     record: ExecutionRecord
     key: LogKey
+    origin: Origin | None = None
+
+
+def origin_of(row: dict[str, Any]) -> Origin | None:
+    """A stored row's writer and ``wseq``, when it has them."""
+    writer, wseq = row.get("writer"), row.get("wseq")
+    return None if writer is None or wseq is None else Origin(writer, int(wseq))
 
 
 def row_params(record: ExecutionRecord, pos: int = 0) -> dict[str, Any]:
@@ -128,27 +159,34 @@ def log_row(row: dict[str, Any]) -> LogRow:
         return LogRow(record, LogKey(float("-inf"), int(row.get("seq") or 0),
                                      f"{record.timestamp.isoformat()} {record.record_id}"))
     return LogRow(record, LogKey(row["stored_at"].timestamp(), int(row.get("pos") or 0),
-                                 record.record_id))
+                                 record.record_id), origin_of(row))
 
 
 class ExecutionRepository:
-    """Appends executions and reads the log back."""
+    """Appends executions (as one writer) and reads the log back."""
 
     def __init__(self, conn: Connection) -> None:
         self._conn = conn
+        #: This repository's writer id: its counter row and its rows' ``writer``.
+        self.writer = uuid.uuid4().hex
+        self._append = threading.Lock()  # one write of this writer at a time
 
-    def record(self, record: ExecutionRecord) -> LogKey | None:
-        """Append one execution; its log key, or None when its id is already stored."""
+    def record(self, record: ExecutionRecord) -> LogRow | None:
+        """Append one execution; it as stored (key, origin), or None when its id is
+        already stored."""
         try:
-            stored_at = self._conn.run(RECORD_ONE, {"r": row_params(record)})[0][0]
+            with self._append:
+                stored = self._conn.run(RECORD_ONE, {"r": row_params(record),
+                                                     "writer": self.writer})[WRITTEN][0]
         except QueryFailed:
             if self.stored_ids([record.record_id]):
                 return None
             raise
-        return LogKey(stored_at.timestamp(), 0, record.record_id)
+        return LogRow(record, LogKey(stored["stored_at"].timestamp(), 0, record.record_id),
+                      Origin(self.writer, int(stored["wseq"])))
 
-    def record_many(self, records: Sequence[ExecutionRecord]) -> list[LogKey | None]:
-        """Append a batch in one write; per record its log key, or None when its id is
+    def record_many(self, records: Sequence[ExecutionRecord]) -> list[LogRow | None]:
+        """Append a batch in one write; per record it as stored, or None when its id is
         already stored or repeats an earlier record of the batch.
 
         The write is all or nothing: when an id turns out to be stored already, the
@@ -157,15 +195,16 @@ class ExecutionRepository:
         """
         if len(records) == 1:
             return [self.record(records[0])]
-        keys: list[LogKey | None] = [None] * len(records)
+        out: list[LogRow | None] = [None] * len(records)
         first: dict[str, int] = {}
         for index, record in enumerate(records):
             first.setdefault(record.record_id, index)
         todo = list(first.values())
         while todo:
             try:
-                stamps = self._conn.run(RECORD_BATCH, {"rows": [
-                    row_params(records[i], pos) for pos, i in enumerate(todo)]})[0]
+                with self._append:
+                    stamps = self._conn.run(RECORD_BATCH, {"writer": self.writer, "rows": [
+                        row_params(records[i], pos) for pos, i in enumerate(todo)]})[WRITTEN]
             except QueryFailed:
                 stored = self.stored_ids([records[i].record_id for i in todo])
                 if not stored:
@@ -173,9 +212,11 @@ class ExecutionRepository:
                 todo = [i for i in todo if records[i].record_id not in stored]
                 continue
             for pos, (i, stamp) in enumerate(zip(todo, stamps, strict=True)):
-                keys[i] = LogKey(stamp.timestamp(), pos, records[i].record_id)
+                out[i] = LogRow(records[i], LogKey(stamp["stored_at"].timestamp(), pos,
+                                                   records[i].record_id),
+                                Origin(self.writer, int(stamp["wseq"])))
             break
-        return keys
+        return out
 
     def stored(self, record_ids: Sequence[str]) -> dict[str, LogRow]:
         """The stored rows among ``record_ids``, by id."""
@@ -186,13 +227,17 @@ class ExecutionRepository:
         """Which of ``record_ids`` are stored (for checking what a crash kept)."""
         return set(self.stored(record_ids)) if record_ids else set()
 
-    def since(self, moment: datetime, batch: int = 5000) -> Iterator[list[LogKey]]:
-        """The log keys of rows stored after ``moment`` (by the database's clock),
-        oldest first, one page of ``batch`` at a time. Keys only: a router re-reads a
-        few seconds of the log at every look and fetches just the rows it lacks."""
-        for page in self._conn.pages(SINCE, {"since": moment}, batch):
-            yield [LogKey(r["stored_at"].timestamp(), int(r.get("pos") or 0), r["record_id"])
-                   for r in page]
+    def counters(self) -> dict[str, dict[str, int]]:
+        """Every writer's counter per log table (``profiles.store.writers.counters``)."""
+        return writers.counters(self._conn)
+
+    def written(self, writer: str, after: int, upto: int, batch: int = 5000
+                ) -> Iterator[list[LogRow]]:
+        """The rows ``writer`` appended with ``after < wseq <= upto`` (a router fetches
+        exactly the range its counter shows it lacks), a page at a time."""
+        for page in writers.written(self._conn, "execution", _COLUMNS, writer, after, upto,
+                                    batch):
+            yield [log_row(row) for row in page]
 
     def scan(self, batch: int = 5000) -> list[LogRow]:
         """The whole log in log order (what a router rebuilds from).

@@ -3,26 +3,31 @@
 Reading the whole log when a router opens costs about 0.1 ms per execution (decoding
 rows is Python work), so a router writes what it folded as a *projection*: a generation
 of chunk rows (JSON text, ``projection_chunk``) and a head row (``projection:head``) that
-names the generation and the log position it is valid at. The head is written last, in
-the same transaction as the chunks, so a crash leaves the previous generation in place.
+names the generation, the digest of its text and, inside it, how far it folded each log
+table per writer (its frontiers). The head is written in the same transaction as the
+chunks, so a crash leaves the previous generation in place.
 
-A projection is a cache, never a fact. Opening a router verifies it against the log
-(``verify``): the number of execution and feedback rows stamped up to its settled
-position must equal the number it folded. Rows deleted, or stamped before the position
-but visible only after it was written, make the counts differ, and the router then folds
-the whole log instead. Several routers may write generations at once: each is complete
-in itself, and the head names one of them.
+A projection is a cache, never a fact. Opening a router checks it before using it: its
+text must be whole (every chunk, the head's SHA-256 digest of meta and chunks), and what
+it claims must be what the log holds (``counts``): per (agent, task type) the number of
+execution rows within its frontiers, and the number of feedback rows. A cache that fails
+either is not used: the router folds the whole log. Several routers may write
+generations at once: each is complete in itself, and the head names one of them.
 """
 
 from __future__ import annotations
 
+import hashlib
 import uuid
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from trustroute.profiles.store.connection import Connection
 
-FORMAT = 2  # the chunk layout (router.checkpoint); another format is never read
+#: The chunk layout (router.checkpoint); another format is never read. 3: frontiers
+#: per writer instead of a settled stamp, and a digest.
+FORMAT = 3
 
 SCHEMA = """
 DEFINE TABLE IF NOT EXISTS projection SCHEMAFULL;
@@ -34,6 +39,7 @@ DEFINE FIELD IF NOT EXISTS settled ON projection TYPE datetime;
 DEFINE FIELD IF NOT EXISTS executions ON projection TYPE int;
 DEFINE FIELD IF NOT EXISTS people ON projection TYPE int;
 DEFINE FIELD IF NOT EXISTS written_at ON projection TYPE datetime;
+DEFINE FIELD IF NOT EXISTS digest ON projection TYPE option<string>;
 
 DEFINE TABLE IF NOT EXISTS projection_chunk SCHEMAFULL;
 DEFINE FIELD IF NOT EXISTS generation ON projection_chunk TYPE string;
@@ -50,20 +56,31 @@ FOR $c IN $chunks {
 LET $old = (SELECT VALUE generation FROM ONLY projection:head);
 UPSERT projection:head CONTENT {
     generation: $g, chunks: array::len($chunks), format: $format, meta: $meta,
-    settled: $settled, executions: $executions, people: $people, written_at: time::now()
+    settled: $settled, executions: $executions, people: $people, digest: $digest,
+    written_at: time::now()
 };
 DELETE projection_chunk WHERE generation != $g AND generation != $old;
 COMMIT TRANSACTION;
 """
 
-_COUNTS = """
-RETURN [
-    (SELECT count() AS n FROM execution
-     WHERE stored_at = NONE OR stored_at <= $settled GROUP ALL)[0].n ?? 0,
-    (SELECT count() AS n FROM trust_feedback
-     WHERE stored_at = NONE OR stored_at <= $settled GROUP ALL)[0].n ?? 0
-];
+# Within a cache's frontiers: rows without a writer (older stores), and per writer those
+# numbered up to its mark or listed above it. One grouped read of the log.
+_WITHIN = "writer = NONE OR wseq <= $hw[writer] OR $above[writer] CONTAINS wseq"
+_COUNTS = f"""
+SELECT agent_id, task_type, count() AS n FROM execution
+    WHERE {_WITHIN.replace('$hw', '$ehw').replace('$above', '$eabove')}
+    GROUP BY agent_id, task_type;
+SELECT count() AS n FROM trust_feedback
+    WHERE {_WITHIN.replace('$hw', '$phw').replace('$above', '$pabove')} GROUP ALL;
 """
+
+
+def digest(meta: str, chunks: Sequence[str]) -> str:
+    """SHA-256 of a generation's text, chunk boundaries included."""
+    sha = hashlib.sha256(meta.encode())
+    for chunk in chunks:
+        sha.update(b"\0" + chunk.encode())
+    return sha.hexdigest()
 
 
 class ProjectionRepository:
@@ -76,27 +93,36 @@ class ProjectionRepository:
 
     def write(self, chunks: list[str], meta: str, settled: datetime, executions: int,
               people: int) -> None:
-        """Write a generation valid at ``settled`` (``executions`` and ``people`` rows
-        stamped up to it were folded) and point the head at it."""
+        """Write a generation (window keys kept from ``settled``; ``executions`` and
+        ``people`` rows folded) and point the head at it."""
         self._conn.run(_WRITE, {
             "g": uuid.uuid4().hex, "chunks": [{"n": i, "data": c} for i, c in enumerate(chunks)],
             "format": FORMAT, "meta": meta, "settled": settled, "executions": executions,
-            "people": people})
+            "people": people, "digest": digest(meta, chunks)})
 
-    def read(self) -> tuple[dict[str, Any], list[str]] | None:
-        """The head and its generation's chunks, in order; None when there is none, or
-        its format is another, or a chunk is missing."""
+    def read(self) -> tuple[dict[str, Any], str, list[str]] | None:
+        """The head, the meta text and its generation's chunks, in order; None when there
+        is none or its format is another. Raises ValueError when a chunk is missing or
+        the text is not what the head's digest says (a torn or edited cache)."""
         head = self._conn.run("SELECT * OMIT id FROM ONLY projection:head;")[0]
         if not head or head.get("format") != FORMAT:
             return None
         chunks = self._conn.run("SELECT n, data FROM projection_chunk WHERE generation = $g "
                                 "ORDER BY n;", {"g": head["generation"]})[0]
         if [c["n"] for c in chunks] != list(range(head["chunks"])):
-            return None
-        return dict(head), [c["data"] for c in chunks]
+            raise ValueError(f"chunks {[c['n'] for c in chunks]} of {head['chunks']}")
+        texts = [str(c["data"]) for c in chunks]
+        if digest(str(head["meta"]), texts) != head.get("digest"):
+            raise ValueError("its text does not match the digest in its head")
+        return dict(head), str(head["meta"]), texts
 
-    def counts(self, settled: datetime) -> tuple[int, int]:
-        """How many execution and feedback rows are stamped up to ``settled`` (rows of
-        stores older than the stamp count too)."""
-        executions, people = self._conn.run(_COUNTS, {"settled": settled})[-1]
-        return int(executions), int(people)
+    def counts(self, frontiers: dict[str, dict[str, Any]]
+               ) -> tuple[dict[tuple[str, str], int], int]:
+        """Per (agent, task type) the execution rows within the frontiers of
+        ``execution``, and the feedback rows within those of ``trust_feedback``."""
+        ex, people = frontiers["execution"], frontiers["trust_feedback"]
+        pairs, said = self._conn.run(_COUNTS, {
+            "ehw": ex["hw"], "eabove": ex["above"], "phw": people["hw"],
+            "pabove": people["above"]})
+        return ({(r["agent_id"], r["task_type"]): int(r["n"]) for r in pairs},
+                int(said[0]["n"]) if said else 0)

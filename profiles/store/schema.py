@@ -13,7 +13,10 @@ from collections.abc import Iterable
 from trustroute.profiles.store.connection import Connection
 from trustroute.profiles.store.errors import SchemaVersionError
 
-SCHEMA_VERSION = 2  # 2: the execution log is the truth (no profile aggregates written)
+#: 2: the execution log is the truth (no profile aggregates written); 3: log rows carry
+#: their writer and its number (``profiles.store.writers``), followed by counter. Rows
+#: of older versions have neither: a router folds them when it reads the whole log.
+SCHEMA_VERSION = 3
 
 META_SCHEMA = """
 DEFINE TABLE IF NOT EXISTS meta SCHEMAFULL;

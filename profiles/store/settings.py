@@ -3,10 +3,11 @@ options, one model with every default written once."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from trustroute.profiles.store.location import DEFAULT_STORE_URL, redact_credentials
 
@@ -44,19 +45,27 @@ class StoreSettings(BaseModel):
     #: commit measured (60,000 rows in 29 s on the test server), so a long write is
     #: never cut short and a hung one still ends in proportion to its size.
     request_timeout_per_row_s: float = Field(default=0.002, ge=0, allow_inf_nan=False)
-    #: The longest a router takes to fold in what other processes recorded, without
-    #: anyone calling refresh(): it looks for new log rows four times per period.
-    #: Embedded stores have one writing process and are not polled.
+    #: The longest a router takes to fold in what other processes recorded, once it is
+    #: committed, without anyone calling refresh(): it reads the writers' counters four
+    #: times per period. Embedded stores have one writing process and are not polled.
     sync_delay_s: float = Field(default=1.0, gt=0, allow_inf_nan=False)
-    #: How far back each look re-reads the log: a row becomes visible a little after
-    #: the database clock stamped it (its commit takes that long), so rows stamped up to
-    #: this long before the newest one seen are read again and de-duplicated by id. A
-    #: commit slower than this is folded at the next refresh() or open.
-    sync_lookback_s: float = Field(default=5.0, gt=0, allow_inf_nan=False)
+    #: Deprecated and ignored (schema 3): routers no longer re-read the log by stamp,
+    #: they follow the writers' counters, so no look-back is needed. Still accepted, so
+    #: that existing configs load; a warning says it has no effect.
+    sync_lookback_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     #: A router writes its cached projection (what it folded, see docs/storage.md) at
     #: close() and after folding this many new rows: a process that is killed, never
     #: closed, leaves the next one at most about this many rows to fold on top of it.
     projection_every: int = Field(default=50_000, ge=1)
+
+    @field_validator("sync_lookback_s")
+    @classmethod
+    def _lookback_ignored(cls, value: float | None) -> float | None:
+        if value is not None:
+            warnings.warn("store.sync_lookback_s is deprecated and has no effect: routers "
+                          "follow the writers' counters, not stamps (docs/storage.md)",
+                          DeprecationWarning, stacklevel=2)
+        return value
 
     def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
         """The URL's user:password part is never shown (the password field is hidden)."""

@@ -8,16 +8,26 @@ counter other processes also increment). The weekly lifecycle job writes
 second run in the same week changes nothing). Retiring a profile moves its executions to
 ``execution_archive`` and its feedback into ``trust_archive`` in the transaction that
 deletes them: history is moved, never lost.
+
+This repository is a writer (``profiles.store.writers``) of three tables: each append to
+``trust_feedback``, each lifecycle run (the marks it changed carry its number) and each
+retirement bumps its own counter in the same transaction, so other routers find them
+by counter, never by stamp.
 """
 
 from __future__ import annotations
 
+import threading
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import Any
 
+from trustroute.profiles.store import writers
 from trustroute.profiles.store.connection import Connection, QueryFailed
+
+#: The tables other routers follow by this repository's counters.
+PEOPLE, LIFECYCLE, ARCHIVE = "trust_feedback", "trust_lifecycle", "trust_archive"
 
 SCHEMA = """
 -- The lifecycle job's marks per pair (decay offsets subtracted from [frequency,
@@ -31,7 +41,9 @@ DEFINE FIELD IF NOT EXISTS decayed_at ON trust_lifecycle TYPE option<datetime>;
 DEFINE FIELD IF NOT EXISTS decay_week ON trust_lifecycle TYPE option<string>;
 DEFINE FIELD IF NOT EXISTS deprecated_at ON trust_lifecycle TYPE option<datetime>;
 DEFINE FIELD IF NOT EXISTS changed_at ON trust_lifecycle TYPE datetime;
-DEFINE INDEX IF NOT EXISTS trust_lifecycle_changed ON trust_lifecycle FIELDS changed_at;
+DEFINE FIELD IF NOT EXISTS writer ON trust_lifecycle TYPE option<string>;
+DEFINE FIELD IF NOT EXISTS wseq ON trust_lifecycle TYPE option<int>;
+DEFINE INDEX IF NOT EXISTS trust_lifecycle_writer ON trust_lifecycle FIELDS writer, wseq;
 
 DEFINE TABLE IF NOT EXISTS trust_history SCHEMAFULL;
 DEFINE FIELD IF NOT EXISTS agent_id ON trust_history TYPE string;
@@ -57,7 +69,9 @@ DEFINE FIELD IF NOT EXISTS signal ON trust_feedback TYPE option<string>;
 DEFINE FIELD IF NOT EXISTS comment ON trust_feedback TYPE option<string>;
 DEFINE FIELD IF NOT EXISTS at ON trust_feedback TYPE datetime;
 DEFINE FIELD IF NOT EXISTS stored_at ON trust_feedback TYPE option<datetime>;
-DEFINE INDEX IF NOT EXISTS trust_feedback_stored ON trust_feedback FIELDS stored_at;
+DEFINE FIELD IF NOT EXISTS writer ON trust_feedback TYPE option<string>;
+DEFINE FIELD IF NOT EXISTS wseq ON trust_feedback TYPE option<int>;
+DEFINE INDEX IF NOT EXISTS trust_feedback_writer ON trust_feedback FIELDS writer, wseq;
 DEFINE INDEX IF NOT EXISTS trust_feedback_pair ON trust_feedback FIELDS agent_id, task_type;
 
 DEFINE TABLE IF NOT EXISTS trust_run SCHEMAFULL;
@@ -89,58 +103,63 @@ DEFINE FIELD IF NOT EXISTS profile ON trust_archive FLEXIBLE TYPE option<object>
 DEFINE FIELD IF NOT EXISTS archived_at ON trust_archive TYPE datetime;
 DEFINE FIELD IF NOT EXISTS feedback ON trust_archive FLEXIBLE TYPE option<array<object>>;
 DEFINE FIELD IF NOT EXISTS stored_at ON trust_archive TYPE option<datetime>;
-DEFINE INDEX IF NOT EXISTS trust_archive_stored ON trust_archive FIELDS stored_at;
-"""
+""" + writers.SCHEMA
 
 _PEOPLE = ("record::id(id) AS id, agent_id, task_type, decision_id, approved, kind, "
-           "signal, comment, at, stored_at")
+           "signal, comment, at, stored_at, writer, wseq")
 
 _APPEND = f"""
+BEGIN TRANSACTION;
+{writers.bump(PEOPLE, "1")}
 CREATE type::thing('trust_feedback', $id) SET agent_id = $row.agent_id,
     task_type = $row.task_type, decision_id = $row.decision_id, approved = $row.approved,
     kind = $row.kind, signal = $row.signal, comment = $row.comment, at = $row.at,
-    stored_at = time::now()
-RETURN {_PEOPLE};"""
+    stored_at = time::now(), writer = $writer, wseq = $n
+RETURN {_PEOPLE};
+COMMIT TRANSACTION;"""
 _PEOPLE_SELECT = f"SELECT {_PEOPLE} FROM trust_feedback"
 _PEOPLE_ORDER = "ORDER BY stored_at, id;"
-_LIFECYCLE_SELECT = ("SELECT agent_id, task_type, decay, decayed_at, deprecated_at, changed_at "
-                     "FROM trust_lifecycle")
+_LIFECYCLE = "agent_id, task_type, decay, decayed_at, deprecated_at, changed_at"
+_LIFECYCLE_SELECT = f"SELECT {_LIFECYCLE} FROM trust_lifecycle"
 
-_DECAY = """
+_DECAY = f"""
 BEGIN TRANSACTION;
-FOR $c IN $changes {
+{writers.bump(LIFECYCLE, "1")}
+FOR $c IN $changes {{
     UPSERT type::thing('trust_lifecycle', [$c.agent_id, $c.task_type]) SET
         agent_id = $c.agent_id, task_type = $c.task_type, decay = $c.decay,
-        decayed_at = $at, decay_week = $week, changed_at = time::now()
+        decayed_at = $at, decay_week = $week, changed_at = time::now(),
+        writer = $writer, wseq = $n
     WHERE decay_week != $week OR decay_week = NONE;
-};
-FOR $m IN $marks {
+}};
+FOR $m IN $marks {{
     UPSERT type::thing('trust_lifecycle', [$m.agent_id, $m.task_type]) SET
         agent_id = $m.agent_id, task_type = $m.task_type, decay = decay ?? [0.0, 0.0, 0.0],
-        deprecated_at = $m.at, changed_at = time::now();
-};
-FOR $h IN $history { CREATE trust_history CONTENT $h; };
+        deprecated_at = $m.at, changed_at = time::now(), writer = $writer, wseq = $n;
+}};
+FOR $h IN $history {{ CREATE trust_history CONTENT $h; }};
 COMMIT TRANSACTION;
 """
 
-_RETIRE = """
+_RETIRE = f"""
 BEGIN TRANSACTION;
+{writers.bump(ARCHIVE, "1")}
 LET $key = [$agent_id, $task_type];
-FOR $e IN (SELECT * FROM execution WHERE agent_id = $agent_id AND task_type = $task_type) {
-    UPSERT type::thing('execution_archive', record::id($e.id)) CONTENT {
+FOR $e IN (SELECT * FROM execution WHERE agent_id = $agent_id AND task_type = $task_type) {{
+    UPSERT type::thing('execution_archive', record::id($e.id)) CONTENT {{
         agent_id: $e.agent_id, task_type: $e.task_type, success: $e.success,
         quality: $e.quality, latency_ms: $e.latency_ms, cost: $e.cost,
         timestamp: $e.timestamp, decision_id: $e.decision_id, metadata: $e.metadata,
         seq: $e.seq, archived_at: $at
-    };
-};
+    }};
+}};
 LET $life = (SELECT * OMIT id FROM ONLY type::thing('trust_lifecycle', $key));
 LET $said = (SELECT * OMIT id FROM trust_feedback
              WHERE agent_id = $agent_id AND task_type = $task_type);
-CREATE trust_archive CONTENT {
-    agent_id: $agent_id, task_type: $task_type, trust: $life ?? {}, profile: $profile,
+CREATE trust_archive CONTENT {{
+    agent_id: $agent_id, task_type: $task_type, trust: $life ?? {{}}, profile: $profile,
     feedback: $said, archived_at: $at, stored_at: time::now()
-};
+}};
 DELETE execution WHERE agent_id = $agent_id AND task_type = $task_type;
 DELETE trust_feedback WHERE agent_id = $agent_id AND task_type = $task_type;
 DELETE type::thing('trust_lifecycle', $key);
@@ -158,14 +177,21 @@ class TrustRepository:
 
     def __init__(self, conn: Connection) -> None:
         self._conn = conn
+        #: This repository's writer id: its counter rows and its rows' ``writer``.
+        self.writer = uuid.uuid4().hex
+        self._append = threading.Lock()  # one write of this writer at a time
+
+    def _write(self, sql: str, params: dict[str, Any], rows: int = 0) -> list[Any]:
+        with self._append:
+            return self._conn.run(sql, {**params, "writer": self.writer}, rows=rows)
 
     # -- what people and signals said (a log) -------------------------------------
     def append(self, row: dict[str, Any]) -> dict[str, Any]:
         """Append one feedback, review or signal row at once; returns it as stored
-        (with its id and ``stored_at``)."""
+        (with its id, ``stored_at``, ``writer`` and ``wseq``)."""
         key = str(uuid.uuid4())
         try:
-            return dict(self._conn.run(_APPEND, {"id": key, "row": row})[0][0])
+            return dict(self._write(_APPEND, {"id": key, "row": row})[1][0])  # the CREATE
         except QueryFailed:  # sent again after a lost answer: is the row stored?
             found = self._conn.run(f"SELECT {_PEOPLE} FROM type::thing('trust_feedback', $id);",
                                    {"id": key})[0]
@@ -181,17 +207,20 @@ class TrustRepository:
         """The lifecycle job's marks per pair."""
         return list(self._conn.run(f"{_LIFECYCLE_SELECT};")[0])
 
-    def changes(self, people_since: datetime, changed_since: datetime
-                ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
-        """In one round trip (a router asks four times a second): people's rows stored
-        after ``people_since``, lifecycle marks changed after ``changed_since``, and how
-        many pairs were retired after it."""
-        people, lifecycle, retired = self._conn.run(
-            f"{_PEOPLE_SELECT} WHERE stored_at > $since {_PEOPLE_ORDER}"
-            f"{_LIFECYCLE_SELECT} WHERE changed_at > $changed;"
-            "SELECT count() AS n FROM trust_archive WHERE stored_at > $changed GROUP ALL;",
-            {"since": people_since, "changed": changed_since})
-        return list(people), list(lifecycle), int(retired[0]["n"]) if retired else 0
+    def counters(self) -> dict[str, dict[str, int]]:
+        """Every writer's counter per log table (``profiles.store.writers.counters``)."""
+        return writers.counters(self._conn)
+
+    def people_written(self, writer: str, after: int, upto: int
+                       ) -> Iterator[list[dict[str, Any]]]:
+        """People's rows ``writer`` appended with ``after < wseq <= upto``, paged."""
+        yield from writers.written(self._conn, PEOPLE, _PEOPLE, writer, after, upto)
+
+    def marks_written(self, writer: str, after: int, upto: int
+                      ) -> Iterator[list[dict[str, Any]]]:
+        """Lifecycle marks last changed by ``writer``'s runs numbered ``after < wseq <=
+        upto`` (a mark changed again later carries the later run's number), paged."""
+        yield from writers.written(self._conn, LIFECYCLE, _LIFECYCLE, writer, after, upto)
 
     def append_history(self, rows: Iterable[dict[str, Any]]) -> None:
         """Append confidence-history rows (derived: written after the fact, in a batch)."""
@@ -209,7 +238,7 @@ class TrustRepository:
               marks: Iterable[dict[str, Any]], history: Iterable[dict[str, Any]]) -> None:
         """Set the decay offsets of the pairs in ``changes`` (``decay``: their new
         offsets; once per pair per week), set or lift deprecation marks, log history."""
-        self._conn.run(_DECAY, {"week": week, "at": at, "changes": list(changes),
+        self._write(_DECAY, {"week": week, "at": at, "changes": list(changes),
                                 "marks": list(marks), "history": list(history)})
 
     def record_run(self, week: str, decayed: int, deprecated: int, deleted: int,
@@ -226,9 +255,8 @@ class TrustRepository:
         pair = {"agent_id": agent_id, "task_type": task_type}
         moved = self._conn.run("SELECT count() AS n FROM execution WHERE agent_id = "
                                "$agent_id AND task_type = $task_type GROUP ALL;", pair)[0]
-        rows = self._conn.run(_RETIRE, {**pair, "history": history, "at": at,
-                                        "profile": profile},
-                              rows=int(moved[0]["n"]) if moved else 0)  # its deadline grows
+        rows = self._write(_RETIRE, {**pair, "history": history, "at": at, "profile": profile},
+                           rows=int(moved[0]["n"]) if moved else 0)  # its deadline grows
         found = [r for r in rows if isinstance(r, int)]
         return int(found[-1]) if found else 0
 

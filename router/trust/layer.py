@@ -17,19 +17,21 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import Counter, OrderedDict
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from trustroute.profiles.records import ExecutionRecord, check_identifier, utc_now
 from trustroute.profiles.store import Store
 from trustroute.profiles.store.decisions import DecisionRepository
-from trustroute.profiles.store.trust import TrustRepository
+from trustroute.profiles.store.executions import origin_of
+from trustroute.profiles.store.trust import ARCHIVE, LIFECYCLE, PEOPLE, TrustRepository
 from trustroute.profiles.trust_counts import Pair, TrustCounts, TrustDelta
 from trustroute.router.decision import CandidateScore, RoutingDecision
 from trustroute.router.errors import UnknownDecision
+from trustroute.router.frontier import Frontier
 from trustroute.router.handoff.transfer import TransferDispatcher, TransferRequest
 from trustroute.router.handoff.worker import HandoffWorker
 from trustroute.router.trust.abstention import Abstained, AbstentionPolicy, GateView
@@ -49,7 +51,6 @@ if TYPE_CHECKING:
     from trustroute.profiles.book import ProfileBook
 
 log = logging.getLogger(__name__)
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,15 +89,18 @@ class TrustLayer:
         self.repo = store.repository(TrustRepository)
         self.decisions = DecisionLog(store.repository(DecisionRepository), strategy, self.options)
         self.transfer = transfer  # where ``on_abstain: human`` hands decisions over
+        if transfer is not None:  # undeliverable hand-offs are kept pending in the store
+            transfer.bind_store(store)
         self._handoffs = HandoffWorker(transfer)  # hooks may do network I/O: on a worker
         self._lock = threading.Lock()  # the book and the history buffer change together
         self._flush_lock = threading.Lock()  # one flush at a time
         self._history: dict[Pair, _History] = {}
         self._own: set[str] = set()  # ids of this router's writes, until folded
-        self._people: OrderedDict[str, float] = OrderedDict()  # folded people rows
-        self._people_newest = 0.0  # newest stored_at of a folded people row (POSIX s)
-        self._people_total = 0  # people rows folded
-        self._changed_since = _EPOCH  # lifecycle marks and retirements read up to here
+        #: Per log table this layer follows, per writer, what it folded (or read).
+        self.people, self.marks, self.archive = Frontier(), Frontier(), Frontier()
+        self.people_total = 0  # people rows folded
+        #: The writers' counters read before the log a rebuild folds (set by the router).
+        self.base: Mapping[str, Mapping[str, int]] = {}
         self._last_flush = time.monotonic()
 
     # -- decisions (no I/O) -------------------------------------------------------
@@ -170,67 +174,74 @@ class TrustLayer:
     def rebuild(self, book: ProfileBook, placed: Sequence[tuple[ExecutionRecord, int]],
                 store: Store) -> None:
         """Fold the whole log again: executions (``placed``), what people and signals
-        said, the lifecycle's marks; reload the calibration map."""
-        self.restore({}, 0, {}, 0.0, placed, self.repo.people())
+        said, the lifecycle's marks; reload the calibration map. The frontiers start at
+        ``base``, the counters read before the log was."""
+        frontiers = {t: Frontier(self.base.get(t, {})) for t in (PEOPLE, LIFECYCLE, ARCHIVE)}
+        self.restore({}, 0, frontiers, placed, self.repo.people())
 
-    def restore(self, counts: dict[Pair, TrustCounts], settled_people: int,
-                people: dict[str, float], newest: float,
+    def restore(self, counts: dict[Pair, TrustCounts], people_total: int,
+                frontiers: Mapping[str, Frontier],
                 placed: Sequence[tuple[ExecutionRecord, int]] = (),
                 rows: Sequence[dict[str, Any]] = ()) -> None:
-        """Take a cached projection's trust counts (``settled_people`` people rows folded
-        up to its settled position, ``people`` the ids folded after it), fold ``placed``
-        executions, people's ``rows`` and the lifecycle's marks on top; reload the
-        calibration map. ``newest``: the stamp up to which people rows were looked for
-        when it was written. (The rescue tracker starts empty, as after a rebuild.)"""
+        """Take a cached projection's trust counts (``people_total`` people rows folded
+        into them, ``frontiers`` per followed table), fold ``placed`` executions,
+        people's ``rows`` and the lifecycle's marks on top; reload the calibration map.
+        (The rescue tracker starts empty, as after a rebuild.)"""
         self.flush()
         lifecycle = self.repo.lifecycle()
         with self._flush_lock, self._lock:
             self.book.reset(counts)
             self.rescues = RescueTracker(self.options.rescue_memory)
-            self._people = OrderedDict(people)
-            self._people_total = settled_people + len(people)
-            self._people_newest = max([newest, *people.values()])
-            self._changed_since = utc_now()
+            self.people = frontiers.get(PEOPLE) or Frontier()
+            self.marks = frontiers.get(LIFECYCLE) or Frontier()
+            self.archive = frontiers.get(ARCHIVE) or Frontier()
+            self.people_total = people_total
             for record, _ in placed:
                 self._fold_execution(record, False)
-            for row in rows:
-                self._fold_person(row, False)
+            for row in rows:  # the whole table: each is folded, numbered or not
+                self.people.add(origin_of(row))
+                self._apply_person(row, False)
             self._mark(lifecycle)
         self.decisions.load()
 
-    def settled_people(self, settled: float) -> tuple[int, dict[str, float]]:
-        """How many people rows stamped up to ``settled`` were folded, and the ids (with
-        stamps) of those folded after it."""
+    def frontiers(self) -> dict[str, dict[str, Any]]:
+        """What this layer folded, per followed table (for the cached projection)."""
         with self._lock:
-            after = {i: t for i, t in self._people.items() if t > settled}
-            return self._people_total - len(after), after
+            return {PEOPLE: self.people.export(), LIFECYCLE: self.marks.export(),
+                    ARCHIVE: self.archive.export()}
 
-    def catch_up(self, lookback: float, repo: TrustRepository | None = None) -> bool:
-        """Fold what other processes' people and signals said, and the lifecycle marks
-        changed since the last look, read through ``repo`` (default: the router's);
-        True when a pair was retired (rebuild the router)."""
-        since = datetime.fromtimestamp(max(0.0, self._people_newest - lookback), UTC)
-        changed = self._changed_since - timedelta(seconds=lookback)
-        people, lifecycle, retired = (repo or self.repo).changes(since, changed)
-        with self._lock:
-            for row in people:
-                self._fold_person(row, False)
-            self._mark(lifecycle)
-            if lifecycle:
-                self._changed_since = max(r["changed_at"] for r in lifecycle)
-        return retired > 0
+    def catch_up(self, counters: Mapping[str, Mapping[str, int]],
+                 repo: TrustRepository | None = None) -> bool:
+        """Fold what other processes' people and signals said and the lifecycle marks
+        they changed, by the writers' ``counters``, read through ``repo`` (default: the
+        router's); True when a pair was retired since the last rebuild (rebuild the
+        router: that resets the retirements' frontier)."""
+        repo = repo or self.repo
+        for writer, after, upto in self.people.behind(counters.get(PEOPLE, {})):
+            for page in repo.people_written(writer, after, upto):
+                with self._lock:
+                    for row in page:
+                        self._fold_person(row, False)
+            with self._lock:
+                self.people.settle(writer, upto)
+        for writer, after, upto in self.marks.behind(counters.get(LIFECYCLE, {})):
+            for page in repo.marks_written(writer, after, upto):
+                with self._lock:
+                    self._mark(page)
+            with self._lock:
+                self.marks.settle(writer, upto)
+        return bool(self.archive.behind(counters.get(ARCHIVE, {})))
 
     def _fold_person(self, row: dict[str, Any], mine: bool) -> TrustScores:
-        """Fold one row of ``trust_feedback`` (once); returns the pair's scores after."""
+        """Fold one row of ``trust_feedback`` (once: by its writer and number); returns
+        the pair's scores after."""
+        if not self.people.add(origin_of(row)):
+            return self.book.scores(row["agent_id"], row["task_type"])
+        return self._apply_person(row, mine)
+
+    def _apply_person(self, row: dict[str, Any], mine: bool) -> TrustScores:
         pair = (row["agent_id"], row["task_type"])
-        if row["id"] in self._people:
-            return self.book.scores(*pair)
-        stamp = row["stored_at"].timestamp() if row.get("stored_at") else 0.0
-        self._people[row["id"]] = stamp
-        self._people_total += 1
-        self._people_newest = max(self._people_newest, stamp)
-        while len(self._people) > 100_000:
-            self._people.popitem(last=False)
+        self.people_total += 1
         at, kind = row["at"], row["kind"]
         if kind == "signal":
             delta, reason = signal_delta(*pair, row["signal"], at), f"signal {row['signal']}"
