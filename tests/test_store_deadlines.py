@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import logging
+import os
 import select
 import signal
 import subprocess
@@ -200,12 +201,14 @@ def freeze(proc: subprocess.Popen[str]) -> None:
 def test_a_frozen_server_is_detected_within_the_request_timeout() -> None:
     """The server process is stopped (SIGSTOP: it accepts TCP and answers nothing): a
     call fails within request_timeout_s, a new connection can't be opened either (its
-    handshake is bounded the same way), close() returns within its bound, and once
+    handshake is bounded the same way), a batch too large for the socket's buffers
+    cannot block its send past the deadline, close() returns within its bound, and once
     the process continues the same store works again."""
     proc, url = server_process()
     timeout = 1.0
     try:
-        store = Store(url, username="root", password="root", request_timeout_s=timeout)
+        store = Store(url, username="root", password="root", request_timeout_s=timeout,
+                      request_timeout_per_row_s=0.0001)
         store.executions.record(execution(0))
         freeze(proc)
         for _ in range(2):  # the call in flight, then the next one, which reconnects
@@ -213,6 +216,17 @@ def test_a_frozen_server_is_detected_within_the_request_timeout() -> None:
             with pytest.raises(StoreUnavailableError, match="did not answer"):
                 store.executions.count()
             assert time.monotonic() - started < timeout + 3.0
+        proc.send_signal(signal.SIGCONT)
+        assert store.executions.count() == 1
+        freeze(proc)  # 8 MB that do not compress: more than the kernel's buffers take
+        big = [ExecutionRecord(agent_id="alpha", task_type="t", success=True,
+                               record_id=f"big-{i}",
+                               metadata={"blob": base64.b64encode(os.urandom(1500)).decode()})
+               for i in range(4000)]
+        started = time.monotonic()
+        with pytest.raises(StoreUnavailableError, match="did not answer"):
+            store.executions.record_many(big)
+        assert time.monotonic() - started < store.conn.timeout({"rows": big}) + 6.0  # + encoding
         proc.send_signal(signal.SIGCONT)
         assert store.executions.count() == 1
         freeze(proc)

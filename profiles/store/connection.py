@@ -56,7 +56,7 @@ from trustroute.profiles.store.errors import (
     StoreGone,
     StoreUnavailableError,
 )
-from trustroute.profiles.store.location import StoreLocation
+from trustroute.profiles.store.location import StoreLocation, redact_credentials
 from trustroute.profiles.store.settings import StoreSettings
 from trustroute.profiles.store.wire import RedactedLogger, discard, limit, open_socket
 
@@ -145,7 +145,7 @@ class Connection:
             cause = exc.last_attempt.exception()
             raise StoreUnavailableError(
                 f"could not connect to SurrealDB at {self.location.redacted()} after "
-                f"{attempts} attempts: {cause}") from cause
+                f"{attempts} attempts: {redact_credentials(str(cause))}") from cause
         except StoreError:
             raise
         except RuntimeError as exc:  # the embedded engine could not open its files
@@ -223,7 +223,8 @@ class Connection:
         except retryable as first:
             if isinstance(first, RetryableConflict) and self.settings.conflict_attempts <= 1:
                 raise
-            log.info("retrying a query on %s after: %s", self.location.redacted(), first)
+            log.info("retrying a query on %s after: %s", self.location.redacted(),
+                     redact_credentials(str(first)))
         try:
             for attempt in Retrying(stop=self._stop, wait=self._wait, reraise=True,
                                     retry=retry_if_exception_type(retryable)):
@@ -232,7 +233,8 @@ class Connection:
         except TRANSIENT_ERRORS as exc:
             raise StoreUnavailableError(
                 f"lost the connection to SurrealDB at {self.location.redacted()} and could "
-                f"not re-open it within {self.settings.reconnect_timeout_s:g} s: {exc}") from exc
+                f"not re-open it within {self.settings.reconnect_timeout_s:g} s: "
+                f"{redact_credentials(str(exc))}") from exc
         raise AssertionError("unreachable")  # pragma: no cover
 
     def pages(self, sql: str, params: dict[str, Any], batch: int
