@@ -141,7 +141,10 @@ class InFlightTracker:
         if self.shared is not None and self.shared.rate_limited(agent_id):
             return True
         starts = self._starts.get(agent_id)
-        return starts is not None and len(_recent(starts)) >= rpm
+        if starts is None:
+            return False
+        with self._released:  # _recent drops old starts: not while a take appends
+            return len(_recent(starts)) >= rpm
 
     def close(self) -> None:
         """Give back the shared leases still held (they would expire anyway)."""
