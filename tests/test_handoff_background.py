@@ -19,6 +19,7 @@ from trustroute.integrations.langchain.handoff import HandoffResult, HandoffRunn
 from trustroute.profiles.store import Store
 from trustroute.profiles.store.handoffs import HandoffRepository
 from trustroute.router import AgentRouter
+from trustroute.router.config import RouterConfig
 from trustroute.router.handoff.confidence import RetrievalConfidence
 from trustroute.router.handoff.settings import HandoffSection
 from trustroute.router.handoff.transfer import (
@@ -258,3 +259,18 @@ def test_a_full_queue_leaves_the_request_pending_for_later(kv_url: str) -> None:
     assert [o.queued for o in outcomes[1:]].count(()) >= 1  # the queue held one more at most
     assert all(o.pending and o.stored for o in outcomes)
     assert sorted(rows.values()).count("pending") >= 1  # not lost: stored for a retry
+
+
+def test_delivery_sync_in_the_router_config_applies_to_a_handoff_runnables_hooks() -> None:
+    fired: list[str] = []
+    config = RouterConfig.model_validate(
+        {"store": "mem://", "agents": ["bot"], "handoff": {"delivery": "sync"}})
+    with config.build_router() as router:
+        rag = HandoffRunnable(faq_store(), RunnableLambda(lambda x: "answer"),
+                              confidence=CONFIDENCE, router=router,
+                              hooks=[CallableHook(lambda r: fired.append(r.request_id),
+                                                  name="desk")])
+        out = rag.invoke(UNCOVERED)
+    assert isinstance(out, HandoffResult) and out.outcome is not None
+    assert out.outcome.delivered and out.outcome.queued == ()  # delivered before returning
+    assert fired == [out.request.request_id]

@@ -140,8 +140,9 @@ class HandoffRunnable(Runnable[Any, Any]):
         self.confidence = confidence
         if isinstance(hooks, TransferDispatcher):
             self.dispatcher: TransferDispatcher | None = hooks
-        elif hooks:
-            self.dispatcher = TransferDispatcher(list(hooks), store=self.store)
+        elif hooks:  # delivered as the router's handoff: section says (delivery, retries)
+            settings = router.transfer.settings if router and router.transfer else None
+            self.dispatcher = TransferDispatcher(list(hooks), store=self.store, settings=settings)
         else:  # None: the HandoffResult goes back to the caller, who is the hand-off
             self.dispatcher = router.transfer if router else None
         self.k = k
