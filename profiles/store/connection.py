@@ -311,6 +311,13 @@ class Connection:
                 "again (a deleted store starts empty)")
         return self._db
 
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """Hold every statement back while entered (a snapshot reads the store's file
+        sizes at a commit boundary this way; keep it to a moment)."""
+        with self._lock:
+            yield
+
     # -- the retry policy of run() ---------------------------------------------------
     def _stop(self, state: RetryCallState) -> bool:
         """Conflicts: ``conflict_attempts`` tries in all (the first was before tenacity).

@@ -195,7 +195,8 @@ def gather_handoffs(repo: ReportRepository, task_type: str | None, since: dateti
 
 
 def gather(router: AgentRouter, *, task_type: str | None = None,
-           since: datetime | None = None, progress: Progress | None = None) -> ReportData:
+           since: datetime | None = None, progress: Progress | None = None,
+           source: str | None = None) -> ReportData:
     """Read everything the report shows from ``router``'s store.
 
     ``progress(n)`` is called as executions are read (n at a time). The leaderboard and
@@ -224,7 +225,7 @@ def gather(router: AgentRouter, *, task_type: str | None = None,
     calibration = calibration_report(
         store.repository(DecisionRepository).confidence_outcomes(None))
     return ReportData(
-        store_url=store.url, generated_at=utc_now(), task_type=task_type,
+        store_url=source or store.url, generated_at=utc_now(), task_type=task_type,
         since=since, executions=count, leaderboards=boards,
         routing={tt: routing_buckets(rs, bounds) for tt, rs in sorted(rows.items())},
         radar=radar, trend=trend_series(repo.trust_history(task_type, since)),
