@@ -7,9 +7,11 @@ still there, with the line that installs the pictures.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
 from html import escape
 from types import ModuleType
 
+from trustroute.profiles.records import iso_z
 from trustroute.router.report.data import RECENT, Bucket, Handoffs, RateBucket, ReportData
 
 PLOT_HINT = 'pip install "trustroute[plot]"'
@@ -71,10 +73,15 @@ def image(b64: str, alt: str) -> str:
     return f'<img alt="{escape(alt)}" src="data:image/png;base64,{b64}">'
 
 
+def when(moment: datetime) -> str:
+    """A time as every command shows it: ISO 8601, UTC, ``Z``, to the second."""
+    return iso_z(moment.replace(microsecond=0))
+
+
 def span(buckets: Sequence[Bucket] | Sequence[RateBucket]) -> str:
     """The time span of a bucket list, as text."""
-    return (f"{buckets[0].start:%Y-%m-%d %H:%M:%S} to {buckets[-1].end:%Y-%m-%d %H:%M:%S} "
-            f"UTC, {len(buckets)} bucket(s)")
+    return (f"{when(buckets[0].start)} to {when(buckets[-1].end)}, "
+            f"{len(buckets)} bucket(s)")
 
 
 def leaderboard(data: ReportData, charts: ModuleType | None) -> str:
@@ -112,7 +119,7 @@ def routing(data: ReportData, charts: ModuleType | None) -> str:
         parts.append(f"<h3>{escape(task_type)}</h3><p class=\"note\">{span(buckets)}</p>")
         if charts is not None:
             parts.append(image(charts.routing_chart(buckets), f"routing of {task_type}"))
-        rows = [[td(f"{b.start:%Y-%m-%d %H:%M:%S}", left=True), td(str(b.tasks)),
+        rows = [[td(when(b.start), left=True), td(str(b.tasks)),
                  td(num(b.mean_quality)),
                  td(", ".join(f"{a} {pct(s)}" for a, s in b.shares.items()) or "–", left=True)]
                 for b in buckets]
@@ -219,9 +226,9 @@ def render(data: ReportData, charts: ModuleType | None) -> str:
     if data.task_type:
         scope.append(f"task type {escape(data.task_type)}")
     if data.since:
-        scope.append(f"since {data.since:%Y-%m-%d %H:%M:%S} UTC")
+        scope.append(f"since {when(data.since)}")
     body = [f"<h1>trustroute report</h1><p class=\"meta\">{' · '.join(scope)} · generated "
-            f"{data.generated_at:%Y-%m-%d %H:%M:%S} UTC</p>"]
+            f"{when(data.generated_at)}</p>"]
     if charts is None:
         body.append(f'<p class="hint">matplotlib is not installed, so this report has tables '
                     f"only; for the pictures: <code>{escape(PLOT_HINT)}</code></p>")
