@@ -26,6 +26,7 @@ and all bounded:
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import logging
 import os
