@@ -68,8 +68,11 @@ def runs_shown(capsys: pytest.CaptureFixture[str], url: str, want: int,
     deadline = time.monotonic() + timeout
     while True:
         result = run(capsys, "profiles", "--json", "--store", url)
-        assert result.code == 0, result.err
-        seen = sum(p["executions_total"] for p in result.json())
+        if result.code == 2 and "no snapshot yet" in result.err:  # the first is not due yet
+            seen = -1
+        else:
+            assert result.code == 0, result.err
+            seen = sum(p["executions_total"] for p in result.json())
         if seen == want or time.monotonic() > deadline:
             assert seen == want, result.err
             return result
@@ -106,6 +109,9 @@ def test_the_cli_as_a_separate_process_reads_the_snapshot(app: tuple[App, str]) 
     cli = [sys.executable, "-m", "trustroute.router.cli.app", "profiles", "--store", url]
     while True:  # a real `trustroute` process beside the app's
         done = subprocess.run([*cli, "--json"], capture_output=True, text=True, timeout=120)
+        if done.returncode == 2 and "no snapshot yet" in done.stderr and \
+                time.monotonic() < deadline:
+            continue  # the first snapshot comes 0.2 s after the app opened the store
         assert done.returncode == 0, done.stderr
         seen = sum(p["executions_total"] for p in json.loads(done.stdout))
         if seen == total or time.monotonic() > deadline:
