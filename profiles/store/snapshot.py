@@ -9,8 +9,8 @@ commands open a private copy of the newest one and say "as of" when it was taken
 Layout, beside the store folder ``PATH``: ``PATH.snapshot/<as-of stamp>/`` holds one
 snapshot (the store's files and ``snapshot.json``), and ``PATH.snapshot/current`` is a
 symbolic link naming the newest; it is replaced by a rename, so a reader sees either
-the previous snapshot or the new one, never a half-written one. The two newest are
-kept (a reader copying the previous one when a new one appears can finish).
+the previous snapshot or the new one, never a half-written one. The three newest are
+kept (a reader copying an older one when new ones appear can finish).
 
 Why a copy is consistent without stopping the app: surrealkv writes an append-only
 commit log (``clog/``) and a small manifest. While no statement runs (the connection is
@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 
 META = "snapshot.json"
 CURRENT = "current"
-KEEP = 2  # snapshots kept: the newest, and the one a reader may still be copying
+KEEP = 3  # snapshots kept: the newest, and older ones a reader may still be copying
 CHUNK = 1 << 20
 
 #: (relative path, size, mtime_ns, inode) of every file of a store folder
@@ -89,11 +89,11 @@ def latest(path: Path) -> Snapshot | None:
     return Snapshot(folder, datetime.fromisoformat(meta["as_of"]), int(meta["pid"]))
 
 
-def copy_latest(path: Path, into: Path, attempts: int = 3) -> Snapshot | None:
+def copy_latest(path: Path, into: Path, attempts: int = 5) -> Snapshot | None:
     """Copy the newest snapshot of the store at ``path`` to the folder ``into`` (which
     must not exist), so that it can be opened like any embedded store; None when there
-    is no snapshot. A snapshot removed while it is copied (the app wrote two newer ones
-    meanwhile) is copied again from the newest."""
+    is no snapshot. A snapshot removed while it is copied (the app wrote newer ones
+    meanwhile) is copied again from the newest; OSError when that keeps happening."""
     for _ in range(attempts):
         found = latest(path)
         if found is None:
@@ -101,9 +101,10 @@ def copy_latest(path: Path, into: Path, attempts: int = 3) -> Snapshot | None:
         try:
             shutil.copytree(found.folder, into, ignore=shutil.ignore_patterns(META))
             return found
-        except FileNotFoundError:
+        except (FileNotFoundError, shutil.Error):  # shutil.Error: files gone mid-copy
             shutil.rmtree(into, ignore_errors=True)
-    return None
+    raise OSError(f"the snapshots of {path} were replaced {attempts} times while being "
+                  "copied; raise store.snapshot_interval_s")
 
 
 class SnapshotWriter:
