@@ -102,7 +102,8 @@ def test_read_commands_show_a_running_apps_snapshot_as_of_its_time(
 
 
 @pytest.mark.slow  # two CLI processes beside the app's
-def test_the_cli_as_a_separate_process_reads_the_snapshot(app: tuple[App, str]) -> None:
+def test_the_cli_as_a_separate_process_reads_the_snapshot(app: tuple[App, str],
+                                                          tmp_path: Path) -> None:
     proc, url = app
     total = proc.round(8)
     deadline = time.monotonic() + 30
@@ -121,6 +122,11 @@ def test_the_cli_as_a_separate_process_reads_the_snapshot(app: tuple[App, str]) 
     table = subprocess.run(cli, capture_output=True, text=True, timeout=120)
     assert AS_OF.search(table.stderr) and "coder" in table.stdout, table.stderr
     assert "trustroute-snapshot" not in table.stdout  # named as the app's store
+    for command in (["trust"], ["report", "--out", str(tmp_path / "r.html")], ["handoffs"],
+                    ["calibration"]):  # each a `trustroute` process of its own
+        seen = subprocess.run([*cli[:3], *command, "--store", url], capture_output=True,
+                              text=True, timeout=120)
+        assert seen.returncode == 0 and AS_OF.search(seen.stderr), (command, seen.stderr)
 
 
 def test_a_write_command_says_it_needs_the_lock(capsys: pytest.CaptureFixture[str],
