@@ -40,6 +40,12 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+def iso_z(moment: datetime) -> str:
+    """The one way times are shown: ISO 8601 in UTC with ``Z`` (``2025-03-01T12:00:00Z``;
+    fractions of a second only when there are any)."""
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
 class FieldTypeError(TypeError, ValueError):
     """A value of the wrong type for a named field.
 

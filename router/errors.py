@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 from trustroute.profiles.store.errors import PicklableError
 
 
@@ -18,12 +21,26 @@ class NoAgentAvailable(RouterError, LookupError):
         super().__init__(f"{msg}: {detail}" if detail else msg)
 
 
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """`` (did you mean 'coder'?)`` for the closest of ``known``, or nothing (as the
+    config errors suggest keys)."""
+    close = difflib.get_close_matches(name, list(known), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def unlisted_agent(agent_id: str, known: Iterable[str]) -> str:
+    """The warning for an outcome of an agent the router does not list."""
+    return (f"recording agent {agent_id!r}, which this router does not list"
+            f"{did_you_mean(agent_id, known) or ' (a typo?)'}; unknown_agents='error' "
+            "refuses it")
+
+
 class UnknownAgent(RouterError, KeyError):
     """An agent id that is not registered with this router."""
 
-    def __init__(self, agent_id: str) -> None:
+    def __init__(self, agent_id: str, known: Iterable[str] = ()) -> None:
         self.agent_id = agent_id
-        super().__init__(f"unknown agent {agent_id!r}")
+        super().__init__(f"unknown agent {agent_id!r}{did_you_mean(agent_id, known)}")
 
     def __str__(self) -> str:
         return str(self.args[0])

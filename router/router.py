@@ -31,7 +31,7 @@ from trustroute.profiles.store import DuplicateRecord, Store
 from trustroute.router.agents import AgentLike, AgentSpec, as_specs
 from trustroute.router.async_twin import in_thread
 from trustroute.router.decision import CandidateScore, RoutingDecision, new_decision_id
-from trustroute.router.errors import AgentAtCapacity, NoAgentAvailable, UnknownAgent
+from trustroute.router.errors import AgentAtCapacity, NoAgentAvailable, UnknownAgent, unlisted_agent
 from trustroute.router.learner import Learner, StrategyLearner
 from trustroute.router.limits import LimitSettings
 from trustroute.router.load import InFlightTracker, Lease, discounted
@@ -176,7 +176,7 @@ class AgentRouter:
         try:
             return self._agents[agent_id]
         except KeyError:
-            raise UnknownAgent(agent_id) from None
+            raise UnknownAgent(agent_id, self._agents) from None
 
     # -- load ------------------------------------------------------------------------
     def acquire(self, agent_id: str) -> Lease:
@@ -352,9 +352,8 @@ class AgentRouter:
         """Warn about (or refuse) outcomes of an agent this router does not list."""
         if self._agents and agent_id not in self._agents and self.unknown_agents != "allow":
             if self.unknown_agents == "error":
-                raise UnknownAgent(agent_id)
-            warnings.warn(f"recording agent {agent_id!r}, which this router does not list "
-                          "(a typo?); unknown_agents='error' refuses it", stacklevel=3)
+                raise UnknownAgent(agent_id, self._agents)
+            warnings.warn(unlisted_agent(agent_id, self._agents), stacklevel=3)
 
     # -- trust ---------------------------------------------------------------------
     def feedback(self, decision_id: str, approved: bool, comment: str | None = None

@@ -178,7 +178,7 @@ def test_profiles_table_and_filters(capsys: pytest.CaptureFixture[str], kv_url: 
         assert header in table.out
     titles = [line.strip() for line in table.out.splitlines() if line.strip() in ("code", "math")]
     assert titles == ["code", "math"]  # one table per task type
-    assert "1.50s" in table.out and "ago" in table.out
+    assert "1.5 s" in table.out and "ago" in table.out
     code_only = run(capsys, "profiles", "-t", "code", "--store", kv_url, "--json").json()
     assert [(p["agent_id"], p["executions_total"]) for p in code_only] == [("b", 2), ("a", 1)]
     a_only = run(capsys, "profiles", "--agent", "a", "--store", kv_url, "--json").json()

@@ -166,12 +166,13 @@ def test_an_unlisted_agent_warns_on_one_line_or_is_refused(
     warned = run(capsys, "record", "codr", "code", "--success")
     assert warned.code == 0
     assert warned.err.strip().splitlines() == [
-        "warning: recording agent 'codr', which this router does not list (a typo?); "
-        "unknown_agents='error' refuses it"]
+        "warning: recording agent 'codr', which this router does not list (did you mean "
+        "'coder'?); unknown_agents='error' refuses it"]
     (workdir / "router.yaml").write_text(
         f"store: {kv_url}\nagents: [coder]\nunknown_agents: error\n")
     refused = run(capsys, "record", "codr2", "code", "--success")
-    assert refused.code == 2 and "codr2" in refused.error_line
+    assert refused.code == 2
+    assert refused.error_line == "unknown agent 'codr2' (did you mean 'coder'?)"
     assert [p["agent_id"] for p in stored(capsys, kv_url)] == ["codr"]
 
 

@@ -24,7 +24,8 @@ import pytest
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = ("pyproject.toml", "README.md", "__init__.py", "router", "profiles", "integrations")
+SOURCES = ("pyproject.toml", "README.md", "MANIFEST.in", "__init__.py", "router", "profiles",
+           "integrations", "build_backend")
 
 
 @dataclass(frozen=True)
@@ -153,3 +154,26 @@ def test_an_app_with_its_own_router_and_profiles(clean_env: CleanEnv, tmp_path: 
     assert Path(seen["router"]) == tmp_path / "router.py"
     assert Path(seen["profiles"]) == tmp_path / "profiles" / "__init__.py"
     assert Path(seen["trustroute"]).is_relative_to(clean_env.site_packages)
+
+
+def test_an_editable_install_prints_no_setuptools_notice(clean_env: CleanEnv,
+                                                          tmp_path: Path) -> None:
+    # `pip install -e .` (what `make` runs) through the project's build backend: setuptools'
+    # "Editable installation ... same name as your package" notice is gone, and the
+    # editable install imports the source folder
+    src = clean_env.wheel.parents[1] / "src"
+    run(sys.executable, "-m", "venv", "--without-pip", tmp_path / "venv", cwd=tmp_path)
+    python = tmp_path / "venv" / "bin" / "python"
+    env = {"PYTHONPATH": sysconfig.get_paths()["purelib"], "PATH": "/usr/bin:/bin"}
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps",
+         "--no-build-isolation", "--no-index", "-e", str(src)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180, check=False)
+    assert done.returncode == 0, done.stderr
+    said = done.stdout + done.stderr
+    assert "Building editable for trustroute" in said  # the build ran and spoke
+    assert "Editable installation" not in said and "same name" not in said, said
+    found = subprocess.run(  # where `import trustroute` would load it from (no deps here)
+        [str(python), "-c", "import importlib.util as u; print(u.find_spec('trustroute').origin)"],
+        cwd=clean_env.workdir, capture_output=True, text=True, check=True)
+    assert Path(found.stdout.strip()) == src / "__init__.py"

@@ -94,7 +94,7 @@ def test_each_decision_explains_itself() -> None:
         comps = c.components
         assert c.reason == (f"Thompson draw {comps['sample']:.2f}; mean "
                             f"{comps['posterior_mean']:.2f} ± {comps['posterior_sd']:.2f} over "
-                            f"{comps['evidence']:.1f} runs (pooled prior "
+                            f"{comps['evidence']:.1f} effective runs (pooled prior "
                             f"{comps['prior_mean']:.2f} x {comps['prior_strength']:.1f})")
         assert c.score == comps["sample"] == comps["objective"]
     a = next(c for c in d.candidates if c.agent_id == "a")

@@ -26,6 +26,7 @@ and all bounded:
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import logging
 import os
@@ -312,6 +313,13 @@ class Connection:
                 "it was open; nothing more is written to it. Close this router and open it "
                 "again (a deleted store starts empty)")
         return self._db
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """Hold every statement back while entered (a snapshot reads the store's file
+        sizes at a commit boundary this way; keep it to a moment)."""
+        with self._lock:
+            yield
 
     # -- the retry policy of run() ---------------------------------------------------
     def _stop(self, state: RetryCallState) -> bool:

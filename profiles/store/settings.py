@@ -57,6 +57,12 @@ class StoreSettings(BaseModel):
     #: close() and after folding this many new rows: a process that is killed, never
     #: closed, leaves the next one at most about this many rows to fold on top of it.
     projection_every: int = Field(default=50_000, ge=1)
+    #: An embedded on-disk store held by a process writes a read-only snapshot beside
+    #: itself this often (seconds; only when it changed; 0: never), which the CLI's read
+    #: commands show while the process holds the store. A snapshot copies the store's
+    #: files on a background thread, so the interval bounds that I/O: once a minute is
+    #: fresh enough to inspect a live app and cheap next to the writes themselves.
+    snapshot_interval_s: float = Field(default=60.0, ge=0, allow_inf_nan=False)
 
     @field_validator("sync_lookback_s")
     @classmethod

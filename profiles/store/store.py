@@ -21,6 +21,7 @@ from trustroute.profiles.store.location import StoreLocation, parse_store_url
 from trustroute.profiles.store.lock import PathLock
 from trustroute.profiles.store.schema import ensure_schema
 from trustroute.profiles.store.settings import StoreSettings
+from trustroute.profiles.store.snapshot import SnapshotWriter
 
 SCHEMA_PARTS: list[str] = [EXECUTIONS_SCHEMA]
 
@@ -48,6 +49,8 @@ class Store:
         self._reader: Store | None = None  # see reader()
         self._reader_lock = threading.Lock()
         self._closed = False
+        #: snapshots for readers while this process holds an on-disk store (snapshot.py)
+        self.snapshots: SnapshotWriter | None = None
         if self._lock:
             self._lock.acquire()  # creates the store's parent folder too
         try:
@@ -59,6 +62,10 @@ class Store:
         self.executions = ExecutionRepository(self.conn)
         self._repositories: dict[type[Any], Any] = {}
         self._defines = True  # repository() applies a repository's SCHEMA (not a reader)
+        if self.location.path and self.settings.snapshot_interval_s > 0:
+            self.snapshots = SnapshotWriter(self.location.path, self.conn.paused,
+                                            self.settings.snapshot_interval_s)
+            self.snapshots.start()
 
     def reader(self) -> Store:
         """This store on a connection of its own, for reads that must not wait behind
@@ -117,6 +124,8 @@ class Store:
         with self._reader_lock:  # no reader is opened after this
             self._closed, reader = True, self._reader
         try:
+            if snapshots := getattr(self, "snapshots", None):  # None in a reader()
+                snapshots.stop()
             if reader is not None:
                 reader.close()
             self.conn.close()

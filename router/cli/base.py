@@ -6,8 +6,11 @@ import json
 import math
 import os
 import sys
+import tempfile
 import warnings
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -17,7 +20,9 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 
-from trustroute.profiles.store import StoreError
+from trustroute.profiles.records import iso_z
+from trustroute.profiles.store import Store, StoreError, StoreLockedError, parse_store_url
+from trustroute.profiles.store.snapshot import copy_latest
 from trustroute.router.config import RouterConfig, load_config
 from trustroute.router.config.loader import describe_validation_error
 from trustroute.router.config.secrets import mask_credentials
@@ -128,9 +133,66 @@ def load_router_config(config: Path | None, store: str | None) -> RouterConfig:
     return cfg
 
 
+#: the commands that show a running app's snapshot when it holds the embedded store
+READ_COMMANDS = "profiles, trust, report, handoffs, calibration, route"
+
+
 def open_router(config: Path | None, store: str | None, **overrides: Any) -> AgentRouter:
-    """Build the router the user's options describe."""
-    return load_router_config(config, store).build_router(**overrides)
+    """Build the router the user's options describe, for a command that writes: an
+    embedded store held by another process is an error saying that writes need it."""
+    try:
+        return load_router_config(config, store).build_router(**overrides)
+    except StoreLockedError as exc:
+        ctx = click.get_current_context(silent=True)
+        command = ctx.command_path if ctx is not None else "this command"
+        raise CliError(f"{exc}. `{command}` writes to the store, which needs the store's "
+                       "lock: run it when that process has stopped, or through it; the read "
+                       f"commands ({READ_COMMANDS}) show that process's latest snapshot") \
+            from None
+
+
+#: stores opened on a snapshot copy -> how commands name them (the app's store, as of)
+_SNAPSHOT_LABELS: weakref.WeakKeyDictionary[Store, str] = weakref.WeakKeyDictionary()
+
+
+def store_label(router: AgentRouter) -> str:
+    """How a command names the store it read: its URL, or for a snapshot the app's
+    store URL and the moment the snapshot holds it as of."""
+    return _SNAPSHOT_LABELS.get(router.store, router.store.url)
+
+
+@contextmanager
+def open_reader(config: Path | None, store: str | None, settings: RouterConfig | None = None,
+                **overrides: Any) -> Iterator[AgentRouter]:
+    """The router of a command that only reads. When another process (a running app)
+    holds the embedded store, a private copy of the snapshot it writes beside the store
+    (``store.snapshot_interval_s``) is opened instead, and stderr says as of when."""
+    settings = settings or load_router_config(config, store)
+    try:
+        router = settings.build_router(**overrides)
+    except StoreLockedError as exc:
+        location = parse_store_url(settings.store.url)  # made absolute when loaded
+        with tempfile.TemporaryDirectory(prefix="trustroute-snapshot-") as tmp:
+            copy = Path(tmp, "db")
+            found = copy_latest(location.path, copy) if location.path else None
+            if found is None:
+                raise CliError(
+                    f"{exc}; it has written no snapshot yet to read instead (the first "
+                    f"comes store.snapshot_interval_s = "
+                    f"{settings.store.snapshot_interval_s:g} s after it opened the store; "
+                    "0 turns them off)") from None
+            err_console.print(f"note: {escape(location.redacted())} is open in process "
+                              f"{found.pid}: showing its snapshot as of {found.as_of_text} "
+                              "(read-only)", soft_wrap=True)
+            snapshot = settings.model_copy(update={"store": settings.store.model_copy(
+                update={"url": f"surrealkv://{copy}", "snapshot_interval_s": 0})})
+            with snapshot.build_router(**overrides) as router:
+                _SNAPSHOT_LABELS[router.store] = (f"{location.redacted()} (snapshot as of "
+                                                  f"{found.as_of_text})")
+                yield router
+        return
+    with router:
+        yield router
 
 
 def utc_time(ctx: click.Context, param: click.Parameter, text: str | None) -> datetime | None:
@@ -154,9 +216,11 @@ def utc_time(ctx: click.Context, param: click.Parameter, text: str | None) -> da
 
 def finite(data: Any) -> Any:
     """``data`` with NaN and infinities as None: JSON has no such numbers, and null says
-    "no value" (a mean over nothing, a percentage of zero)."""
+    "no value" (a mean over nothing, a percentage of zero); times as ISO 8601 UTC ``Z``."""
     if isinstance(data, float):
         return data if math.isfinite(data) else None
+    if isinstance(data, datetime):  # one format everywhere: ISO 8601, UTC, Z
+        return iso_z(data) if data.tzinfo is not None else data.isoformat()
     if isinstance(data, dict):
         return {key: finite(value) for key, value in data.items()}
     if isinstance(data, list | tuple):

@@ -28,9 +28,11 @@ from trustroute.router.cli.base import (
     exclusive,
     json_option,
     load_router_config,
+    open_reader,
     open_router,
     print_json,
     router_options,
+    store_label,
 )
 from trustroute.router.cli.tables import age, compact_table, num, pct, plural
 from trustroute.router.handoff.calibration import CalibrationReport
@@ -268,9 +270,9 @@ def handoffs(
     are reported, not retried); --resolve REQUEST_ID closes one a person has taken care of.
     """
     exclusive(stats=stats, retry=retry, resolve=resolve is not None)
-    with open_router(config, store) as router:
+    with (open_router if retry or resolve is not None else open_reader)(config, store) as router:
         repo = router.store.repository(HandoffRepository)
-        url = router.store.url
+        url = store_label(router)
         if stats:
             rows = repo.decision_stats()
             if as_json:

@@ -12,12 +12,14 @@ from trustroute.router.cli.base import (
     cli,
     console,
     json_option,
-    open_router,
+    open_reader,
     print_json,
     router_options,
+    store_label,
 )
 from trustroute.router.cli.handoff import stats_table
 from trustroute.router.cli.tables import PROFILES_LEGEND, profiles_tables
+from trustroute.router.errors import did_you_mean
 
 
 @cli.command(name="profiles")
@@ -33,14 +35,18 @@ def show_profiles(task_type: str | None, agent: str | None, config: Path | None,
     (recency-weighted quality), confidence (min(1, runs / ramp)), adjusted score
     (expertise x confidence), average latency and when it was last updated.
     """
-    with open_router(config, store) as router:
+    with open_reader(config, store) as router:
         found = router.profiles(task_type)
-        url = router.store.url
+        url = store_label(router)
         rates = router.store.repository(HandoffRepository).decision_stats(task_type)
+    known = sorted({p.agent_id for p in found})
     if agent is not None:
         found = [p for p in found if p.agent_id == agent]
     if as_json:
         print_json([p.model_dump(mode="json") for p in found])
+        return
+    if not found and agent is not None and (hint := did_you_mean(agent, known)):
+        console.print(f"no profiles of agent {escape(repr(agent))}{escape(hint)}")
         return
     if not found:
         scope = " matching the filters" if task_type or agent else ""

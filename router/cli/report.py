@@ -13,8 +13,11 @@ from trustroute.router.cli.base import (
     cli,
     console,
     err_console,
-    open_router,
+    json_option,
+    open_reader,
+    print_json,
     router_options,
+    store_label,
     utc_time,
 )
 from trustroute.router.report import PLOT_HINT, write_report
@@ -28,21 +31,29 @@ from trustroute.router.report.html import load_charts
 @click.option("--since", default=None, metavar="DATE", callback=utc_time,
               help="Draw the charts over time from this ISO date/time on (UTC unless given).")
 @router_options
+@json_option
 def report(out: Path, task_type: str | None, since: datetime | None, config: Path | None,
-           store: str | None) -> None:
+           store: str | None, as_json: bool) -> None:
     """Write one self-contained HTML report: leaderboards, routing over time, trust
     radar and trend, calibration of the router's confidence, hand-offs.
 
     No server, no network: the pictures are inline (they need matplotlib,
     pip install "trustroute[plot]"; without it the report has the tables).
     """
-    with open_router(config, store) as router:
+    with open_reader(config, store) as router:
         total = router.store.executions.count()
+        source = store_label(router)
         with Progress(TextColumn("reading executions"), BarColumn(), MofNCompleteColumn(),
-                      TimeElapsedColumn(), console=err_console, transient=True) as progress:
+                      TimeElapsedColumn(), console=err_console, transient=True,
+                      disable=as_json) as progress:
             bar = progress.add_task("report", total=total)
             path = write_report(router, out, task_type=task_type, since=since,
-                                progress=lambda n: progress.advance(bar, n))
+                                source=source, progress=lambda n: progress.advance(bar, n))
+    pictures = load_charts() is not None
+    if as_json:
+        print_json({"path": str(path.resolve()), "store": source, "executions": total,
+                    "task_type": task_type, "since": since, "pictures": pictures})
+        return
     console.print(f"report written to {escape(str(path))}", soft_wrap=True)
-    if load_charts() is None:
+    if not pictures:
         console.print(f"tables only, no matplotlib: {escape(PLOT_HINT)}")

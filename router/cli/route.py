@@ -13,12 +13,14 @@ from trustroute.router.cli.base import (
     console,
     json_option,
     load_router_config,
+    open_reader,
     print_json,
     router_options,
     strategy_option,
     strategy_overrides,
 )
 from trustroute.router.cli.tables import decision_table, num
+from trustroute.router.errors import did_you_mean
 from trustroute.router.router import AgentRouter
 
 
@@ -62,8 +64,13 @@ def route(task_type: str, agents: tuple[str, ...], exclude: tuple[str, ...],
     settings = load_router_config(config, store)
     # a preview: no decision log entry awaiting an outcome
     settings.trust = settings.trust.model_copy(update={"log_decisions": False})
-    with settings.build_router(**overrides) as router:
+    with open_reader(config, store, settings, **overrides) as router:
         adopt_known_agents(router)
+        for agent_id in exclude:  # a typo would exclude nothing and route anyway
+            if agent_id not in router.agents:
+                raise CliError(f"--exclude: unknown agent {agent_id!r}"
+                               f"{did_you_mean(agent_id, router.agents)}; the agents are "
+                               f"{', '.join(sorted(router.agents))}")
         decision = router.select(task_type, exclude=exclude)
     if as_json:
         print_json(decision.as_dict())

@@ -41,10 +41,23 @@ def plural(count: int, noun: str) -> str:
     return f"{count:,} {noun if count == 1 else noun + 's'}"
 
 
-def seconds(milliseconds: float) -> str:
-    """A latency in seconds; an em dash when not finite (a store written before latencies
+def duration(milliseconds: float) -> str:
+    """A latency in the unit that suits it: ``0.4 ms``, ``2 ms``, ``350 ms``, ``1.2 s``,
+    ``4.5 min``, ``2.0 h``; an em dash when not finite (a store written before latencies
     were bounded may hold a mean that overflowed)."""
-    return f"{milliseconds / 1000:.2f}s" if math.isfinite(milliseconds) else "—"
+    if not math.isfinite(milliseconds):
+        return "—"
+    ms = max(0.0, milliseconds)
+    if ms < 1:
+        return "0 ms" if ms == 0 else f"{ms:.1f} ms"
+    if ms < 999.5:
+        return f"{ms:.0f} ms"
+    if ms < 59_950:
+        return f"{ms / 1000:.1f} s"
+    if ms < 3_597_000:
+        return f"{ms / 60_000:.1f} min"
+    hours = ms / 3_600_000
+    return f"{hours:.1f} h" if hours < 99.95 else f"{hours:,.0f} h"
 
 
 def age(moment: datetime | None, now: datetime | None = None) -> str:
@@ -84,8 +97,8 @@ def decision_table(decision: RoutingDecision) -> Table:
     Reasons are long sentences, so ``trustroute route`` lists them under the table rather
     than squeezing them into a column.
     """
-    table = compact_table(("#", "agent", "final", "score", "expertise", "conf.", "adjusted",
-                           "runs", "load"),
+    table = compact_table(("#", "agent", "final", "strategy", "expertise", "conf.",
+                           "adjusted", "runs", "load"),
                           title=f"candidates for {escape(decision.task_type)}")
     for rank, c in enumerate(decision.candidates, start=1):
         name = escape(c.agent_id)
@@ -124,7 +137,7 @@ def profiles_tables(profiles: Iterable[TaskTypeProfile]) -> list[Table]:
         for p in rows:
             table.add_row(escape(p.agent_id), str(p.executions_total), pct(p.success_rate),
                           num(p.avg_quality, 2), num(p.expertise, 2), num(p.confidence, 2),
-                          num(p.adjusted_score, 2), seconds(p.avg_latency_ms),
+                          num(p.adjusted_score, 2), duration(p.avg_latency_ms),
                           age(p.last_updated, now))
         tables.append(table)
     return tables

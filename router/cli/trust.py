@@ -15,12 +15,15 @@ from trustroute.router.cli.base import (
     console,
     exclusive,
     json_option,
+    open_reader,
     open_router,
     print_json,
     router_options,
+    store_label,
     utc_time,
 )
 from trustroute.router.cli.tables import compact_table, plural
+from trustroute.router.errors import did_you_mean
 from trustroute.router.trust.calibration import CalibrationReport, calibration_report
 from trustroute.router.trust.lifecycle import run_decay
 
@@ -53,21 +56,31 @@ def review(agent_id: str, task_type: str, approve: bool, reject: bool, comment: 
 @cli.command(name="decay")
 @click.option("--now", default=None, metavar="ISO-TIME", callback=utc_time,
               help="Run as of this moment (default: now); e.g. 2025-03-01T00:00:00+00:00.")
+@click.option("--dry-run", is_flag=True,
+              help="Say what this run would do (the same counts) and write nothing.")
 @router_options
 @json_option
-def decay(now: datetime | None, config: Path | None, store: str | None, as_json: bool) -> None:
+def decay(now: datetime | None, dry_run: bool, config: Path | None, store: str | None,
+          as_json: bool) -> None:
     """Weekly trust lifecycle: decay unseen pairs, deprecate weak ones, retire dead ones.
 
     Safe to schedule daily: it does its work once per ISO week. Retired pairs' executions
     are archived (table execution_archive), not lost.
     """
-    with open_router(config, store) as router:
-        report = run_decay(router, now=now)
+    with (open_reader if dry_run else open_router)(config, store) as router:
+        report = run_decay(router, now=now, dry_run=dry_run)
     if as_json:
         print_json(report.as_dict())
         return
     if report.already_applied:
-        console.print(f"decay already applied for {report.week}: nothing changed")
+        console.print(f"decay already applied for {report.week}: nothing "
+                      f"{'would change' if dry_run else 'changed'}")
+        return
+    if dry_run:
+        console.print(f"decay {report.week} would do (dry run, nothing written): "
+                      f"{report.decayed} decayed, {report.deprecated} deprecated, "
+                      f"{report.deleted} deleted ({plural(report.archived_executions, 'execution')}"
+                      " archived)")
         return
     console.print(f"decay {report.week}: {report.decayed} decayed, {report.deprecated} "
                   f"deprecated, {report.deleted} deleted "
@@ -104,10 +117,10 @@ def calibration(strategy: str | None, buckets: int, config: Path | None, store: 
                 as_json: bool) -> None:
     """How honest the router's confidence has been: reliability table, Brier, ECE,
     abstention rate and how often abstained decisions failed."""
-    with open_router(config, store) as router:
+    with open_reader(config, store) as router:
         router.flush()
         rows = router.store.repository(DecisionRepository).confidence_outcomes(strategy)
-        url = router.store.url
+        url = store_label(router)
     report = calibration_report(rows, buckets)
     if as_json:
         print_json(report.as_dict())
@@ -127,15 +140,19 @@ def calibration(strategy: str | None, buckets: int, config: Path | None, store: 
 def trust(task_type: str | None, agent: str | None, config: Path | None, store: str | None,
           as_json: bool) -> None:
     """Composite trust per (agent, task type): the three scores, composite and tier."""
-    with open_router(config, store) as router:
+    with open_reader(config, store) as router:
         book = router.trust_layer.book
-        rows = [(pair, counts, book.scores(*pair)) for pair, counts in book.all_counts().items()
+        counted = book.all_counts()
+        rows = [(pair, counts, book.scores(*pair)) for pair, counts in counted.items()
                 if (task_type is None or pair[1] == task_type)
                 and (agent is None or pair[0] == agent)]
     rows.sort(key=lambda r: (r[0][1], -r[2].composite, r[0][0]))
     if as_json:
         print_json([{"agent_id": a, "task_type": t, **s.as_dict(), **asdict(c)}
                     for (a, t), c, s in rows])
+        return
+    if not rows and agent is not None and (hint := did_you_mean(agent, {a for a, _ in counted})):
+        console.print(f"no trust data of agent {escape(repr(agent))}{escape(hint)}")
         return
     if not rows:
         console.print("no trust data yet: record outcomes or reviews first")

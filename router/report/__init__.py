@@ -18,16 +18,17 @@ __all__ = ["PLOT_HINT", "SECTIONS", "ReportData", "gather", "render", "write_rep
 
 def write_report(router: AgentRouter, path: str | Path = "report.html", *,
                  task_type: str | None = None, since: datetime | None = None,
-                 progress: Progress | None = None) -> Path:
+                 progress: Progress | None = None, source: str | None = None) -> Path:
     """Write the report of ``router``'s store to ``path``; returns the path.
 
     ``task_type`` limits it to one task type, ``since`` limits what is drawn over time
     (the leaderboard and the calibration cover the whole store, as ``trustroute
     profiles`` and ``trustroute calibration`` do). Pictures need matplotlib
     (``pip install "trustroute[plot]"``); without it the page has the tables only.
+    ``source`` is how the page names the store (default: its URL).
     """
     path = Path(path)
-    data = gather(router, task_type=task_type, since=since, progress=progress)
+    data = gather(router, task_type=task_type, since=since, progress=progress, source=source)
     text = render(data, load_charts())
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")

@@ -45,8 +45,10 @@ def _figure(width: float = 7.5, height: float = 3.0) -> tuple[Figure, Axes]:
     return fig, fig.subplots()
 
 
-def routing_chart(buckets: Sequence[Bucket]) -> str:
-    """Stacked share of tasks per agent per bucket, mean quality as a line."""
+def routing_chart(buckets: Sequence[Bucket], quality_range: tuple[float, float] = (0.0, 1.0)
+                  ) -> str:
+    """Stacked share of tasks per agent per bucket (buckets of about equal task counts,
+    one bar each), mean quality as a line on its own axis over ``quality_range``."""
     fig, ax = _figure()
     agents = sorted({a for b in buckets for a in b.shares})
     xs = list(range(len(buckets)))
@@ -62,7 +64,7 @@ def routing_chart(buckets: Sequence[Bucket]) -> str:
     quality = ax.twinx()
     quality.plot(xs, [math.nan if b.mean_quality is None else b.mean_quality for b in buckets],
                  color="black", marker="o", label="mean quality")
-    quality.set_ylim(0, 1)
+    quality.set_ylim(*quality_range)
     quality.set_ylabel("mean quality")
     ax.legend(loc="upper left", bbox_to_anchor=(1.1, 1.0), fontsize=7)
     return png(fig)
@@ -120,14 +122,16 @@ def reliability_chart(report: CalibrationReport) -> str:
     return png(fig)
 
 
-def handoff_chart(rates: dict[str, list[RateBucket]]) -> str:
-    """Hand-off rate per task type over time."""
+def handoff_chart(rates: dict[str, list[RateBucket]],
+                  y_range: tuple[float, float] = (0.0, 1.0)) -> str:
+    """Hand-off rate per task type over time, on a y axis over ``y_range`` (scaled to
+    the rates: 3-7% on a 0-1 axis looks flat)."""
     fig, ax = _figure()
     for task_type, buckets in rates.items():
         ax.plot(date2num([b.start for b in buckets]),
                 [math.nan if b.rate is None else b.rate for b in buckets],
                 marker="o", label=task_type)
-    ax.set_ylim(0, 1)
+    ax.set_ylim(*y_range)
     ax.set_ylabel("hand-off rate")
     time_axis(ax)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7)

@@ -8,6 +8,8 @@ the leaderboard is ``router.profiles()`` (``trustroute profiles``), trust is
 
 from __future__ import annotations
 
+import math
+from bisect import bisect_right
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -105,27 +107,46 @@ class ReportData:
 
 
 def edges(times: Sequence[datetime], buckets: int = BUCKETS) -> list[datetime]:
-    """``buckets + 1`` equal-width bucket edges over the span of ``times`` (one bucket
-    when every time is the same); empty without times."""
+    """Bucket edges that follow the data: up to ``buckets`` buckets of (nearly) equal
+    task counts, so a burst gets several buckets and a quiet week none to itself (equal
+    widths left 7 of 10 buckets empty on bursty traffic). Ascending, without repeats
+    (many tasks at one instant share a bucket); one bucket when every time is the same;
+    empty without times."""
     if not times:
         return []
-    first, last = min(times), max(times)
-    if first == last:
-        return [first, last]
-    step = (last - first) / buckets
-    return [first + step * i for i in range(buckets)] + [last]
+    ordered = sorted(times)
+    n, k = len(ordered), min(buckets, len(ordered))
+    bounds = [ordered[(i * n) // k] for i in range(k)] + [ordered[-1]]
+    unique = [t for i, t in enumerate(bounds) if i == 0 or t > bounds[i - 1]]
+    return unique if len(unique) > 1 else [ordered[0], ordered[-1]]
 
 
 def in_buckets(rows: Sequence[_Row], bounds: Sequence[datetime]) -> list[list[_Row]]:
-    """``rows`` (time first) in the buckets of ``bounds``; the last bucket includes its
-    upper edge."""
+    """``rows`` (time first) in the buckets of ``bounds``: bucket i holds the times from
+    ``bounds[i]`` up to ``bounds[i + 1]``, the last one including its upper edge."""
     n = max(0, len(bounds) - 1)
     groups: list[list[_Row]] = [[] for _ in range(n)]
-    span = (bounds[-1] - bounds[0]).total_seconds() if n else 0.0
     for row in rows:
-        i = int((row[0] - bounds[0]).total_seconds() / span * n) if span > 0 else 0
-        groups[min(n - 1, i)].append(row)
+        i = bisect_right(bounds, row[0]) - 1
+        groups[min(n - 1, max(0, i))].append(row)
     return groups
+
+
+def axis_range(values: Iterable[float | None], floor_at_zero: bool = True
+               ) -> tuple[float, float]:
+    """The y range of a chart of rates or qualities in [0, 1], scaled to its data: a
+    little beyond the values, on round tenths or hundredths, so a 3-7% hand-off rate
+    fills the chart instead of lying flat on a 0-1 axis. ``floor_at_zero``: the range
+    starts at 0 (a rate); otherwise just below the lowest value. No values: 0 to 1."""
+    found = [v for v in values if v is not None and math.isfinite(v)]
+    if not found:
+        return 0.0, 1.0
+    lo, hi = min(found), max(found)
+    pad = max(0.02, (hi - lo) * 0.15)
+    step = 0.1 if hi - lo + 2 * pad > 0.3 else 0.01
+    top = min(1.0, math.ceil(round((hi + pad) / step, 6)) * step)
+    bottom = 0.0 if floor_at_zero else max(0.0, math.floor(round((lo - pad) / step, 6)) * step)
+    return round(bottom, 2), round(top, 2)
 
 
 def routing_buckets(rows: Sequence[tuple[datetime, str, float]], bounds: Sequence[datetime]
@@ -146,6 +167,22 @@ def rate_buckets(rows: Sequence[tuple[datetime, bool]], bounds: Sequence[datetim
     """(time, transferred) rows in the buckets of ``bounds``."""
     return [RateBucket(bounds[i], bounds[i + 1], len(group), sum(moved for _, moved in group))
             for i, group in enumerate(in_buckets(rows, bounds))]
+
+
+RADAR_AXES = ("frequency", "effectiveness", "human")
+
+
+def flat_axes(scores: Sequence[TrustScores]) -> dict[str, float]:
+    """The radar axes on which every agent shown has the same score (axis -> score):
+    such an axis separates nobody. Empty for fewer than two agents."""
+    if len(scores) < 2:
+        return {}
+    out = {}
+    for axis in RADAR_AXES:
+        values = [float(getattr(s, axis)) for s in scores]
+        if max(values) - min(values) < 0.005:
+            out[axis] = values[0]
+    return out
 
 
 def leaderboards(profiles: Iterable[TaskTypeProfile], recent: dict[str, Counter[str]],
@@ -185,9 +222,8 @@ def gather_handoffs(repo: ReportRepository, task_type: str | None, since: dateti
         rows[r["task_type"]].append((r["created_at"], bool(r["transferred"])))
         if r["transferred"]:
             h.reasons[r["reason"] or "(no reason given)"] += 1
-    bounds = edges([t for rs in rows.values() for t, _ in rs])
-    for tt, rs in sorted(rows.items()):
-        h.rates[tt] = rate_buckets(rs, bounds)
+    for tt, rs in sorted(rows.items()):  # each task type's buckets follow its own data
+        h.rates[tt] = rate_buckets(rs, edges([t for t, _ in rs]))
         h.totals[tt] = (len(rs), sum(moved for _, moved in rs))
     for r in repo.pending_handoffs(task_type):
         h.pending_reasons[r["reason"] or "(no reason given)"] += int(r["n"])
@@ -195,7 +231,8 @@ def gather_handoffs(repo: ReportRepository, task_type: str | None, since: dateti
 
 
 def gather(router: AgentRouter, *, task_type: str | None = None,
-           since: datetime | None = None, progress: Progress | None = None) -> ReportData:
+           since: datetime | None = None, progress: Progress | None = None,
+           source: str | None = None) -> ReportData:
     """Read everything the report shows from ``router``'s store.
 
     ``progress(n)`` is called as executions are read (n at a time). The leaderboard and
@@ -217,16 +254,16 @@ def gather(router: AgentRouter, *, task_type: str | None = None,
         log.sort(key=lambda r: r[0])
     count = sum(len(log) for log in rows.values())
     recent = {tt: Counter(agent for _, agent, _ in log[-RECENT:]) for tt, log in rows.items()}
-    bounds = edges([t for rs in rows.values() for t, _, _ in rs])
     boards = leaderboards(profiles, recent, router.trust_layer.book)
     radar = {tt: [(row.profile.agent_id, row.trust) for row in board[:TOP_AGENTS]]
              for tt, board in boards.items()}
     calibration = calibration_report(
         store.repository(DecisionRepository).confidence_outcomes(None))
     return ReportData(
-        store_url=store.url, generated_at=utc_now(), task_type=task_type,
+        store_url=source or store.url, generated_at=utc_now(), task_type=task_type,
         since=since, executions=count, leaderboards=boards,
-        routing={tt: routing_buckets(rs, bounds) for tt, rs in sorted(rows.items())},
+        routing={tt: routing_buckets(rs, edges([t for t, _, _ in rs]))
+                 for tt, rs in sorted(rows.items())},
         radar=radar, trend=trend_series(repo.trust_history(task_type, since)),
         calibration=calibration, handoffs=gather_handoffs(repo, task_type, since))
 

@@ -7,14 +7,29 @@ still there, with the line that installs the pictures.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
 from html import escape
 from types import ModuleType
 
-from trustroute.router.report.data import RECENT, Bucket, Handoffs, RateBucket, ReportData
+from trustroute.profiles.records import iso_z
+from trustroute.router.report.data import (
+    RECENT,
+    Bucket,
+    Handoffs,
+    RateBucket,
+    ReportData,
+    axis_range,
+    flat_axes,
+)
+from trustroute.router.trust.scores import FREQUENCY_BANDS, NEUTRAL_SCORE
 
 PLOT_HINT = 'pip install "trustroute[plot]"'
 CSS = """
-body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}
+body{font-family:system-ui,sans-serif;margin:2em auto;padding:0 .8em;max-width:1100px;
+color:#222}
+.scroll{overflow-x:auto;-webkit-overflow-scrolling:touch;max-width:100%}
+.scroll table{margin:0}
+@media (max-width:600px){body{margin:.8em auto;font-size:.95em}th,td{padding:.2em .35em}}
 h1{margin-bottom:.2em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:1.6em}
 table{border-collapse:collapse;margin:.6em 0;font-size:.9em}
 th,td{border:1px solid #ddd;padding:.25em .6em;text-align:right}
@@ -46,13 +61,14 @@ def pct(value: float | None) -> str:
 
 
 def table(head: Sequence[str], rows: Iterable[Sequence[str]], cls: str = "") -> str:
-    """An HTML table; cells are already escaped, the first column is left-aligned."""
-    out = [f'<table class="{cls}"><tr>']
+    """An HTML table in a box that scrolls sideways when the screen is narrower than
+    the table (a phone); cells are already escaped, the first column is left-aligned."""
+    out = [f'<div class="scroll"><table class="{cls}"><tr>']
     out += [f'<th class="{"l" if i == 0 else ""}">{escape(h)}</th>' for i, h in enumerate(head)]
     out.append("</tr>")
     for row in rows:
         out.append("<tr>" + "".join(row) + "</tr>")
-    return "".join(out) + "</table>"
+    return "".join(out) + "</table></div>"
 
 
 def td(text: str, key: str = "", left: bool = False) -> str:
@@ -66,15 +82,22 @@ def empty(why: str) -> str:
     return f'<p class="empty">{escape(why)}</p>'
 
 
-def image(b64: str, alt: str) -> str:
-    """An inline PNG."""
-    return f'<img alt="{escape(alt)}" src="data:image/png;base64,{b64}">'
+def image(b64: str, alt: str, y_range: tuple[float, float] | None = None) -> str:
+    """An inline PNG; ``y_range`` (the range of its scaled y axis) is written in
+    ``data-y`` so tools and tests can read it."""
+    y = f' data-y="{y_range[0]:g},{y_range[1]:g}"' if y_range is not None else ""
+    return f'<img alt="{escape(alt)}"{y} src="data:image/png;base64,{b64}">'
+
+
+def when(moment: datetime) -> str:
+    """A time as every command shows it: ISO 8601, UTC, ``Z``, to the second."""
+    return iso_z(moment.replace(microsecond=0))
 
 
 def span(buckets: Sequence[Bucket] | Sequence[RateBucket]) -> str:
     """The time span of a bucket list, as text."""
-    return (f"{buckets[0].start:%Y-%m-%d %H:%M:%S} to {buckets[-1].end:%Y-%m-%d %H:%M:%S} "
-            f"UTC, {len(buckets)} bucket(s)")
+    return (f"{when(buckets[0].start)} to {when(buckets[-1].end)}, "
+            f"{len(buckets)} bucket(s)")
 
 
 def leaderboard(data: ReportData, charts: ModuleType | None) -> str:
@@ -111,8 +134,10 @@ def routing(data: ReportData, charts: ModuleType | None) -> str:
     for task_type, buckets in data.routing.items():
         parts.append(f"<h3>{escape(task_type)}</h3><p class=\"note\">{span(buckets)}</p>")
         if charts is not None:
-            parts.append(image(charts.routing_chart(buckets), f"routing of {task_type}"))
-        rows = [[td(f"{b.start:%Y-%m-%d %H:%M:%S}", left=True), td(str(b.tasks)),
+            scale = axis_range((b.mean_quality for b in buckets), floor_at_zero=False)
+            parts.append(image(charts.routing_chart(buckets, scale), f"routing of {task_type}",
+                               scale))
+        rows = [[td(when(b.start), left=True), td(str(b.tasks)),
                  td(num(b.mean_quality)),
                  td(", ".join(f"{a} {pct(s)}" for a, s in b.shares.items()) or "–", left=True)]
                 for b in buckets]
@@ -131,9 +156,33 @@ def radar(data: ReportData, charts: ModuleType | None) -> str:
                 for a, s in agents]
         tab = table(("agent", "frequency", "effectiveness", "human", "composite", "tier"),
                     rows)
-        pic = image(charts.radar_chart(agents), f"trust radar of {task_type}") if charts else ""
+        flat = flat_axes([s for _, s in agents])
+        # a radar needs axes that differ: with two flat ones it is a line, so say why
+        drawn = len(flat) < 2
+        pic = image(charts.radar_chart(agents), f"trust radar of {task_type}") \
+            if drawn and charts is not None else ""
         parts.append(f'<h3>{escape(task_type)}</h3><div class="pair">{pic}{tab}</div>')
+        if flat:
+            parts.append(flat_note(flat, drawn))
     return "".join(parts)
+
+
+def flat_note(flat: dict[str, float], drawn: bool) -> str:
+    """Why radar axes carry no information: every agent shown scores the same on them."""
+    why = []
+    for axis, value in flat.items():
+        if axis == "human" and value == NEUTRAL_SCORE:
+            why.append(f"human is {value:.2f} for every agent: no person has reviewed them "
+                       "or judged their decisions yet (the neutral score)")
+        elif axis == "frequency" and value == FREQUENCY_BANDS[-1][1]:
+            why.append(f"frequency is {value:.2f} for every agent: each has more than "
+                       f"{FREQUENCY_BANDS[-2][0]:g} observations, where it tops out")
+        else:
+            why.append(f"{axis} is {value:.2f} for every agent")
+    tail = "" if drawn else ("; so no radar is drawn (it needs axes that differ): the "
+                             "table has the scores")
+    return (f'<p class="note" data-k="flat-axes" data-axes="{",".join(flat)}">'
+            f"{escape('; '.join(why) + tail)}.</p>")
 
 
 def trend(data: ReportData, charts: ModuleType | None) -> str:
@@ -189,7 +238,9 @@ def handoffs(data: ReportData, charts: ModuleType | None) -> str:
                                "HandoffRunnable (see docs/handoff.md)")
     parts = [pending]
     if charts is not None:
-        parts.append(image(charts.handoff_chart(h.rates), "hand-off rate over time"))
+        scale = axis_range(b.rate for buckets in h.rates.values() for b in buckets)
+        parts.append(image(charts.handoff_chart(h.rates, scale), "hand-off rate over time",
+                           scale))
     rows = [[td(tt, left=True), td(str(n)), td(str(moved)), td(pct(moved / n))]
             for tt, (n, moved) in h.totals.items()]
     parts.append(table(("task type", "decisions", "handed off", "rate"), rows))
@@ -219,9 +270,9 @@ def render(data: ReportData, charts: ModuleType | None) -> str:
     if data.task_type:
         scope.append(f"task type {escape(data.task_type)}")
     if data.since:
-        scope.append(f"since {data.since:%Y-%m-%d %H:%M:%S} UTC")
+        scope.append(f"since {when(data.since)}")
     body = [f"<h1>trustroute report</h1><p class=\"meta\">{' · '.join(scope)} · generated "
-            f"{data.generated_at:%Y-%m-%d %H:%M:%S} UTC</p>"]
+            f"{when(data.generated_at)}</p>"]
     if charts is None:
         body.append(f'<p class="hint">matplotlib is not installed, so this report has tables '
                     f"only; for the pictures: <code>{escape(PLOT_HINT)}</code></p>")
@@ -229,5 +280,6 @@ def render(data: ReportData, charts: ModuleType | None) -> str:
         body.append(f'<section id="{key}"><h2>{escape(title)}</h2>{build(data, charts)}'
                     "</section>")
     return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<title>trustroute report</title><style>{CSS}</style></head><body>"
             + "\n".join(body) + "</body></html>\n")

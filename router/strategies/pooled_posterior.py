@@ -305,9 +305,10 @@ class PooledPosterior:
 
         def explain(i: int) -> Explanation:
             c = post.components[i]
+            # evidence is the recency-weighted count of runs: "effective", not whole runs
             reason = (f"{label} {drawn[i]:.2f}; mean {c['posterior_mean']:.2f} ± "
-                      f"{c['posterior_sd']:.2f} over {c['evidence']:.1f} runs (pooled prior "
-                      f"{c['prior_mean']:.2f} x {c['prior_strength']:.1f})")
+                      f"{c['posterior_sd']:.2f} over {c['evidence']:.1f} effective runs "
+                      f"(pooled prior {c['prior_mean']:.2f} x {c['prior_strength']:.1f})")
             if post.penalties is not None:  # every arm names the penalty, zero or not
                 reason += f"; cost/latency penalty {post.penalties[i]:.3f}"
             return reason, {**post.components[i], component: drawn[i], "objective": scores[i]}

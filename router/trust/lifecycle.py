@@ -33,6 +33,7 @@ class DecayReport:
 
     week: str
     already_applied: bool = False
+    dry_run: bool = False  # what a run would do; nothing was written
     decayed: int = 0
     deprecated: int = 0
     deleted: int = 0
@@ -44,25 +45,27 @@ class DecayReport:
         return asdict(self)
 
 
-def run_decay(target: AgentRouter | Store, *, now: datetime | None = None) -> DecayReport:
+def run_decay(target: AgentRouter | Store, *, now: datetime | None = None,
+              dry_run: bool = False) -> DecayReport:
     """Run the weekly trust lifecycle on a router (its settings; it is refreshed after)
-    or directly on a store (a router is opened on it to read the log)."""
+    or directly on a store (a router is opened on it to read the log). ``dry_run``:
+    report what the run would do (the same counts) and write nothing."""
     if isinstance(target, Store):
         with AgentRouter(store=target, unknown_agents="allow") as router:
-            return run_decay(router, now=now)
+            return run_decay(router, now=now, dry_run=dry_run)
     now = now or utc_now()
     if now.tzinfo is None:
         raise ValueError("now must be timezone-aware")
     router = target
     router.flush()
     repo = router.store.repository(TrustRepository)
-    report = DecayReport(iso_week(now))
+    report = DecayReport(iso_week(now), dry_run=dry_run)
     if repo.week_applied(report.week) is not None:
         report.already_applied = True
         return report
     book, settings = router.trust_layer.book, router.trust_layer.options.decay
     changes, marks, history, doomed = [], [], [], []
-    for (agent_id, task_type), counts in sorted(book.all_counts().items()):
+    for (agent_id, task_type), counts in sorted(book.all_counts().items()):  # copies
         pair = {"agent_id": agent_id, "task_type": task_type}
         before = after = book.scores(agent_id, task_type)
         if is_unseen(counts, now, settings):
@@ -87,6 +90,12 @@ def run_decay(target: AgentRouter | Store, *, now: datetime | None = None) -> De
             marks.append({**pair, "at": None})
             reasons.append("restored")
         history += [history_row(agent_id, task_type, after, reason, now) for reason in reasons]
+    if dry_run:
+        report.deleted = len(doomed)
+        report.retired = [(agent_id, task_type) for agent_id, task_type, _ in doomed]
+        report.archived_executions = sum(router.profile(a, t).executions_total
+                                         for a, t, _ in doomed)
+        return report
     repo.decay(report.week, now, changes, marks, history)
     for agent_id, task_type, scores in doomed:
         report.archived_executions += repo.retire(
