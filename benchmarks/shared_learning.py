@@ -100,14 +100,15 @@ class Server:
             raise RuntimeError(f"the test server did not start (said {url!r})")
         return url
 
-    def restart(self, down_s: float) -> float:
+    def restart(self, down_s: float) -> tuple[float, float]:
         """Stop the server process, wait ``down_s``, start it again on the same port
-        and storage; returns the seconds it was not listening."""
+        and storage; returns the seconds it was not listening and time.time() when it
+        listened again."""
         begin = time.monotonic()
         self.close()
         time.sleep(down_s)
         self._start(int(self.url.rsplit(":", 1)[1]))
-        return time.monotonic() - begin
+        return time.monotonic() - begin, time.time()
 
     def cpu_s(self) -> float:
         """The server process's CPU time so far (Linux /proc; NaN elsewhere)."""
@@ -259,13 +260,15 @@ def observer(url: str, database: str, writers: int, count: int, ready: Any, stop
 
 @dataclass(frozen=True, slots=True)
 class Convergence:
-    delays_ms: list[float]
+    delays_ms: list[float]  # visible - acknowledged
+    since_back_ms: list[float]  # visible - max(acknowledged, server listening again)
     acked: int
     sync_delay_s: float
     down_s: float  # the server was not listening this long
 
-    def pct(self, q: float) -> float:
-        ordered = sorted(self.delays_ms)
+    @staticmethod
+    def pct(values: list[float], q: float) -> float:
+        ordered = sorted(values)
         return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
 
 
@@ -286,7 +289,7 @@ def bench_convergence(server: Server) -> Convergence:
         ready.get(timeout=TIMEOUT_S)
     start.set()
     time.sleep(RESTART_AFTER_S)
-    down = server.restart(DOWN_S)
+    down, back = server.restart(DOWN_S)
     acked: dict[tuple[int, int], float] = {}
     done = 0
     while done < WRITERS:
@@ -302,11 +305,14 @@ def bench_convergence(server: Server) -> Convergence:
     visible = seen.get(timeout=TIMEOUT_S)
     for proc in procs:
         proc.join(timeout=TIMEOUT_S)
-    delays = [(visible[index][i] - at) * 1000 for (index, i), at in sorted(acked.items())
-              if i < len(visible[index])]
+    pairs = [(visible[index][i], at) for (index, i), at in sorted(acked.items())
+             if i < len(visible[index])]
+    delays = [(seen_at - at) * 1000 for seen_at, at in pairs]
+    since_back = [(seen_at - (max(at, back) if seen_at >= back else at)) * 1000
+                  for seen_at, at in pairs]
     with AgentRouter(store=server.url, store_options=options(database)) as probe:
         sync = probe.store.settings.sync_delay_s
-    return Convergence(delays, len(acked), sync, down)
+    return Convergence(delays, since_back, len(acked), sync, down)
 
 
 # -- 3. record() vs a raw write over the same connection -------------------------------
@@ -379,19 +385,25 @@ def main() -> None:
     for column in ("measure", "delay", "goal", "result"):
         table.add_column(column, justify="left" if column == "measure" else "right")
     seen = len(converge.delays_ms)
-    if seen:
-        p50, p99 = converge.pct(0.5), converge.pct(0.99)
-        table.add_row("p50 visible - acknowledged", f"{p50:.0f} ms", "", "")
-        table.add_row("p99 visible - acknowledged", f"{p99:.0f} ms",
-                      f"<= {CONVERGE_GOAL_MS:.0f} ms", verdict(p99 <= CONVERGE_GOAL_MS))
-        table.add_row("max", f"{max(converge.delays_ms):.0f} ms", "", "")
+    goal = f"<= {CONVERGE_GOAL_MS:.0f} ms"
+    for name, values in (("acknowledged", converge.delays_ms),
+                         ("ack or server back", converge.since_back_ms)):
+        if seen:
+            p99 = converge.pct(values, 0.99)
+            table.add_row(f"p50 visible - {name}", f"{converge.pct(values, 0.5):.0f} ms",
+                          "", "")
+            table.add_row(f"p99 visible - {name}", f"{p99:.0f} ms", goal,
+                          verdict(p99 <= CONVERGE_GOAL_MS))
+            table.add_row(f"max visible - {name}", f"{max(values):.0f} ms", "", "")
     table.add_row("records seen / acknowledged", f"{seen} / {converge.acked}", "",
                   verdict(seen == converge.acked))
     console.print(table)
     console.print(f"{WRITERS} writer processes, {CONVERGE_RECORDS} records each, one every "
                   f"~{PAUSE_S * 1000:.0f} ms; the server process was stopped "
-                  f"{RESTART_AFTER_S:g} s in and listened again {converge.down_s:.1f} s later "
-                  f"(records acknowledged after it came back count from their ack). "
+                  f"{RESTART_AFTER_S:g} s in and listened again {converge.down_s:.1f} s later. "
+                  "A record acknowledged before the restart but not yet seen cannot be "
+                  "seen while the server is down: the second measure counts it from when "
+                  "the server listened again. "
                   f"sync_delay_s = {converge.sync_delay_s} (default): a router reads the "
                   f"writers' counters every {converge.sync_delay_s / 4:.2f} s.")
 

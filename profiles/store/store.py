@@ -81,7 +81,10 @@ class Store:
                 reader = Store.__new__(Store)
                 reader.settings, reader.location, reader._lock = \
                     self.settings, self.location, None
-                reader.conn = Connection(self.location, self.settings)
+                # A look that cannot reach the server fails at once and the follower
+                # looks again at its own period: no backoff delays it after a restart.
+                reader.conn = Connection(self.location, self.settings.model_copy(
+                    update={"reconnect_timeout_s": 0.0}))
                 reader.conn.open()
                 reader.schema_version = self.schema_version
                 reader.executions = ExecutionRepository(reader.conn)
