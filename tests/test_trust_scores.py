@@ -15,6 +15,7 @@ from trustroute.router.trust.scores import (
     frequency_score,
     human_score,
     outcome_kind,
+    reference_human_score,
     tier_for,
     trust_scores,
 )
@@ -61,13 +62,35 @@ def test_effectiveness_without_data_is_one_half_and_stays_in_unit_interval() -> 
     assert wilson_lower_bound(0, 0) == 0.0
 
 
-def test_human_score_reference_sequence() -> None:
+def test_reference_human_score_sequence() -> None:
+    assert reference_human_score(0, 0) == 0.5
+    assert reference_human_score(1, 0) == pytest.approx(0.575)
+    assert reference_human_score(2, 0) == pytest.approx(0.63875)
+    assert reference_human_score(2, 1) == pytest.approx(0.5429375, abs=1e-12)
+    assert reference_human_score(0, 1) == pytest.approx(0.425)
+    assert reference_human_score(0, 2) == pytest.approx(0.36125)
+
+
+def test_human_score_follows_the_reference_while_verdicts_are_few() -> None:
     assert human_score(0, 0) == 0.5
-    assert human_score(1, 0) == pytest.approx(0.575)
-    assert human_score(2, 0) == pytest.approx(0.63875)
-    assert human_score(2, 1) == pytest.approx(0.5429375, abs=1e-12)
-    assert human_score(0, 1) == pytest.approx(0.425)
-    assert human_score(0, 2) == pytest.approx(0.36125)
+    for a, r in ((1, 0), (0, 1), (2, 0), (2, 1), (0, 2), (1, 2)):
+        assert human_score(a, r) == pytest.approx(reference_human_score(a, r), abs=0.03)
+        assert (human_score(a, r) > 0.5) == (reference_human_score(a, r) > 0.5)
+
+
+def test_human_score_reflects_the_approval_rate_at_volume() -> None:
+    # the reference collapses (both below 0.05); the score tends to the approval rate
+    assert reference_human_score(180, 20) < 0.05 and reference_human_score(40, 160) < 0.05
+    assert human_score(180, 20) >= 0.8
+    assert human_score(40, 160) <= 0.3
+    assert human_score(900, 100) == pytest.approx(0.9, abs=0.01)
+
+
+def test_human_score_moves_the_right_way_with_every_verdict() -> None:
+    for a in range(40):
+        for r in range(40):
+            assert human_score(a + 1, r) > human_score(a, r)
+            assert human_score(a, r + 1) < human_score(a, r)
 
 
 def test_human_score_explicit_review_pins_095() -> None:
@@ -81,7 +104,7 @@ def test_human_score_many_steps_match_step_by_step() -> None:
         s += 0.15 * (1 - s)
     for _ in range(90):
         s -= 0.15 * s
-    assert human_score(150, 90) == pytest.approx(s, rel=1e-9)
+    assert reference_human_score(150, 90) == pytest.approx(s, rel=1e-9)
 
 
 def test_composite_weighted_sum_without_penalty() -> None:

@@ -7,7 +7,8 @@ people agree with it. Three scores, each in [0, 1], answer the three questions:
   penalty per *contradiction* (the agent failed and another agent rescued the task);
 - ``effectiveness_score``: the Wilson 95% lower bound of the positive rate, so a short
   lucky streak does not look like proven skill;
-- ``human_score``: what reviewers said (an explicit approval pins it at 0.95).
+- ``human_score``: what people said: the reference update while verdicts are few, the
+  approval rate at volume (an explicit approving review pins it at 0.95).
 
 ``composite_confidence`` weighs them (0.35 / 0.40 / 0.25 by default) and multiplies by
 0.7 when any dimension is below 0.2 (one very weak dimension is a red flag a weighted
@@ -37,7 +38,9 @@ WILSON_Z = 1.96  # two-sided 95%
 CONTRADICTION_PENALTY = 0.1
 NEUTRAL_SCORE = 0.5  # effectiveness and human score with no evidence
 REVIEWED_SCORE = 0.95  # human score after an explicit approving review
-HUMAN_STEP = 0.15  # each approval closes 15% of the gap to 1; each rejection takes 15%
+HUMAN_STEP = 0.15  # the reference: each approval closes 15% of the gap to 1; rejection 15%
+#: Verdicts after which the approval rate weighs as much as the reference update.
+HUMAN_PRIOR = 1.0 / HUMAN_STEP - 1.0
 POSITIVE_QUALITY = 0.5  # a success counts as positive at this quality or above
 
 # (upper bound of observations, base score), lowest first.
@@ -102,19 +105,34 @@ def effectiveness_score(positive: int, negative: int, neutral: int = 0) -> float
 
 
 def human_score(approvals: int, rejections: int, reviewed: bool = False) -> float:
-    """What people said: 0.95 after an explicit approving review, else approvals then
-    rejections applied to 0.5 (``s += 0.15(1 - s)``, then ``s -= 0.15 s``).
+    """What people said: 0.95 after an explicit approving review; else the reference
+    update blended into the approval rate's posterior mean as verdicts accumulate.
 
-    Applying all approvals first (as the reference does) makes the score a function of
-    the counts alone: 2 approvals and 1 rejection give 0.5429375 in any arrival order.
-    The steps compose into powers, so the cost does not grow with the counts.
+    ``h = w x reference + (1 - w) x (a + 1) / (n + 2)`` with ``n = a + r`` verdicts and
+    ``w = s / (n + s)``, ``s = 1/0.15 - 1`` (about 5.67: the number of verdicts whose
+    mean the reference's 15% step weighs one new verdict against). The reference
+    (``reference_human_score``: 0.5, each approval closing 15% of the gap to 1, then each
+    rejection taking 15%) decides while verdicts are few: one approval gives 0.589
+    (reference 0.575), two approvals and a rejection 0.563 (0.543). Its steps compound,
+    so at volume it collapses (180 of 200 approved: 0.039); the posterior mean of the
+    approval rate (uniform prior) takes over instead: 90% of 200 scores 0.86, 20% 0.20.
+    Both parts are functions of the counts, so the order verdicts arrive in does not
+    matter.
     """
     a = _count(approvals, "approvals")
     r = _count(rejections, "rejections")
     if reviewed:
         return REVIEWED_SCORE
+    w = HUMAN_PRIOR / (a + r + HUMAN_PRIOR)
+    return w * reference_human_score(a, r) + (1.0 - w) * (a + 1.0) / (a + r + 2.0)
+
+
+def reference_human_score(approvals: int, rejections: int) -> float:
+    """The reference update: approvals then rejections applied to 0.5 (``s += 0.15(1 -
+    s)``, then ``s -= 0.15 s``); 2 approvals and 1 rejection give 0.5429375. The steps
+    compose into powers, so the cost does not grow with the counts."""
     keep = 1.0 - HUMAN_STEP  # n approvals leave keep**n of the gap to 1; rejections of s
-    return (1.0 - (1.0 - NEUTRAL_SCORE) * keep ** a) * keep ** r
+    return (1.0 - (1.0 - NEUTRAL_SCORE) * keep ** approvals) * keep ** rejections
 
 
 def composite_confidence(frequency: float, effectiveness: float, human: float,
@@ -226,7 +244,8 @@ def signal_delta(agent_id: str, task_type: str, name: str, at: datetime) -> Trus
 
 def execution_delta(agent_id: str, task_type: str, kind: str, at: datetime) -> TrustDelta:
     """One recorded execution of ``kind`` (see ``outcome_kind``): one observation and one
-    positive, negative or neutral, seen ``at``."""
+    positive, negative or neutral, seen ``at`` (``unjudged``, a run without quality
+    evidence yet: the observation only)."""
     return TrustDelta(agent_id, task_type, observations=1, positive=int(kind == "positive"),
                       negative=int(kind == "negative"), neutral=int(kind == "neutral"),
                       at=at)
@@ -240,3 +259,22 @@ def verdict_delta(agent_id: str, task_type: str, approved: bool, at: datetime, *
                       rejections=int(not approved),
                       reviewed=(True if review else None) if approved else False,
                       at=at)
+
+
+def human_delta(agent_id: str, task_type: str, approvals: int, rejections: int,
+                at: datetime | None) -> TrustDelta:
+    """Approvals and rejections a verdict on an execution adds (negative: a later
+    verdict on the same key replaced it); a rejection withdraws an approving review."""
+    return TrustDelta(agent_id, task_type, approvals=approvals, rejections=rejections,
+                      reviewed=False if rejections > 0 else None, at=at)
+
+
+def kind_delta(agent_id: str, task_type: str, old: str | None, new: str | None,
+               at: datetime | None) -> TrustDelta:
+    """An execution's outcome kind moved from ``old`` to ``new`` (None: no quality
+    evidence; feedback changed its quality). Its observation stays."""
+    def moved(kind: str) -> int:
+        return int(kind == new) - int(kind == old)
+
+    return TrustDelta(agent_id, task_type, positive=moved("positive"),
+                      negative=moved("negative"), neutral=moved("neutral"), at=at)
