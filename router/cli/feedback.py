@@ -1,0 +1,142 @@
+"""``trustroute feedback | import-feedback``: verdicts on executions from the shell
+(docs/feedback.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.markup import escape
+
+from trustroute.router.cli.base import (
+    CliError,
+    cli,
+    console,
+    exclusive,
+    json_option,
+    open_router,
+    print_json,
+    router_options,
+)
+from trustroute.router.cli.tables import plural
+from trustroute.router.errors import UnknownDecision
+from trustroute.router.feedback import giving
+from trustroute.router.feedback.langsmith import FeedbackRow, read_rows
+from trustroute.router.router import AgentRouter
+from trustroute.router.trust.scores import TrustScores
+
+
+@cli.command(name="feedback")
+@click.argument("ref")
+@click.option("--approve", is_flag=True, help="The verdict: approved (quality 1.0).")
+@click.option("--reject", is_flag=True, help="Or: rejected (quality 0.0).")
+@click.option("--score", type=float, default=None, metavar="X",
+              help="Or: a score on the key's scale ([0, 1] unless the config's "
+                   "feedback.keys says otherwise).")
+@click.option("--key", "-k", default="user", show_default=True,
+              help="Who or what judged (a later verdict on the same key replaces this one).")
+@click.option("--comment", "-m", default=None, help="Why (kept with the verdict).")
+@click.option("--id", "feedback_id", default=None, metavar="ID",
+              help="The verdict's id (default: a new one); the same id twice counts once.")
+@router_options
+@json_option
+def feedback(ref: str, approve: bool, reject: bool, score: float | None, key: str,
+             comment: str | None, feedback_id: str | None, config: Path | None,
+             store: str | None, as_json: bool) -> None:
+    """Give a verdict on the execution REF names: a decision id, a record id or a
+    LangChain run id. It sets that execution's quality and counts in the human score."""
+    given = exclusive(approve=approve, reject=reject, score=score is not None)
+    if given is None:
+        raise click.UsageError("say --approve, --reject or --score X",
+                               ctx=click.get_current_context())
+    approved = None if score is not None else approve
+    with open_router(config, store) as router:
+        row = FeedbackRow(0, feedback_id, ref, key, approved, score, comment, None)
+        target, scores, given_id, new = _give(router, row)
+    body = {"feedback_id": given_id, "stored": new, "ref": ref, "agent_id": target.agent_id,
+            "task_type": target.task_type, "record_id": target.record_id, "key": key,
+            "approved": approved, "score": score, **scores.as_dict()}
+    if as_json:
+        print_json(body)
+        return
+    what = "stored" if new else "already stored (same id)"
+    console.print(f"verdict on {escape(target.agent_id)} / {escape(target.task_type)} "
+                  f"{what}: human {scores.human:.3f} -> composite {scores.composite:.3f} "
+                  f"([bold]{scores.tier}[/])")
+
+
+@cli.command(name="import-feedback")
+@click.argument("file", type=click.Path(path_type=Path, exists=True, dir_okay=False))
+@click.option("--skip-unknown", is_flag=True,
+              help="Skip rows whose ref names no decision or execution here (default: "
+                   "such a row stops the import before anything is written).")
+@router_options
+@json_option
+def import_feedback(file: Path, skip_unknown: bool, config: Path | None, store: str | None,
+                    as_json: bool) -> None:
+    """Import verdicts from FILE: LangSmith's feedback format, JSONL or CSV.
+
+    Columns: id (the feedback id), run_id (or decision_id or record_id), key, score (a
+    number or true/false), value (used when score is empty), comment, created_at (ISO
+    8601). The whole file is checked first (every row's verdict and ref); a bad row
+    stops the import before anything is written, naming its line. Rows whose id is
+    stored already, or repeated in the file, are skipped, so importing twice is safe.
+    """
+    rows = list(read_rows(file))
+    with open_router(config, store) as router:
+        todo, unknown = _check(router, file, rows, skip_unknown)
+        imported = sum(_give(router, row)[3] for row in todo)
+        url = router.store.url
+    skipped = len(rows) - len(unknown) - imported
+    if as_json:
+        print_json({"file": str(file), "store": url, "rows": len(rows), "imported": imported,
+                    "duplicates_skipped": skipped, "unknown_skipped": len(unknown)})
+        return
+    console.print(f"imported {plural(imported, 'verdict')} from {escape(str(file))} into "
+                  f"{escape(url)} ({skipped} duplicate(s) skipped"
+                  + (f", {len(unknown)} with an unknown ref" if unknown else "") + ")")
+
+
+def _check(router: AgentRouter, file: Path, rows: list[FeedbackRow], skip_unknown: bool
+           ) -> tuple[list[FeedbackRow], list[FeedbackRow]]:
+    """Every row checked before anything is written: (rows to give, rows skipped for an
+    unknown ref). Repeated ids in the file are given once."""
+    todo, unknown, seen = [], [], set()
+    for row in rows:
+        try:
+            giving.check_verdict(router.feedback_policy, row.approved, row.score, row.key,
+                                 row.comment, row.feedback_id)
+            _resolve(router, row.ref)
+        except UnknownDecision:
+            if not skip_unknown:
+                raise CliError(f"{file}:{row.line}: unknown ref {row.ref!r} (no decision or "
+                               "execution has it; --skip-unknown skips such rows)") from None
+            unknown.append(row)
+            continue
+        except (ValueError, TypeError) as exc:
+            raise CliError(f"{file}:{row.line}: {exc}") from None
+        if row.feedback_id is None or row.feedback_id not in seen:
+            seen.add(row.feedback_id)
+            todo.append(row)
+    return todo, unknown
+
+
+def _resolve(router: AgentRouter, ref: str) -> giving.Target:
+    target = giving.resolve(ref, router.projection.feedback, router.store.executions,
+                            router.trust_layer.decisions)
+    router.check_agent(target.agent_id)
+    return target
+
+
+def _give(router: AgentRouter, row: FeedbackRow
+          ) -> tuple[giving.Target, TrustScores, str, bool]:
+    """Store one verdict as ``router.feedback`` does, at its own time; (what it was
+    about, the pair's scores after, its id, whether this call stored it)."""
+    giving.check_verdict(router.feedback_policy, row.approved, row.score, row.key,
+                         row.comment, row.feedback_id)
+    target = _resolve(router, row.ref)
+    verdict = giving.verdict_row(target, row.ref, row.approved, row.score, row.key,
+                                 row.comment, row.at)
+    feedback_id = row.feedback_id or giving.new_feedback_id()
+    scores, new = router.trust_layer.give(verdict, feedback_id)
+    return target, scores, feedback_id, new

@@ -1,0 +1,105 @@
+"""Rows of LangSmith's feedback format (JSONL or CSV) as verdicts to give.
+
+A row as LangSmith exports it: ``id`` (the feedback id), ``run_id`` (the ref), ``key``,
+``score`` (a number or a bool), ``value``, ``comment``, ``created_at``. ``decision_id``
+or ``record_id`` may stand in place of ``run_id``. A bool score (or, without a score, a
+bool or number value) is an approval or a rejection, a number a score on the key's
+scale. Problems raise RowFileError naming the file, the line and what is wrong.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from trustroute.router.row_files import Row, RowFileError, csv_rows, jsonl_rows
+
+REFS = ("run_id", "decision_id", "record_id")
+_TRUE, _FALSE = {"true", "yes"}, {"false", "no"}
+
+
+@dataclass(frozen=True, slots=True)
+class FeedbackRow:
+    """One verdict read from a file, with the line it came from."""
+
+    line: int
+    feedback_id: str | None
+    ref: str
+    key: str
+    approved: bool | None
+    score: float | None
+    comment: str | None
+    at: datetime | None
+
+
+def read_rows(path: Path) -> Iterator[FeedbackRow]:
+    """The verdicts of a JSONL (``.jsonl``/``.ndjson``/``.json``) or CSV file."""
+    rows: Iterator[Row] = csv_rows(path) if path.suffix.lower() == ".csv" else jsonl_rows(path)
+    for line, row in rows:
+        try:
+            yield parse(line, row)
+        except ValueError as exc:
+            raise RowFileError(path, line, str(exc)) from None
+
+
+def parse(line: int, row: dict[str, Any]) -> FeedbackRow:
+    """One row as a verdict; ValueError says what is wrong."""
+    refs = [name for name in REFS if _text(row.get(name))]
+    if not refs:
+        raise ValueError("needs run_id (or decision_id or record_id)")
+    approved, score = _verdict(row.get("score"), row.get("value"))
+    return FeedbackRow(line, _text(row.get("id")), str(row[refs[0]]).strip(),
+                       _text(row.get("key")) or "user", approved, score,
+                       _text(row.get("comment")), _moment(row.get("created_at")))
+
+
+def _text(value: Any) -> str | None:
+    """A non-empty string value (CSV gives '' for a missing one), else None."""
+    if value is None:
+        return None
+    text = str(value).strip()
+    return text or None
+
+
+def _verdict(score: Any, value: Any) -> tuple[bool | None, float | None]:
+    """(approved, score) from ``score``, else from ``value``."""
+    for name, given in (("score", score), ("value", value)):
+        parsed = _scalar(given)
+        if isinstance(parsed, bool):
+            return parsed, None
+        if isinstance(parsed, int | float):
+            return None, float(parsed)
+        if parsed is not None and name == "score":
+            raise ValueError(f"score must be a number or true/false, got {given!r}")
+    raise ValueError("needs a score (a number or true/false) or a boolean or numeric value")
+
+
+def _scalar(value: Any) -> Any:
+    """A bool, a number, None, or the value itself (CSV text is parsed)."""
+    if not isinstance(value, str):
+        return value
+    text = value.strip().lower()
+    if not text:
+        return None
+    if text in _TRUE | _FALSE:
+        return text in _TRUE
+    try:
+        return float(json.loads(text)) if text[0] in "-0123456789." else value
+    except (ValueError, TypeError):
+        return value
+
+
+def _moment(value: Any) -> datetime | None:
+    """``created_at`` as an aware UTC datetime (ISO 8601; no zone means UTC)."""
+    text = _text(value)
+    if text is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"created_at {text!r} is not an ISO 8601 date/time") from None
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).astimezone(UTC)

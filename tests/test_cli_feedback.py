@@ -1,0 +1,132 @@
+"""`trustroute feedback` and `trustroute import-feedback` against a real embedded store."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+from cli_helpers import isolate, run
+
+from trustroute.profiles.store.trust import TrustRepository
+from trustroute.router import AgentRouter
+
+CONFIG = """\
+store: surrealkv://store
+agents: [a, b]
+unknown_agents: error
+feedback:
+  wait_s: 3600
+  default: ignore
+  keys:
+    judge: {scale: [1, 10]}
+"""
+
+
+@pytest.fixture(autouse=True)
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    isolate(tmp_path, monkeypatch)
+    (tmp_path / "router.yaml").write_text(CONFIG)
+    return tmp_path
+
+
+def recorded(count: int) -> list[tuple[str, str, str]]:
+    """``count`` executions without quality: (decision id, record id, run id) each."""
+    out = []
+    with AgentRouter.from_config("router.yaml") as router:
+        for n in range(count):
+            d = router.select("chat")
+            rec = router.record(d, success=True, run_ids=[f"run-{n}"])
+            out.append((d.decision_id, rec.record_id, f"run-{n}"))
+    return out
+
+
+def verdicts() -> list[dict]:
+    with AgentRouter.from_config("router.yaml") as router:
+        repo = router.store.repository(TrustRepository)
+        return [row for agent in ("a", "b") for row in repo.feedback(agent, "chat")]
+
+
+def test_feedback_command_sets_the_quality(capsys: pytest.CaptureFixture[str]) -> None:
+    (decision_id, record_id, run_id), = recorded(1)
+    result = run(capsys, "feedback", run_id, "--reject", "-m", "wrong answer", "--json")
+    assert result.code == 0, result.err
+    body = result.json()
+    assert body["record_id"] == record_id and body["stored"] is True
+    assert body["approved"] is False and body["key"] == "user"
+    judged = run(capsys, "feedback", decision_id, "--score", "10", "--key", "judge")
+    assert judged.code == 0 and "verdict on" in judged.out
+    with AgentRouter.from_config("router.yaml") as router:
+        p = router.profile(body["agent_id"], "chat")
+        assert (p.pending, p.avg_quality) == (0, pytest.approx(0.5))
+    assert [r.get("comment") for r in verdicts()] == ["wrong answer", None]
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--score", "1.5"], "score must be <= 1.0"),
+    (["--score", "nan"], "score must be a finite number"),
+    (["--approve", "--score", "0.5"], "contradict each other"),
+    ([], "say --approve, --reject or --score"),
+    (["--key", "judge", "--score", "11"], "score must be <= 10.0"),
+])
+def test_feedback_bad_input_is_one_line_and_stores_nothing(
+        capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
+    (decision_id, _, _), = recorded(1)
+    result = run(capsys, "feedback", decision_id, *argv)
+    assert result.code == 2 and message in result.error_line
+    assert verdicts() == []
+
+
+def test_feedback_on_an_unknown_ref_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    recorded(1)
+    result = run(capsys, "feedback", "nobody", "--approve")
+    assert result.code == 2 and "unknown decision 'nobody'" in result.error_line
+
+
+def test_import_feedback_reads_langsmith_jsonl_and_skips_duplicates(
+        capsys: pytest.CaptureFixture[str], workdir: Path) -> None:
+    runs = recorded(4)
+    lines = [
+        {"id": "f1", "run_id": runs[0][2], "key": "user", "score": True,
+         "created_at": "2026-01-01T00:00:00Z"},
+        {"id": "f2", "run_id": runs[1][2], "key": "user", "score": 0,
+         "comment": "no", "created_at": "2026-01-01T00:00:01Z"},
+        {"id": "f3", "decision_id": runs[2][0], "key": "judge", "score": 7.3, "value": None},
+        {"id": "f4", "record_id": runs[3][1], "key": "user", "value": False},
+        {"id": "f1", "run_id": runs[0][2], "key": "user", "score": True},  # repeated
+    ]
+    path = workdir / "feedback.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    first = run(capsys, "import-feedback", str(path), "--json")
+    assert first.code == 0, first.err
+    assert first.json()["imported"] == 4 and first.json()["duplicates_skipped"] == 1
+    again = run(capsys, "import-feedback", str(path), "--json")
+    assert again.json()["imported"] == 0 and again.json()["duplicates_skipped"] == 5
+    assert sorted(r["key"] for r in verdicts()) == ["judge", "user", "user", "user"]
+    with AgentRouter.from_config("router.yaml") as router:
+        assert sum(p.pending for p in router.profiles("chat")) == 0
+        counts = [router.trust_layer.book.counts(a, "chat") for a in ("a", "b")]
+        assert sum(c.approvals for c in counts) == 2  # f1, and f3 (7.3 on 1-10 is 0.7)
+        assert sum(c.rejections for c in counts) == 2
+
+
+def test_import_feedback_checks_the_whole_file_first(
+        capsys: pytest.CaptureFixture[str], workdir: Path) -> None:
+    runs = recorded(2)
+    path = workdir / "feedback.csv"
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["id", "run_id", "key", "score", "value", "comment", "created_at"])
+        writer.writerow(["f1", runs[0][2], "user", "true", "", "", ""])
+        writer.writerow(["f2", runs[1][2], "user", "1.7", "", "", ""])  # out of range
+    result = run(capsys, "import-feedback", str(path))
+    assert result.code == 2
+    assert f"{path}:3: score must be <= 1.0" in result.error_line
+    assert verdicts() == []  # the good first row was not written either
+    path.write_text(f"id,run_id,score\nf1,{runs[0][2]},1\nf2,elsewhere,0\n")
+    unknown = run(capsys, "import-feedback", str(path))
+    assert unknown.code == 2 and "unknown ref 'elsewhere'" in unknown.error_line
+    assert verdicts() == []
+    skipped = run(capsys, "import-feedback", str(path), "--skip-unknown", "--json")
+    assert skipped.json()["imported"] == 1 and skipped.json()["unknown_skipped"] == 1
