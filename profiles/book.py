@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import bisect
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from trustroute.profiles.profile import ProfileState
 from trustroute.profiles.records import ExecutionRecord
@@ -26,6 +26,8 @@ from trustroute.profiles.store.executions import LogKey, LogRow
 
 #: A placed record and its seq (its place among its task type's executions).
 Committed = tuple[ExecutionRecord, int]
+#: Decides a placed record's quality evidence (quality or None, pending); None: its own.
+Judge = Callable[[ExecutionRecord, int, LogKey], tuple[float | None, bool] | None]
 
 
 class ProfileBook:
@@ -67,17 +69,19 @@ class ProfileBook:
         return len(self._states)
 
     # -- writing -----------------------------------------------------------------
-    def place(self, rows: Sequence[LogRow]) -> tuple[list[Committed], bool]:
+    def place(self, rows: Sequence[LogRow], judge: Judge | None = None
+              ) -> tuple[list[Committed], bool]:
         """Put log rows in their places; returns each record with its seq, and whether
         every row came after all the book already held (False: a strategy that folds
-        incrementally should be rebuilt from the book)."""
+        incrementally should be rebuilt from the book). ``judge`` decides each record's
+        quality evidence (feedback: docs/feedback.md)."""
         placed: list[Committed] = []
         in_order = True
         with self._lock:
             for record, key, *_ in rows:
                 seq, last = self._take_seq(record.task_type, key)
                 in_order = in_order and last
-                self._fold(record, seq, key)
+                self._fold(record, seq, key, None if judge is None else judge(record, seq, key))
                 placed.append((record, seq))
         return placed, in_order
 
@@ -90,14 +94,14 @@ class ProfileBook:
             self._clocks[record.task_type] = max(clock, seq)
             return self._fold(record, seq)
 
-    def _fold(self, record: ExecutionRecord, seq: int, key: LogKey | None = None
-              ) -> ProfileState:
+    def _fold(self, record: ExecutionRecord, seq: int, key: LogKey | None = None,
+              evidence: tuple[float | None, bool] | None = None) -> ProfileState:
         """Fold ``record`` into its pair's state (created on the pair's first record)."""
         pair = (record.agent_id, record.task_type)
         state = self._states.get(pair)
         if state is None:
             state = self._states[pair] = ProfileState(*pair, self.window_size)
-        state.apply(record, seq, key)
+        state.apply(record, seq, key, evidence)
         return state
 
     def _take_seq(self, task_type: str, key: LogKey) -> tuple[int, bool]:

@@ -66,7 +66,7 @@ class WindowEntry:
     """
 
     timestamp: float
-    quality: float
+    quality: float | None  # None: no quality evidence (pending a verdict, or ignored)
     success: bool
     seq: int
     key: tuple[float, int, str] | None = field(default=None, compare=False)
@@ -87,6 +87,11 @@ class ProfileState:
     cost_count: int = 0
     last_updated: datetime | None = None
     window: deque[WindowEntry] = field(default_factory=deque)
+    #: Executions without quality evidence (pending a verdict, or ``default: ignore``);
+    #: ``quality_sum`` is over the others.
+    unjudged: int = 0
+    #: Executions awaiting feedback (``feedback.wait_s``): counted in ``unjudged`` too.
+    pending: int = 0
     # the last snapshot, its settings and until when (POSIX seconds) it stays exact
     _memo: tuple[ProfileSettings, float, TaskTypeProfile] | None = field(
         default=None, init=False, repr=False, compare=False)
@@ -96,14 +101,17 @@ class ProfileState:
             self.window = deque(self.window, maxlen=self.window_size)
 
     def apply(self, record: ExecutionRecord, seq: int,
-              key: tuple[float, int, str] | None = None) -> None:
+              key: tuple[float, int, str] | None = None,
+              evidence: tuple[float | None, bool] | None = None) -> None:
         """Fold one execution into the aggregate. The window stays in log order: an
         entry that arrives late is put in its place (and left out when the full window
-        holds only newer ones)."""
-        quality = record.effective_quality
+        holds only newer ones). ``evidence``: (its quality evidence, whether it is
+        pending) when feedback decides it (a quality of None: none yet, or none ever);
+        None: the record's own quality."""
+        quality, pending = evidence or (record.effective_quality, False)
         self.executions_total += 1
         self.executions_successful += int(record.success)
-        self.quality_sum += quality
+        self._count(quality, pending, 1)
         self.latency_sum_ms += record.latency_ms
         if record.cost is not None:
             self.cost_sum += record.cost
@@ -125,6 +133,31 @@ class ProfileState:
             at -= 1
         self.window.insert(at, entry)
 
+    def _count(self, quality: float | None, pending: bool, sign: int) -> None:
+        if quality is None:
+            self.unjudged += sign
+            self.pending += sign * int(pending)
+        else:
+            self.quality_sum += sign * quality
+
+    def amend(self, seq: int, timestamp: float, key: tuple[float, int, str] | None,
+              old: tuple[float | None, bool], new: tuple[float | None, bool]
+              ) -> tuple[WindowEntry, WindowEntry] | None:
+        """An execution's quality evidence changed from ``old`` to ``new`` (quality,
+        pending); it keeps its place. Returns its window entry before and after, or None
+        when the window no longer holds it (the aggregates change all the same)."""
+        self._count(*old, -1)
+        self._count(*new, 1)
+        self._memo = None
+        for i in range(len(self.window) - 1, -1, -1):
+            entry = self.window[i]
+            if (entry.key is not None and key is not None and entry.key == key) or (
+                    entry.timestamp == timestamp and (entry.key is None or key is None)
+                    and entry.seq == seq):
+                self.window[i] = replace(entry, quality=new[0])
+                return entry, self.window[i]
+        return None
+
     def shift_after(self, key: tuple[float, int, str]) -> None:
         """Add one to the seq of window entries after ``key`` (an execution of the task
         type arrived late and took its place before them)."""
@@ -142,9 +175,9 @@ class ProfileState:
 
     def expertise(self, now: datetime, settings: RecencySettings) -> float:
         """Recency-weighted mean quality of the window at time ``now``."""
-        entries = list(self.window)
-        return weighted_expertise([e.quality for e in entries], [e.timestamp for e in entries],
-                                  now.timestamp(), settings)
+        entries = [e for e in self.window if e.quality is not None]
+        return weighted_expertise([e.quality for e in entries],  # type: ignore[misc]
+                                  [e.timestamp for e in entries], now.timestamp(), settings)
 
     def snapshot(self, now: datetime, settings: ProfileSettings) -> TaskTypeProfile:
         """Immutable view with every derived number computed at ``now``.
@@ -187,13 +220,14 @@ class ProfileState:
             executions_total=n,
             executions_successful=self.executions_successful,
             success_rate=self.executions_successful / n if n else 0.0,
-            avg_quality=self.quality_sum / n if n else 0.0,
+            avg_quality=self.quality_sum / judged if (judged := n - self.unjudged) else 0.0,
             avg_latency_ms=self.latency_sum_ms / n if n else 0.0,
             avg_cost=self.avg_cost,
             last_updated=self.last_updated,
             expertise=expertise,
             confidence=confidence,
             adjusted_score=expertise * confidence,
+            pending=self.pending,
         )
 
 
@@ -214,6 +248,8 @@ class TaskTypeProfile(BaseModel):
     expertise: float = 0.0
     confidence: float = 0.0
     adjusted_score: float = 0.0
+    #: Executions awaiting feedback (``feedback.wait_s``; docs/feedback.md).
+    pending: int = 0
 
 
 def empty_profile(agent_id: str, task_type: str) -> TaskTypeProfile:

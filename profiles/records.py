@@ -14,7 +14,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 MAX_ID_LENGTH = 256
 #: Longest latency accepted: a year. Sums of bounded values stay finite, so averages and
@@ -106,11 +106,25 @@ class ExecutionRecord(BaseModel):
     record_id: str = Field(default_factory=lambda: str(uuid.uuid4()))
     decision_id: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+    #: LangChain run ids of this execution (the routed run, the chosen agent's run):
+    #: ``router.feedback(run_id, ...)`` finds the execution by any of them.
+    run_ids: tuple[str, ...] = ()
+    # whether the caller gave ``quality`` (False: it was filled in from ``success``)
+    _quality_given: bool = PrivateAttr(default=True)
 
     @field_validator("agent_id", "task_type", "record_id", "decision_id")
     @classmethod
     def _identifier(cls, value: str | None, info: Any) -> str | None:
         return None if value is None else check_identifier(value, info.field_name)
+
+    @field_validator("run_ids", mode="before")
+    @classmethod
+    def _run_ids(cls, value: Any) -> Any:
+        if isinstance(value, str) or not isinstance(value, list | tuple | set | frozenset):
+            raise FieldTypeError(f"run_ids must be a list of strings, got {type(value).__name__}")
+        # LangChain hands run ids out as UUIDs: kept as their text
+        return tuple(dict.fromkeys(check_identifier(str(v) if isinstance(v, uuid.UUID) else v,
+                                                    "run_ids") for v in value))
 
     @field_validator("quality", "latency_ms", "cost", mode="before")
     @classmethod
@@ -138,6 +152,18 @@ class ExecutionRecord(BaseModel):
     def _default_quality(self) -> ExecutionRecord:
         if self.quality is None:
             object.__setattr__(self, "quality", 1.0 if self.success else 0.0)
+            self._quality_given = False
+        return self
+
+    @property
+    def quality_given(self) -> bool:
+        """Whether the caller gave ``quality`` (False: it was filled in from ``success``,
+        and with a feedback policy's ``wait_s`` the run awaits a verdict)."""
+        return self._quality_given
+
+    def without_quality(self) -> ExecutionRecord:
+        """This record marked as carrying no quality of its own (read back from the log)."""
+        self._quality_given = False
         return self
 
     @property

@@ -13,9 +13,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from trustroute.profiles.book import Committed, ProfileBook
+from trustroute.profiles.profile import WindowEntry
 
 if TYPE_CHECKING:
     from trustroute.profiles.store import Store
+    from trustroute.router.feedback.state import FeedbackState
     from trustroute.router.strategies import Strategy
 
 __all__ = ["Committed", "Learner", "StrategyLearner"]
@@ -36,16 +38,37 @@ class Learner(Protocol):
 
 
 class StrategyLearner:
-    """A strategy as a learner: it observes each record after the book holds it."""
+    """A strategy as a learner: it observes each record after the book holds it, with
+    the quality feedback gave it (a record without quality evidence yet is not observed
+    until it has some: ``amend``)."""
 
-    def __init__(self, strategy: Strategy, book: ProfileBook) -> None:
+    def __init__(self, strategy: Strategy, book: ProfileBook,
+                 feedback: FeedbackState | None = None) -> None:
         self.strategy = strategy
         self.book = book
+        self.feedback = feedback
 
     def fold(self, batch: Sequence[Committed]) -> None:
-        """``observe`` each placed record."""
+        """``observe`` each placed record that is quality evidence."""
         for record, seq in batch:
-            self.strategy.observe(record, seq, self.book)
+            known, quality = (False, None) if self.feedback is None else \
+                self.feedback.quality_of(record.record_id)
+            if not known:
+                self.strategy.observe(record, seq, self.book)
+            elif quality is not None:
+                same = quality == record.effective_quality
+                self.strategy.observe(record if same else record.model_copy(
+                    update={"quality": quality}), seq, self.book)
+
+    def amend(self, agent_id: str, task_type: str, old: WindowEntry | None,
+              new: WindowEntry | None) -> None:
+        """One record's quality evidence changed (``Strategy.amend`` when the strategy
+        has it, else ``reset`` from the book)."""
+        amend = getattr(self.strategy, "amend", None)
+        if amend is None:
+            self.strategy.reset(self.book)
+        else:
+            amend(agent_id, task_type, old, new, self.book)
 
     def rebuild(self, book: ProfileBook, placed: Sequence[Committed], store: Store) -> None:
         """``reset`` from the book (also used when rows arrived out of log order)."""

@@ -244,9 +244,3 @@ def _wake(waiter: asyncio.Future[None]) -> None:
     """Resolve an async waiter (on its own loop) unless it already timed out."""
     if not waiter.done():
         waiter.set_result(None)
-
-
-def discounted(score: float, load: float) -> float:
-    """A score discounted by the agent's load (``in_flight / max_concurrent``): halved at
-    full load for a positive score, doubled in magnitude for a negative one."""
-    return score / (1.0 + load) if score >= 0 else score * (1.0 + load)

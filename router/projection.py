@@ -23,13 +23,15 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from trustroute.profiles.book import ProfileBook
-from trustroute.profiles.records import ExecutionRecord
+from trustroute.profiles.book import Judge, ProfileBook
+from trustroute.profiles.profile import WindowEntry
+from trustroute.profiles.records import ExecutionRecord, utc_now
 from trustroute.profiles.store import Store
-from trustroute.profiles.store.executions import LogRow
+from trustroute.profiles.store.executions import LogKey, LogRow
 from trustroute.profiles.store.projections import ProjectionRepository
 from trustroute.profiles.store.trust import TrustRepository
 from trustroute.router import checkpoint
+from trustroute.router.feedback.state import Change, FeedbackState, Run
 from trustroute.router.frontier import Frontier
 from trustroute.router.learner import Learner, StrategyLearner
 
@@ -54,11 +56,15 @@ class LogProjection:
     """The book and the learners, folded from the log; follows other processes."""
 
     def __init__(self, store: Store, book: ProfileBook, strategy: StrategyLearner,
-                 trust: TrustLayer, lock: threading.RLock) -> None:
+                 trust: TrustLayer, lock: threading.RLock, feedback: FeedbackState) -> None:
         self.store = store
         self.book = book
         self.strategy = strategy
         self.trust = trust
+        #: Verdicts per execution; decides each placed record's quality evidence.
+        self.feedback = feedback
+        trust.outer = lock  # folding a verdict changes the book: under the router's lock
+        trust.on_amend = self._amend
         #: Folded in this order after every placement, rebuilt in this order.
         self.learners: list[Learner] = [strategy, trust]
         #: Per writer, which execution rows are folded.
@@ -107,12 +113,40 @@ class LogProjection:
                 return 0
             self._total += len(fresh)
             self._since_cached += len(fresh)
-            placed, in_order = self.book.place(fresh)
+            now = utc_now()
+            placed, in_order = self.book.place(fresh, self._judge(now.timestamp()))
             for learner in self.learners:
                 learner.fold(placed)
             if not in_order:  # incremental evidence assumes log order: derive it again
                 self.strategy.rebuild(self.book, placed, self.store)
+            self.trust.settle_due(now)
         return len(fresh)
+
+    def _judge(self, now: float) -> Judge:
+        """What decides each placed record's quality evidence: the feedback state."""
+        def judge(record: ExecutionRecord, seq: int, key: LogKey
+                  ) -> tuple[float | None, bool]:
+            run = Run(record.record_id, record.agent_id, record.task_type,
+                      record.timestamp.timestamp(), record.success,
+                      record.effective_quality if record.quality_given else None, seq, key)
+            self.feedback.place(run, now)
+            self.feedback.join_decision(run, record.decision_id, now)
+            return run.quality, run.pending
+        return judge
+
+    def _amend(self, changes: list[Change]) -> None:
+        """Quality changes of executions reach the book (the run keeps its place in
+        its window) and the strategy's evidence (the caller holds the router's lock)."""
+        for c in changes:
+            run = c.run
+            state = self.book.get(run.agent_id, run.task_type)
+            held = None if state is None else state.amend(
+                run.seq, run.timestamp, run.key, (c.old, c.was_pending), (c.new, run.pending))
+            old, new = held or (WindowEntry(run.timestamp, c.old, run.success, run.seq),
+                                WindowEntry(run.timestamp, c.new, run.success, run.seq))
+            self.strategy.amend(run.agent_id, run.task_type,
+                                old if c.old is not None else None,
+                                new if c.new is not None else None)
 
     def rebuild(self, *, cached: bool = False) -> None:
         """Rebuild the book and every learner from the log. ``cached``: start from the
@@ -129,7 +163,8 @@ class LogProjection:
                     self.frontier = Frontier(counters.get(EXECUTION, {}))
                     for row in rows:
                         self.frontier.add(row.origin)
-                    placed, _ = self.book.place(rows)
+                    self.feedback.clear()
+                    placed, _ = self.book.place(rows, self._judge(utc_now().timestamp()))
                     self.trust.base = counters
                     for learner in self.learners:
                         learner.rebuild(self.book, placed, self.store)
@@ -140,6 +175,8 @@ class LogProjection:
     def _restore(self) -> bool:
         """Start from the cached projection if it is readable and verifies against the
         log; True when it did (then the rows written after it are folded too)."""
+        if self.feedback.policy.wait_s > 0 or self.trust.repo.has_verdicts():
+            return False  # the cache keeps no verdicts nor pending runs: read the log
         try:
             found = self._cache.read()
             if found is None:

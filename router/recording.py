@@ -25,7 +25,8 @@ def build_record(decision: RoutingDecision | None, agents: Mapping[str, AgentSpe
                  latency_ms: float = 0.0, cost: float | None = None,
                  timestamp: datetime | None = None, record_id: str | None = None,
                  decision_id: str | None = None,
-                 metadata: Mapping[str, Any] | None = None) -> ExecutionRecord:
+                 metadata: Mapping[str, Any] | None = None,
+                 run_ids: Sequence[str] = ()) -> ExecutionRecord:
     """The ExecutionRecord ``record()`` stores; ValueError names what is missing or wrong."""
     if decision is not None and not isinstance(decision, RoutingDecision):
         raise TypeError("record() takes the RoutingDecision from select() or an "
@@ -48,7 +49,7 @@ def build_record(decision: RoutingDecision | None, agents: Mapping[str, AgentSpe
         agent_id=agent_id, task_type=task_type, success=success, quality=quality,
         latency_ms=latency_ms, cost=cost,
         decision_id=decision.decision_id if decision else decision_id,
-        metadata=dict(metadata or {}),
+        metadata=dict(metadata or {}), run_ids=run_ids,  # type: ignore[arg-type]
         **{name: value for name, value in defaulted.items() if value is not None})
 
 

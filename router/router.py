@@ -32,9 +32,12 @@ from trustroute.router.agents import AgentLike, AgentSpec, as_specs
 from trustroute.router.async_twin import in_thread
 from trustroute.router.decision import CandidateScore, RoutingDecision, new_decision_id
 from trustroute.router.errors import AgentAtCapacity, NoAgentAvailable, UnknownAgent, unlisted_agent
+from trustroute.router.feedback.policy import FeedbackPolicy
+from trustroute.router.feedback.state import FeedbackState
 from trustroute.router.learner import Learner, StrategyLearner
 from trustroute.router.limits import LimitSettings
 from trustroute.router.load import InFlightTracker, Lease, discounted
+from trustroute.router.people import TrustMethods
 from trustroute.router.projection import LogProjection
 from trustroute.router.recording import admit_all, build_record
 from trustroute.router.report import write_report
@@ -48,16 +51,14 @@ from trustroute.router.strategies import (
 from trustroute.router.trust.abstention import AbstentionPolicy
 from trustroute.router.trust.layer import TrustLayer
 from trustroute.router.trust.options import TrustOptions
-from trustroute.router.trust.scores import TrustScores
 
 if TYPE_CHECKING:
     from trustroute.router.handoff.transfer import TransferDispatcher
-    from trustroute.router.trust.lifecycle import DecayReport
 
 UnknownAgents = Literal["warn", "error", "allow"]
 
 
-class AgentRouter:
+class AgentRouter(TrustMethods):
     """Routes tasks to agents and learns from every recorded outcome."""
 
     def __init__(
@@ -76,6 +77,7 @@ class AgentRouter:
         transfer: TransferDispatcher | None = None,
         unknown_agents: UnknownAgents = "warn",
         limits: LimitSettings | None = None,
+        feedback: FeedbackPolicy | Mapping[str, Any] | None = None,
     ) -> None:
         self.settings = settings or ProfileSettings()
         self._agents: dict[str, AgentSpec] = as_specs(agents)
@@ -96,11 +98,14 @@ class AgentRouter:
             if self._owns_store:
                 failed.callback(self.store.close)
             self.book = ProfileBook(self.settings.recency.window_size)
+            self.feedback_policy = FeedbackPolicy.of(feedback)  # docs/feedback.md
+            verdicts = FeedbackState(self.feedback_policy)
             self.trust_layer = TrustLayer(self.store, self.strategy.name, trust, abstention,
-                                          transfer, exploit_only=exploit_only)
+                                          transfer, exploit_only=exploit_only,
+                                          feedback=verdicts)
             self.projection = LogProjection(  # the book and the learners, from the log
-                self.store, self.book, StrategyLearner(self.strategy, self.book),
-                self.trust_layer, self._lock)
+                self.store, self.book, StrategyLearner(self.strategy, self.book, verdicts),
+                self.trust_layer, self._lock, verdicts)
             self.learners: list[Learner] = self.projection.learners
             self.projection.rebuild(cached=True)  # the cached projection, if it verifies
             failed.pop_all()
@@ -192,6 +197,7 @@ class AgentRouter:
     def profile(self, agent_id: str, task_type: str, *, now: datetime | None = None
                 ) -> TaskTypeProfile:
         """What has been learned about one pair (an empty profile when nothing has)."""
+        self.trust_layer.settle_due(now or utc_now())  # runs whose wait for feedback is over
         state = self.book.get(agent_id, task_type)
         if state is None:
             return empty_profile(agent_id, task_type)
@@ -200,6 +206,7 @@ class AgentRouter:
     def profiles(self, task_type: str | None = None) -> list[TaskTypeProfile]:
         """Every learned profile, optionally for one task type, best adjusted score first."""
         now = utc_now()
+        self.trust_layer.settle_due(now)
         states = self.book.for_task_type(task_type) if task_type else list(self.book)
         snaps = [s.snapshot(now, self.settings) for s in states]
         return sorted(snaps, key=lambda p: (p.task_type, -p.adjusted_score, p.agent_id))
@@ -234,6 +241,7 @@ class AgentRouter:
         busy: set[str] = set()  # agents whose shared lease the store refused just now
         while True:
             with self._lock:
+                self.trust_layer.settle_due(now)  # runs whose wait for a verdict is over
                 arms, loads = self._arms(task_type, exclude, now, busy)
                 ctx = StrategyContext(task_type=task_type, now=now, book=self.book,
                                       settings=self.settings, rng=self._rng,
@@ -300,7 +308,8 @@ class AgentRouter:
                success: bool | None = None, quality: float | None = None,
                latency_ms: float = 0.0, cost: float | None = None,
                timestamp: datetime | None = None, record_id: str | None = None,
-               metadata: Mapping[str, Any] | None = None) -> ExecutionRecord:
+               metadata: Mapping[str, Any] | None = None, run_ids: Sequence[str] = ()
+               ) -> ExecutionRecord:
         """Record one execution; returns the stored ExecutionRecord.
 
         Pass the decision from ``select`` (its agent and task type are used and its
@@ -309,6 +318,7 @@ class AgentRouter:
         ``DuplicateRecord`` and changes nothing; the same record stored by an earlier
         try whose answer was lost is folded now, once. An agent this router does not
         list is recorded, with a warning or an error as ``unknown_agents`` says.
+        ``run_ids``: its LangChain run ids, refs for ``feedback`` (docs/feedback.md).
         """
         if isinstance(decision, ExecutionRecord):
             rec = decision
@@ -316,10 +326,10 @@ class AgentRouter:
             rec = build_record(decision, self._agents, agent_id=agent_id,
                                task_type=task_type, success=success, quality=quality,
                                latency_ms=latency_ms, cost=cost, timestamp=timestamp,
-                               record_id=record_id, metadata=metadata)
+                               record_id=record_id, metadata=metadata, run_ids=run_ids)
         try:
             self.settings.admit(rec)
-            self._check_agent(rec.agent_id)
+            self.check_agent(rec.agent_id)
             if not self.projection.append([rec]):
                 raise DuplicateRecord(rec.record_id)
         finally:
@@ -337,63 +347,23 @@ class AgentRouter:
         before anything is written, any other iterable batch by batch."""
         whole = isinstance(records, list | tuple)
         if isinstance(records, list | tuple):
-            admit_all(records, self.settings, self._check_agent)
+            admit_all(records, self.settings, self.check_agent)
         written, pending = 0, iter(records)
         while chunk := list(islice(pending, batch_size)):
             if not whole:
-                admit_all(chunk, self.settings, self._check_agent)
+                admit_all(chunk, self.settings, self.check_agent)
             written += len(self.projection.append(chunk))
             self.trust_layer.maybe_flush()
         return written
 
     arecord_many = in_thread(record_many)
 
-    def _check_agent(self, agent_id: str) -> None:
+    def check_agent(self, agent_id: str) -> None:
         """Warn about (or refuse) outcomes of an agent this router does not list."""
         if self._agents and agent_id not in self._agents and self.unknown_agents != "allow":
             if self.unknown_agents == "error":
                 raise UnknownAgent(agent_id, self._agents)
             warnings.warn(unlisted_agent(agent_id, self._agents), stacklevel=3)
 
-    # -- trust ---------------------------------------------------------------------
-    def feedback(self, decision_id: str, approved: bool, comment: str | None = None
-                 ) -> TrustScores:
-        """A person's verdict on a decision: moves the chosen agent's human score."""
-        return self.trust_layer.feedback(decision_id, approved, comment)
-
-    afeedback = in_thread(feedback)
-
-    def review(self, agent_id: str, task_type: str, approved: bool,
-               comment: str | None = None) -> TrustScores:
-        """An explicit review of one (agent, task type) pair."""
-        return self.trust_layer.review(agent_id, task_type, approved, comment)
-
-    areview = in_thread(review)
-
-    def signal(self, agent_id: str, task_type: str, name: str) -> TrustScores:
-        """A named trust signal (``user_accepted``, ``pattern_contradicted``, ...)."""
-        return self.trust_layer.signal(agent_id, task_type, name)
-
-    asignal = in_thread(signal)
-
-    def trust(self, agent_id: str, task_type: str) -> TrustScores:
-        """Frequency, effectiveness and human scores, composite and tier of one pair."""
-        return self.trust_layer.book.scores(agent_id, task_type)
-
-    atrust = in_thread(trust)
-
-    def flush(self) -> None:
-        """Write buffered decision-log and trust updates now (``close`` also does)."""
-        self.trust_layer.flush()
-
-    aflush = in_thread(flush)
-
-    def decay(self, *, now: datetime | None = None) -> DecayReport:
-        """The weekly trust lifecycle (see router.trust.lifecycle); idempotent per ISO week."""
-        from trustroute.router.trust.lifecycle import run_decay
-
-        return run_decay(self, now=now)
-
-    adecay = in_thread(decay)
     report = write_report  # report(path="report.html", task_type=, since=): the HTML page
 

@@ -54,11 +54,18 @@ def test_feedback_on_a_decision_moves_the_chosen_agents_human_score(
     router.record(d, success=True, quality=0.9)
     router.feedback(d.decision_id, approved=True)
     router.feedback(d.decision_id, approved=True, comment="great")
+    # the same key again on one execution: the later verdict stands (a change of mind)
     scores = router.feedback(d.decision_id, approved=False)
-    assert scores.human == pytest.approx(0.5429375)
-    assert router.trust(d.agent_id, "code").human == pytest.approx(0.5429375)
+    assert scores.human == pytest.approx(human_score(0, 1))
+    others = [router.select("code", exclude=[a for a in ("a", "b") if a != d.agent_id])
+              for _ in range(2)]
+    for other in others:
+        router.record(other, success=True)
+        scores = router.feedback(other.decision_id, approved=True)
+    assert scores.human == pytest.approx(human_score(2, 1))
+    assert router.trust(d.agent_id, "code").human == pytest.approx(human_score(2, 1))
     rows = router.store.repository(TrustRepository).feedback(d.agent_id, "code")
-    assert [r["approved"] for r in rows] == [True, True, False]
+    assert [r["approved"] for r in rows] == [True, True, False, True, True]
     assert rows[1]["comment"] == "great"
 
 
@@ -74,7 +81,7 @@ def test_feedback_survives_a_reopen_and_finds_old_decisions(kv_url: str) -> None
     with AgentRouter(agents=["a"], store=kv_url, seed=0) as r:
         r.feedback(d.decision_id, approved=True)  # found in the stored decision log
     with AgentRouter(agents=["a"], store=kv_url, seed=0) as r:
-        assert r.trust("a", "code").human == pytest.approx(0.575)
+        assert r.trust("a", "code").human == pytest.approx(human_score(1, 0))
         assert r.trust("a", "code").frequency == pytest.approx(0.3)
 
 

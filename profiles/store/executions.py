@@ -48,6 +48,12 @@ DEFINE FIELD IF NOT EXISTS cost ON execution TYPE option<float> ASSERT $value = 
 DEFINE FIELD IF NOT EXISTS timestamp ON execution TYPE datetime;
 DEFINE FIELD IF NOT EXISTS decision_id ON execution TYPE option<string>;
 DEFINE FIELD IF NOT EXISTS metadata ON execution FLEXIBLE TYPE object;
+-- False when the caller gave no quality (it was filled in from success): with a
+-- feedback policy's wait_s the run awaits a verdict. Absent on older rows: given.
+DEFINE FIELD IF NOT EXISTS quality_given ON execution TYPE option<bool>;
+-- LangChain run ids of the execution (the routed run, the chosen agent's run): a
+-- feedback ref may be any of them.
+DEFINE FIELD IF NOT EXISTS run_ids ON execution TYPE option<array<string>>;
 -- Where the row sits in the log: the database's clock when it was written, and its
 -- position in its write (a batch is one write). Rows of stores written before the log
 -- design have neither; they sort first, by timestamp.
@@ -62,11 +68,13 @@ DEFINE FIELD IF NOT EXISTS writer ON execution TYPE option<string>;
 DEFINE FIELD IF NOT EXISTS wseq ON execution TYPE option<int>;
 DEFINE INDEX IF NOT EXISTS execution_writer ON execution FIELDS writer, wseq;
 DEFINE INDEX IF NOT EXISTS execution_pair ON execution FIELDS agent_id, task_type;
+DEFINE INDEX IF NOT EXISTS execution_decision ON execution FIELDS decision_id;
+DEFINE INDEX IF NOT EXISTS execution_run_ids ON execution FIELDS run_ids;
 """ + writers.SCHEMA
 
 _COLUMNS = ("record::id(id) AS record_id, agent_id, task_type, success, quality, "
             "latency_ms, cost, timestamp, decision_id, metadata, stored_at, pos, seq, "
-            "writer, wseq")
+            "writer, wseq, quality_given, run_ids")
 
 # One record: one transaction of the counter's bump and a CREATE, which fails (changing
 # nothing, the counter included) when the id is stored.
@@ -77,6 +85,7 @@ CREATE type::thing('execution', $r.record_id) CONTENT {{
     agent_id: $r.agent_id, task_type: $r.task_type, success: $r.success,
     quality: $r.quality, latency_ms: $r.latency_ms, cost: $r.cost,
     timestamp: $r.timestamp, decision_id: $r.decision_id, metadata: $r.metadata ?? {{}},
+    quality_given: $r.quality_given, run_ids: $r.run_ids,
     stored_at: time::now(), pos: 0, writer: $writer, wseq: $n
 }} RETURN stored_at, wseq;
 COMMIT TRANSACTION;"""
@@ -88,7 +97,7 @@ BEGIN TRANSACTION;
 INSERT INTO execution (
     SELECT type::thing('execution', record_id) AS id, agent_id, task_type,
         success, quality, latency_ms, cost, timestamp, decision_id,
-        metadata ?? {{}} AS metadata, time::now() AS stored_at, pos,
+        metadata ?? {{}} AS metadata, quality_given, run_ids, time::now() AS stored_at, pos,
         $writer AS writer, $n - array::len($rows) + pos + 1 AS wseq
     FROM $rows
 ) RETURN stored_at, wseq;
@@ -143,6 +152,10 @@ def row_params(record: ExecutionRecord, pos: int = 0) -> dict[str, Any]:
         row["decision_id"] = record.decision_id
     if record.metadata:
         row["metadata"] = record.metadata
+    if not record.quality_given:
+        row["quality_given"] = False
+    if record.run_ids:
+        row["run_ids"] = list(record.run_ids)
     return row
 
 
@@ -154,7 +167,10 @@ def log_row(row: dict[str, Any]) -> LogRow:
         record_id=row["record_id"], agent_id=row["agent_id"], task_type=row["task_type"],
         success=row["success"], quality=row["quality"], latency_ms=row["latency_ms"],
         cost=row.get("cost"), timestamp=row["timestamp"],
-        decision_id=row.get("decision_id"), metadata=row.get("metadata") or {})
+        decision_id=row.get("decision_id"), metadata=row.get("metadata") or {},
+        run_ids=tuple(row.get("run_ids") or ()))
+    if row.get("quality_given") is False:
+        record.without_quality()
     if row.get("stored_at") is None:  # written before the log design: before every new row
         return LogRow(record, LogKey(float("-inf"), int(row.get("seq") or 0),
                                      f"{record.timestamp.isoformat()} {record.record_id}"))
@@ -222,6 +238,19 @@ class ExecutionRepository:
         """The stored rows among ``record_ids``, by id."""
         rows = self._conn.run(STORED, {"ids": [RecordID("execution", r) for r in record_ids]})
         return {row["record_id"]: log_row(row) for row in rows[0] if row}
+
+    def find(self, ref: str) -> LogRow | None:
+        """The execution ``ref`` names: its record id, its decision id or one of its run
+        ids (the first stored, when a decision was recorded twice)."""
+        rows = self._conn.run(
+            f"SELECT {_COLUMNS} FROM $rid; "
+            f"SELECT {_COLUMNS} FROM execution WHERE decision_id = $ref "
+            "ORDER BY stored_at LIMIT 1; "
+            f"SELECT {_COLUMNS} FROM execution WHERE run_ids CONTAINS $ref "
+            "ORDER BY stored_at LIMIT 1;",
+            {"rid": RecordID("execution", ref), "ref": ref})
+        found = next((page[0] for page in rows if page and page[0]), None)
+        return None if found is None else log_row(found)
 
     def stored_ids(self, record_ids: Sequence[str]) -> set[str]:
         """Which of ``record_ids`` are stored (for checking what a crash kept)."""

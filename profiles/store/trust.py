@@ -72,6 +72,13 @@ DEFINE FIELD IF NOT EXISTS stored_at ON trust_feedback TYPE option<datetime>;
 DEFINE FIELD IF NOT EXISTS writer ON trust_feedback TYPE option<string>;
 DEFINE FIELD IF NOT EXISTS wseq ON trust_feedback TYPE option<int>;
 DEFINE INDEX IF NOT EXISTS trust_feedback_writer ON trust_feedback FIELDS writer, wseq;
+-- Feedback on one execution (docs/feedback.md): the ref as given, the execution it
+-- resolved to (NONE while only its decision is known), the key and the score as given
+-- (a verdict is approved or a score; the key's scale maps a score onto [0, 1]).
+DEFINE FIELD IF NOT EXISTS ref ON trust_feedback TYPE option<string>;
+DEFINE FIELD IF NOT EXISTS record_id ON trust_feedback TYPE option<string>;
+DEFINE FIELD IF NOT EXISTS key ON trust_feedback TYPE option<string>;
+DEFINE FIELD IF NOT EXISTS score ON trust_feedback TYPE option<float>;
 DEFINE INDEX IF NOT EXISTS trust_feedback_pair ON trust_feedback FIELDS agent_id, task_type;
 
 DEFINE TABLE IF NOT EXISTS trust_run SCHEMAFULL;
@@ -106,7 +113,7 @@ DEFINE FIELD IF NOT EXISTS stored_at ON trust_archive TYPE option<datetime>;
 """ + writers.SCHEMA
 
 _PEOPLE = ("record::id(id) AS id, agent_id, task_type, decision_id, approved, kind, "
-           "signal, comment, at, stored_at, writer, wseq")
+           "signal, comment, at, stored_at, writer, wseq, ref, record_id, key, score")
 
 _APPEND = f"""
 BEGIN TRANSACTION;
@@ -114,6 +121,7 @@ BEGIN TRANSACTION;
 CREATE type::thing('trust_feedback', $id) SET agent_id = $row.agent_id,
     task_type = $row.task_type, decision_id = $row.decision_id, approved = $row.approved,
     kind = $row.kind, signal = $row.signal, comment = $row.comment, at = $row.at,
+    ref = $row.ref, record_id = $row.record_id, key = $row.key, score = $row.score,
     stored_at = time::now(), writer = $writer, wseq = $n
 RETURN {_PEOPLE};
 COMMIT TRANSACTION;"""
@@ -186,18 +194,32 @@ class TrustRepository:
             return self._conn.run(sql, {**params, "writer": self.writer}, rows=rows)
 
     # -- what people and signals said (a log) -------------------------------------
-    def append(self, row: dict[str, Any]) -> dict[str, Any]:
-        """Append one feedback, review or signal row at once; returns it as stored
-        (with its id, ``stored_at``, ``writer`` and ``wseq``)."""
-        key = str(uuid.uuid4())
+    def append(self, row: dict[str, Any], row_id: str | None = None
+               ) -> tuple[dict[str, Any], bool]:
+        """Append one feedback, review or signal row at once under ``row_id`` (the
+        client's id; a new one when None); returns it as stored (with its id,
+        ``stored_at``, ``writer`` and ``wseq``) and whether this call stored it (False:
+        the id was stored already, by an earlier try whose answer was lost or by another
+        client)."""
+        key = row_id or str(uuid.uuid4())
         try:
-            return dict(self._write(_APPEND, {"id": key, "row": row})[1][0])  # the CREATE
+            return dict(self._write(_APPEND, {"id": key, "row": row})[1][0]), True
         except QueryFailed:  # sent again after a lost answer: is the row stored?
-            found = self._conn.run(f"SELECT {_PEOPLE} FROM type::thing('trust_feedback', $id);",
-                                   {"id": key})[0]
-            if found:
-                return dict(found[0])
+            found = self.get(key)
+            if found is not None:
+                return found, False
             raise
+
+    def get(self, row_id: str) -> dict[str, Any] | None:
+        """One stored row of ``trust_feedback`` by id, or None."""
+        found = self._conn.run(f"SELECT {_PEOPLE} FROM type::thing('trust_feedback', $id);",
+                               {"id": row_id})[0]
+        return dict(found[0]) if found else None
+
+    def has_verdicts(self) -> bool:
+        """Whether any feedback on an execution (a verdict with a key) is stored."""
+        rows = self._conn.run("SELECT id FROM trust_feedback WHERE key != NONE LIMIT 1;")[0]
+        return bool(rows)
 
     def people(self) -> list[dict[str, Any]]:
         """Every row of ``trust_feedback``, in log order."""

@@ -29,6 +29,7 @@ from trustroute.router.agents import AgentSpec
 from trustroute.router.config.loader import ConfigError, describe_validation_error, read_mapping
 from trustroute.router.config.secrets import mask_credentials, secret_values
 from trustroute.router.errors import RouterError
+from trustroute.router.feedback.policy import FeedbackPolicy
 from trustroute.router.handoff.settings import HandoffSection
 from trustroute.router.handoff.transfer.config import HookSpec, build_dispatcher
 from trustroute.router.limits import LimitSettings
@@ -75,6 +76,8 @@ class RouterConfig(Section):
     trust: TrustOptions = Field(default_factory=TrustOptions)
     abstention: AbstentionPolicy = Field(default_factory=AbstentionPolicy)
     limits: LimitSettings = Field(default_factory=LimitSettings)
+    #: How late verdicts become quality: wait_s, default, keys (docs/feedback.md).
+    feedback: FeedbackPolicy = Field(default_factory=FeedbackPolicy)
 
     # The file this config was read from (None when built in code); names it in errors.
     _source: Path | None = PrivateAttr(default=None)
@@ -123,6 +126,7 @@ class RouterConfig(Section):
             "trust": self.trust,
             "abstention": self.abstention,
             "limits": self.limits,
+            "feedback": self.feedback,
         }
         if "transfer" not in overrides:  # hand-off hooks; pending requests go to the store
             kwargs["transfer"] = build_dispatcher(self.hooks, self.handoff, source=self._source)

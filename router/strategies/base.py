@@ -2,8 +2,12 @@
 
 A strategy is a small object with a ``name`` and a ``score`` method; it may keep its own
 incremental state through ``observe`` (one committed record) and ``reset`` (called when
-the router (re)loads its profiles from the store). The router does the rest:
-eligibility, load balancing, ranking, tie-breaking.
+the router (re)loads its profiles from the store). A strategy that keeps state may also
+define ``amend(agent_id, task_type, old, new, book)``: feedback changed one record's
+quality evidence (``old``/``new`` are its ``WindowEntry`` before and after, a quality of
+None meaning no evidence: pending a verdict, or ignored; docs/feedback.md); a strategy
+without it is ``reset`` from the book instead. The router does the rest: eligibility,
+load balancing, ranking, tie-breaking.
 """
 
 from __future__ import annotations

@@ -117,7 +117,7 @@ class ChangeMonitor:
         merged: dict[str, list[tuple[str, WindowEntry]]] = {}
         for state in book:
             rows = merged.setdefault(state.agent_id, [])
-            rows.extend((state.task_type, e) for e in state.window)
+            rows.extend((state.task_type, e) for e in state.window if e.quality is not None)
         changes = []
         for agent_id, rows in merged.items():
             rows.sort(key=lambda row: (row[1].timestamp, row[1].seq))

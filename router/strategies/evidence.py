@@ -170,13 +170,25 @@ class EvidenceLedger:
         """Stored (quality, success, weight) sums of ``entries`` in ``te``'s frames."""
         sums = np.zeros(3)
         for e in entries:
+            if e.quality is None:  # no quality evidence (pending a verdict, or ignored)
+                continue
             w = float(halving(te.ref - e.seq, self.half_life_executions))
             w *= self._time_weight(e.timestamp)
             sums += (e.quality * w, float(e.success) * w, w)
         return sums
 
     def add(self, agent_id: str, task_type: str, entry: WindowEntry) -> None:
-        """Fold one record in; ``entry.seq`` is its task type's clock value."""
+        """Fold one record in; ``entry.seq`` is its task type's clock value (an entry
+        without quality evidence only moves the clock)."""
+        self.amend(agent_id, task_type, None, entry)
+
+    def amend(self, agent_id: str, task_type: str, old: WindowEntry | None,
+              new: WindowEntry | None) -> None:
+        """Replace one record's evidence ``old`` (None: none counted) by ``new`` (None:
+        none), at its place (feedback changed its quality: docs/feedback.md)."""
+        entry = new or old
+        if entry is None:
+            return
         i = self._pair(agent_id, task_type)
         te = self._type(task_type, entry.seq - 1)
         self._time_weight(entry.timestamp)  # re-base the wall-time frame first if needed
@@ -187,7 +199,10 @@ class EvidenceLedger:
             te.sums *= self._exec_decay(te)
             te.ref = float(te.clock)
         te.decay = self._exec_decay(te)
-        te.sums[:, i] += self._stored_sums(te, [entry])
+        if old is not None:
+            te.sums[:, i] = np.maximum(te.sums[:, i] - self._stored_sums(te, [old]), 0.0)
+        if new is not None:
+            te.sums[:, i] += self._stored_sums(te, [new])
         self._attach(te)
 
     def replace_pair(self, agent_id: str, task_type: str,
@@ -239,7 +254,7 @@ class EvidenceLedger:
         clock and time beyond its oldest entry, which makes their total weight a
         geometric series (tiny once the window spans a few half-lives).
         """
-        entries = list(state.window)
+        entries = [e for e in state.window if e.quality is not None]
         h, ht = self.half_life_executions, self.half_life_seconds
         if entries:
             seqs = np.fromiter((e.seq for e in entries), float, len(entries))
@@ -255,9 +270,9 @@ class EvidenceLedger:
             out = np.array([q @ w, s @ w, w.sum()])
         else:
             out = np.zeros(3)
-        older = state.executions_total - len(entries)
+        older = state.executions_total - state.unjudged - len(entries)  # judged, not held
         if older > 0:
-            q_old = max(state.quality_sum - float(sum(e.quality for e in entries)), 0.0)
+            q_old = max(state.quality_sum - float(sum(e.quality or 0.0 for e in entries)), 0.0)
             s_old = max(state.executions_successful - sum(e.success for e in entries), 0)
             if entries:
                 span = max(len(entries) - 1, 1)

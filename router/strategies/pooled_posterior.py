@@ -142,6 +142,13 @@ class PooledPosterior:
             if change is not None:
                 self._forget(change, book.window_size)
 
+    def amend(self, agent_id: str, task_type: str, old: WindowEntry | None,
+              new: WindowEntry | None, book: ProfileBook) -> None:
+        """One record's quality evidence changed (feedback; a quality of None: none):
+        its evidence in the ledger is replaced at its place. (The change monitor keeps
+        the outcome it saw: it watches for shifts, and one verdict is not one.)"""
+        self.ledger.amend(agent_id, task_type, old, new)
+
     def reset(self, book: ProfileBook) -> None:
         """Rebuild the ledger and change monitor from a freshly loaded book."""
         self.ledger.rebuild(book)

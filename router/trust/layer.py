@@ -18,7 +18,7 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -30,18 +30,22 @@ from trustroute.profiles.store.executions import origin_of
 from trustroute.profiles.store.trust import ARCHIVE, LIFECYCLE, PEOPLE, TrustRepository
 from trustroute.profiles.trust_counts import Pair, TrustCounts, TrustDelta
 from trustroute.router.decision import CandidateScore, RoutingDecision
-from trustroute.router.errors import UnknownDecision
+from trustroute.router.feedback.policy import FeedbackPolicy
+from trustroute.router.feedback.state import Change, FeedbackState, Human
 from trustroute.router.frontier import Frontier
 from trustroute.router.handoff.transfer import TransferDispatcher, TransferRequest
 from trustroute.router.handoff.worker import HandoffWorker
 from trustroute.router.trust.abstention import Abstained, AbstentionPolicy, GateView
 from trustroute.router.trust.book import TrustBook
 from trustroute.router.trust.decision_log import DecisionLog
+from trustroute.router.trust.history import History, describe, history_row
 from trustroute.router.trust.options import TrustOptions
 from trustroute.router.trust.rescues import RescueTracker
 from trustroute.router.trust.scores import (
     TrustScores,
     execution_delta,
+    human_delta,
+    kind_delta,
     outcome_kind,
     signal_delta,
     verdict_delta,
@@ -65,22 +69,19 @@ class TrustVerdict:
     raw: float  # the strategy's success estimate before calibration
 
 
-@dataclass(slots=True)
-class _History:
-    """Reasons for a pair's next confidence-history row (this router's own changes,
-    counted from the first change that moved the scores) and the last one's time."""
-
-    reasons: Counter[str]
-    at: datetime
-
-
 class TrustLayer:
     """Per-router trust state and policy, folded from the log."""
 
     def __init__(self, store: Store, strategy: str, options: TrustOptions | None = None,
                  abstention: AbstentionPolicy | None = None,
                  transfer: TransferDispatcher | None = None, *,
-                 exploit_only: bool = False) -> None:
+                 exploit_only: bool = False, feedback: FeedbackState | None = None) -> None:
+        #: Verdicts per execution (shared with the router's projection, which folds them).
+        self.feedback = feedback or FeedbackState(FeedbackPolicy())
+        #: Held around every fold (the router's lock: feedback changes the profile book).
+        self.outer: threading.RLock = threading.RLock()
+        #: Applies quality changes to the profile book and the strategy (the projection).
+        self.on_amend: Callable[[list[Change]], None] = lambda changes: None
         self.options = options or TrustOptions()
         self.abstention = abstention or AbstentionPolicy()
         self.exploit_only = exploit_only  # the tier policy's mode
@@ -94,7 +95,7 @@ class TrustLayer:
         self._handoffs = HandoffWorker(transfer)  # hooks may do network I/O: on a worker
         self._lock = threading.Lock()  # the book and the history buffer change together
         self._flush_lock = threading.Lock()  # one flush at a time
-        self._history: dict[Pair, _History] = {}
+        self._history: dict[Pair, History] = {}
         self._own: set[str] = set()  # ids of this router's writes, until folded
         #: Per log table this layer follows, per writer, what it folded (or read).
         self.people, self.marks, self.archive = Frontier(), Frontier(), Frontier()
@@ -159,12 +160,16 @@ class TrustLayer:
                 if mine:
                     own.append(record)
                 self._fold_execution(record, mine)
+            self._fold_human(self.feedback.take_human(), None)
         for record in own:
             self.decisions.outcome(record)
 
     def _fold_execution(self, record: ExecutionRecord, mine: bool) -> None:
         agent, task_type, at = record.agent_id, record.task_type, record.timestamp
-        kind = outcome_kind(record.success, record.effective_quality)
+        known, quality = self.feedback.quality_of(record.record_id)
+        kind = "unjudged" if known and quality is None else outcome_kind(
+            record.success, quality if known and quality is not None
+            else record.effective_quality)
         self._change(execution_delta(agent, task_type, kind, at), f"execution {kind}", at, mine)
         for rescued in self.rescues.observe(agent, task_type, record.success, record.metadata,
                                             (at.timestamp(), record.record_id)):
@@ -198,6 +203,7 @@ class TrustLayer:
             self.people_total = people_total
             for record, _ in placed:
                 self._fold_execution(record, False)
+            self._fold_human(self.feedback.take_human(), None)
             for row in rows:  # the whole table: each is folded, numbered or not
                 self.people.add(origin_of(row))
                 self._apply_person(row, False)
@@ -219,16 +225,16 @@ class TrustLayer:
         repo = repo or self.repo
         for writer, after, upto in self.people.behind(counters.get(PEOPLE, {})):
             for page in repo.people_written(writer, after, upto):
-                with self._lock:
+                with self.outer, self._lock:
                     for row in page:
                         self._fold_person(row, False)
-            with self._lock:
+            with self.outer, self._lock:
                 self.people.settle(writer, upto)
         for writer, after, upto in self.marks.behind(counters.get(LIFECYCLE, {})):
             for page in repo.marks_written(writer, after, upto):
-                with self._lock:
+                with self.outer, self._lock:
                     self._mark(page)
-            with self._lock:
+            with self.outer, self._lock:
                 self.marks.settle(writer, upto)
         return bool(self.archive.behind(counters.get(ARCHIVE, {})))
 
@@ -243,6 +249,8 @@ class TrustLayer:
         pair = (row["agent_id"], row["task_type"])
         self.people_total += 1
         at, kind = row["at"], row["kind"]
+        if kind == "feedback":
+            return self._fold_verdict(row, mine)
         if kind == "signal":
             delta, reason = signal_delta(*pair, row["signal"], at), f"signal {row['signal']}"
         else:
@@ -250,6 +258,46 @@ class TrustLayer:
             delta = verdict_delta(*pair, approved, at, review=kind == "review")
             reason = f"{kind} {'approved' if approved else 'rejected'}"
         return self._change(delta, reason, at, mine)
+
+    def _fold_verdict(self, row: dict[str, Any], mine: bool) -> TrustScores:
+        """Fold a verdict on an execution: its quality (book, strategy, trust counts)
+        and the human counts, a later verdict on the same key replacing an earlier one."""
+        try:
+            changes, human = self.feedback.verdict(row, utc_now().timestamp())
+        except ValueError as exc:  # a score outside what this router's policy takes
+            log.warning("feedback %s not folded: %s", row["id"], exc)
+            return self.book.scores(row["agent_id"], row["task_type"])
+        self._fold_human(human, row["at"], mine)
+        self.amended(changes, row["at"], mine)
+        return self.book.scores(row["agent_id"], row["task_type"])
+
+    def _fold_human(self, human: Sequence[Human], at: datetime | None,
+                    mine: bool = False) -> None:
+        for h in human:
+            self._change(human_delta(h.agent_id, h.task_type, h.approvals, h.rejections, at),
+                         f"feedback {'rejected' if h.rejections > 0 else 'approved'}",
+                         at or utc_now(), mine)
+
+    def amended(self, changes: Sequence[Change], at: datetime | None = None,
+                mine: bool = False) -> None:
+        """Quality changes of executions (a verdict, or ``default`` after the wait):
+        their outcome kind moves in the trust counts, then the book and the strategy
+        learn of them (the caller holds ``outer`` and ``self._lock``)."""
+        for c in changes:
+            old, new = (outcome_kind(c.run.success, q) if q is not None else None
+                        for q in (c.old, c.new))
+            if old != new:
+                self._change(kind_delta(c.run.agent_id, c.run.task_type, old, new, at),
+                             f"execution {new or 'unjudged'}", at or utc_now(), mine)
+        if changes:
+            self.on_amend(list(changes))
+
+    def settle_due(self, now: datetime) -> None:
+        """Settle by the policy's ``default`` the pending runs whose wait is over."""
+        if self.feedback.next_due() > now.timestamp():
+            return
+        with self.outer, self._lock:
+            self.amended(self.feedback.settle_due(now.timestamp()))
 
     def _mark(self, rows: Sequence[dict[str, Any]]) -> None:
         for row in rows:
@@ -263,22 +311,21 @@ class TrustLayer:
         ``self._lock``. Returns the pair's scores after."""
         before, after = self.book.update(delta)
         if mine:
-            entry = self._history.setdefault(delta.pair, _History(Counter(), at))
+            entry = self._history.setdefault(delta.pair, History(Counter(), at))
             if entry.reasons or after != before:
                 entry.reasons[reason] += 1
                 entry.at = at
         return after
 
     # -- people and signals (appended at once) --------------------------------------
-    def feedback(self, decision_id: str, approved: bool, comment: str | None = None
-                 ) -> TrustScores:
-        """A person's verdict on one decision; stored before it returns."""
-        check_identifier(decision_id, "decision_id")
-        found = self.decisions.lookup(decision_id)
-        if found is None:
-            raise UnknownDecision(decision_id)
-        return self._say(found, "feedback", approved=bool(approved), comment=comment,
-                         decision_id=decision_id)
+    def give(self, row: dict[str, Any], row_id: str | None) -> tuple[TrustScores, bool]:
+        """Store a verdict row (``router.feedback``) under the client's id and fold it;
+        the pair's scores after, and whether this call stored it."""
+        stored, new = self.repo.append(row, row_id)
+        with self.outer, self._lock:
+            after = self._fold_person(stored, True)
+        self.maybe_flush()
+        return after, new
 
     def review(self, agent_id: str, task_type: str, approved: bool,
                comment: str | None = None) -> TrustScores:
@@ -296,8 +343,8 @@ class TrustLayer:
         row = {"agent_id": pair[0], "task_type": pair[1], "kind": kind, "at": utc_now(),
                "approved": None, "comment": None, "decision_id": None, "signal": None,
                **fields}
-        stored = self.repo.append(row)
-        with self._lock:
+        stored, _ = self.repo.append(row)
+        with self.outer, self._lock:
             after = self._fold_person(stored, True)
         self.maybe_flush()
         return after
@@ -320,7 +367,7 @@ class TrustLayer:
             with self._lock:
                 pending, self._history = self._history, {}
                 self._last_flush = time.monotonic()
-                rows = [history_row(*pair, self.book.scores(*pair), _describe(h.reasons), h.at)
+                rows = [history_row(*pair, self.book.scores(*pair), describe(h.reasons), h.at)
                         for pair, h in pending.items() if h.reasons]
             try:
                 self.decisions.flush()
@@ -345,13 +392,3 @@ class TrustLayer:
             self._handoffs.close(0.0 if self.transfer is None
                                  else self.transfer.settings.dispatch_close_timeout_s)
 
-
-def history_row(agent_id: str, task_type: str, scores: TrustScores, reason: str,
-                at: datetime) -> dict[str, Any]:
-    """One confidence-history entry (table ``trust_history``)."""
-    return {"agent_id": agent_id, "task_type": task_type, **scores.as_dict(),
-            "reason": reason, "at": at}
-
-
-def _describe(reasons: Counter[str]) -> str:
-    return ", ".join(f"{name} x{n}" if n > 1 else name for name, n in sorted(reasons.items()))

@@ -23,7 +23,7 @@ from trustroute.router.trust.decay import (
     is_unseen,
     iso_week,
 )
-from trustroute.router.trust.layer import history_row
+from trustroute.router.trust.history import history_row
 from trustroute.router.trust.scores import trust_scores
 
 

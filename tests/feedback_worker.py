@@ -1,0 +1,56 @@
+"""A worker process for the feedback tests: its own AgentRouter on a server URL.
+
+``python tests/feedback_worker.py URL DATABASE COMMAND ...``:
+
+- ``record TASK_TYPE``: select and record one success without quality; prints the
+  decision id, then waits until its profile's quality of that run is 0.0 (a verdict from
+  another process) and prints ``seen <time.time()>``;
+- ``give REF APPROVED``: one verdict on REF (approved ``1``/``0``); prints ``given``;
+- ``stream REFS_FILE ACKED_FILE``: one verdict per line of REFS_FILE (``ref feedback_id
+  approved``), appending each feedback id to ACKED_FILE once ``feedback`` returned.
+
+Credentials come from TRUSTROUTE_DB_USER / TRUSTROUTE_DB_PASS.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from trustroute import AgentRouter
+
+AGENTS = ["a", "b"]
+POLICY = {"wait_s": 3600, "default": "ignore"}
+
+
+def main() -> None:
+    url, database, command, *args = sys.argv[1:]
+    with AgentRouter(agents=AGENTS, store=url, seed=0, feedback=POLICY,
+                     store_options={"database": database, "sync_delay_s": 0.5}) as router:
+        if command == "record":
+            decision = router.select(args[0])
+            router.record(decision, success=True)
+            router.flush()
+            print(decision.decision_id, flush=True)
+            deadline = time.monotonic() + 60
+            while router.profile(decision.agent_id, args[0]).avg_quality != 0.0:
+                if time.monotonic() > deadline:
+                    sys.exit("no verdict reached this process")
+                time.sleep(0.01)
+            print(f"seen {time.time()}", flush=True)
+        elif command == "give":
+            router.feedback(args[0], approved=args[1] == "1")
+            print("given", flush=True)
+        elif command == "stream":
+            with open(args[0], encoding="utf-8") as refs, \
+                    open(args[1], "a", encoding="utf-8") as acked:
+                for line in refs:
+                    ref, feedback_id, approved = line.split()
+                    router.feedback(ref, approved=approved == "1", feedback_id=feedback_id,
+                                    key="user")
+                    acked.write(feedback_id + "\n")
+                    acked.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,203 @@
+"""Feedback reaches learning (issue 20): late verdicts set an execution's quality in its
+profile window, the strategy's evidence and the trust counts; pending runs; bad input."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+import time
+from pathlib import Path
+
+import pytest
+
+from trustroute import AgentRouter
+from trustroute.profiles.store.trust import TrustRepository
+from trustroute.router.errors import UnknownAgent, UnknownDecision
+from trustroute.router.feedback import FeedbackPolicy
+
+
+def test_users_thumbs_teach_the_router_which_agent_they_like() -> None:
+    """Two agents that never raise; users approve one 90% and the other 20%."""
+    users = random.Random(7)
+    rate = {"liked": 0.9, "disliked": 0.2}
+    second_half = {"liked": 0, "disliked": 0}
+    with AgentRouter(agents=list(rate), store="mem://", seed=3,
+                     feedback={"wait_s": 3600, "default": "ignore"}) as r:
+        for i in range(400):
+            d = r.select("chat")
+            r.record(d, success=True)  # no quality: pending until a verdict comes
+            r.feedback(d.decision_id, approved=users.random() < rate[d.agent_id])
+            if i >= 200:
+                second_half[d.agent_id] += 1
+        assert second_half["liked"] >= 0.85 * 200
+        assert r.trust("liked", "chat").human >= 0.8
+        assert r.trust("disliked", "chat").human <= 0.3
+        liked = r.profile("liked", "chat")
+        assert liked.pending == 0 and 0.8 <= liked.avg_quality <= 0.97
+        assert r.profile("disliked", "chat").expertise < 0.5
+
+
+def test_a_verdict_sets_the_quality_and_the_later_verdict_on_a_key_stands(
+        router: AgentRouter) -> None:
+    d = router.select("code")
+    rec = router.record(d, success=True, quality=0.9)
+    assert router.profile(d.agent_id, "code").avg_quality == pytest.approx(0.9)
+    router.feedback(rec.record_id, approved=False)
+    p = router.profile(d.agent_id, "code")
+    assert p.avg_quality == 0.0 and p.expertise == 0.0 and p.executions_total == 1
+    counts = router.trust_layer.book.counts(d.agent_id, "code")
+    assert (counts.positive, counts.negative, counts.neutral) == (0, 0, 1)
+    router.feedback(d.decision_id, approved=True)  # changed their mind
+    assert router.profile(d.agent_id, "code").avg_quality == 1.0
+    counts = router.trust_layer.book.counts(d.agent_id, "code")
+    assert (counts.positive, counts.approvals, counts.rejections) == (1, 1, 0)
+    # several keys: the policy's weighted mean, each key's scale mapped onto [0, 1]
+    router.feedback(d.decision_id, score=0.4, key="judge")
+    assert router.profile(d.agent_id, "code").avg_quality == pytest.approx(0.7)
+
+
+def test_keys_combine_by_weight_and_scale() -> None:
+    policy = {"keys": {"judge": {"weight": 3, "scale": [1, 10]}}}
+    with AgentRouter(agents=["a"], store="mem://", seed=0, feedback=policy) as r:
+        d = r.select("qa")
+        r.record(d, success=True)
+        r.feedback(d.decision_id, score=10, key="judge")
+        r.feedback(d.decision_id, approved=False)
+        assert r.profile("a", "qa").avg_quality == pytest.approx(0.75)
+        with pytest.raises(ValueError, match=r"score must be >= 1\.0"):
+            r.feedback(d.decision_id, score=0.5, key="judge")
+
+
+def test_the_strategy_learns_from_feedback_not_from_the_success_flag() -> None:
+    """Without feedback both look perfect; a verdict on each run tells them apart."""
+    with AgentRouter(agents=["good", "bad"], store="mem://", seed=1) as r:
+        for _ in range(60):
+            for agent in ("good", "bad"):
+                rec = r.record(agent_id=agent, task_type="t", success=True)
+                r.feedback(rec.record_id, approved=agent == "good")
+        picks = [r.select("t").agent_id for _ in range(200)]
+        assert picks.count("good") >= 190
+        r.refresh()  # the log folded again says the same
+        assert r.profile("bad", "t").avg_quality == 0.0
+        assert [r.select("t").agent_id for _ in range(50)].count("good") >= 48
+
+
+@pytest.mark.parametrize(("default", "quality"), [("outcome", 1.0), (0.3, 0.3), ("ignore", None)])
+def test_pending_runs_are_settled_by_the_default_after_the_wait(
+        default: str | float, quality: float | None) -> None:
+    with AgentRouter(agents=["a"], store="mem://", seed=0,
+                     feedback={"wait_s": 0.3, "default": default}) as r:
+        for _ in range(3):
+            r.record(agent_id="a", task_type="t", success=True)
+        r.record(agent_id="a", task_type="t", success=False)  # evidence at once: 0.0
+        r.record(agent_id="a", task_type="t", success=True, quality=0.8)  # given: evidence
+        p = r.profile("a", "t")
+        assert p.pending == 3 and p.executions_total == 5
+        assert p.avg_quality == pytest.approx(0.4)  # the failure and the given quality
+        time.sleep(0.35)
+        p = r.profile("a", "t")
+        assert p.pending == 0 and p.executions_total == 5
+        if quality is None:  # never quality evidence, still runs
+            assert p.avg_quality == pytest.approx(0.4)
+        else:
+            assert p.avg_quality == pytest.approx((3 * quality + 0.8) / 5)
+        counts = r.trust_layer.book.counts("a", "t")
+        assert counts.observations == 5 and counts.negative == 1
+
+
+def test_late_feedback_still_amends_after_the_default(tmp_path: Path) -> None:
+    url = f"surrealkv://{tmp_path / 'db'}"
+    with AgentRouter(agents=["a"], store=url, seed=0,
+                     feedback={"wait_s": 0.1, "default": 0.5}) as r:
+        d = r.select("t")
+        r.record(d, success=True)
+        time.sleep(0.15)
+        assert r.profile("a", "t").avg_quality == 0.5
+        r.feedback(d.decision_id, score=0.9)
+        assert r.profile("a", "t").avg_quality == pytest.approx(0.9)
+    with AgentRouter(agents=["a"], store=url, seed=0,
+                     feedback={"wait_s": 0.1, "default": 0.5}) as r:  # from the log
+        assert r.profile("a", "t").avg_quality == pytest.approx(0.9)
+        assert r.profile("a", "t").pending == 0
+
+
+def test_a_failure_is_evidence_at_once_unless_feedback_says_otherwise() -> None:
+    with AgentRouter(agents=["a"], store="mem://", seed=0, feedback={"wait_s": 60}) as r:
+        rec = r.record(agent_id="a", task_type="t", success=False)
+        assert r.profile("a", "t").pending == 0
+        r.feedback(rec.record_id, approved=True)  # the fallback answer was fine after all
+        assert r.profile("a", "t").avg_quality == 1.0
+
+
+def test_run_ids_and_record_ids_are_refs() -> None:
+    with AgentRouter(agents=["a"], store="mem://", seed=0) as r:
+        rec = r.record(agent_id="a", task_type="t", success=True,
+                       run_ids=["run-outer", "run-inner"])
+        r.feedback("run-inner", approved=False)
+        assert r.profile("a", "t").avg_quality == 0.0
+        rows = r.store.repository(TrustRepository).feedback("a", "t")
+        assert rows[0]["record_id"] == rec.record_id and rows[0]["ref"] == "run-inner"
+        with pytest.raises(UnknownDecision, match="no-such-run"):
+            r.feedback("no-such-run", approved=True)
+
+
+def test_a_feedback_id_counts_once(router: AgentRouter) -> None:
+    d = router.select("t")
+    router.record(d, success=True)
+    for _ in range(3):
+        router.feedback(d.decision_id, approved=True, feedback_id="fb-1", key="k")
+    counts = router.trust_layer.book.counts(d.agent_id, "t")
+    assert counts.approvals == 1
+    assert len(router.store.repository(TrustRepository).feedback(d.agent_id, "t")) == 1
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"score": 1.5}, "score must be <= 1.0"),
+    ({"score": -0.1}, "score must be >= 0.0"),
+    ({"score": math.nan}, "score must be a finite number"),
+    ({"score": 0.5, "approved": True}, "exactly one of approved .* got both"),
+    ({}, "exactly one of approved .* got neither"),
+    ({"approved": "yes"}, "approved must be True or False"),
+    ({"approved": True, "key": ""}, "key must not be empty"),
+])
+def test_bad_input_is_one_line_and_stores_nothing(router: AgentRouter, kwargs: dict,
+                                                  message: str) -> None:
+    d = router.select("t")
+    router.record(d, success=True, quality=0.7)
+    with pytest.raises((ValueError, TypeError), match=message) as info:
+        router.feedback(d.decision_id, **kwargs)
+    assert "\n" not in str(info.value)
+    assert router.store.repository(TrustRepository).feedback(d.agent_id, "t") == []
+    assert router.profile(d.agent_id, "t").avg_quality == pytest.approx(0.7)
+
+
+def test_review_signal_and_feedback_follow_unknown_agents_error(kv_url: str) -> None:
+    with AgentRouter(agents=["a"], store=kv_url, seed=0, unknown_agents="allow") as r:
+        rec = r.record(agent_id="typo", task_type="t", success=True)
+    with AgentRouter(agents=["a"], store=kv_url, seed=0, unknown_agents="error") as r2:
+        with pytest.raises(UnknownAgent, match="typo"):
+            r2.review("typo", "t", approved=True)
+        with pytest.raises(UnknownAgent, match="typo"):
+            r2.signal("typo", "t", "user_accepted")
+        with pytest.raises(UnknownAgent, match="typo"):
+            r2.feedback(rec.record_id, approved=True)
+        assert r2.store.repository(TrustRepository).feedback("typo", "t") == []
+
+
+def test_feedback_policy_is_checked() -> None:
+    with pytest.raises(ValueError, match="default must be"):
+        FeedbackPolicy.of({"default": "sometimes"})
+    with pytest.raises(ValueError, match="scale must be"):
+        FeedbackPolicy.of({"keys": {"judge": {"scale": [10, 1]}}})
+    with pytest.raises(ValueError, match="wait_s"):
+        FeedbackPolicy.of({"wait_s": -1})
+
+
+def test_afeedback_is_the_async_twin(router: AgentRouter) -> None:
+    async def main() -> float:
+        d = router.select("t")
+        await router.arecord(d, success=True)
+        return (await router.afeedback(d.decision_id, approved=True)).human
+
+    assert asyncio.run(main()) > 0.5
