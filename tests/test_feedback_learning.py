@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import math
 import random
+import re
 import time
 from pathlib import Path
 
@@ -201,3 +202,22 @@ def test_afeedback_is_the_async_twin(router: AgentRouter) -> None:
         return (await router.afeedback(d.decision_id, approved=True)).human
 
     assert asyncio.run(main()) > 0.5
+
+
+def test_the_report_shows_the_share_judged_and_the_median_delay(
+        kv_url: str, tmp_path: Path) -> None:
+    with AgentRouter(agents=["a"], store=kv_url, seed=0) as r:
+        decisions = [r.select("chat") for _ in range(4)]
+        for d in decisions:
+            r.record(d, success=True)
+        r.feedback(decisions[0].decision_id, approved=True)
+        r.feedback(decisions[1].decision_id, score=0.2)
+        r.feedback(decisions[1].decision_id, score=0.4, key="judge")
+        r.record(agent_id="a", task_type="code", success=True)
+        text = r.report(tmp_path / "r.html").read_text(encoding="utf-8")
+    section = text[text.index('<section id="feedback">'):]
+    section = section[:section.index("</section>")]
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", section)
+    assert cells[:4] == ["chat", "4", "2", "50.0%"]
+    assert cells[4].endswith(" ms") or cells[4].endswith(" s")
+    assert cells[5:9] == ["code", "1", "0", "0.0%"] and cells[9] == "—"

@@ -66,3 +66,21 @@ class ReportRepository:
             "SELECT reason, count() AS n FROM (SELECT request_id, reason FROM handoff_pending "
             f"WHERE status = 'pending'{where} GROUP BY request_id, reason) GROUP BY reason "
             "ORDER BY reason;", {"task_type": task_type})[0])
+
+    def verdicts(self, task_type: str | None = None, since: datetime | None = None
+                 ) -> list[dict[str, Any]]:
+        """Verdicts on executions (``router.feedback``): task type, the execution or
+        decision they are about, when given."""
+        where, params = _where(task_type, since, "at")
+        where = f"{where} AND key != NONE" if where else " WHERE key != NONE"
+        return list(self._conn.run(
+            f"SELECT task_type, record_id, decision_id, at FROM trust_feedback{where};",
+            params)[0])
+
+    def execution_times(self, task_type: str | None = None, since: datetime | None = None
+                        ) -> Iterator[dict[str, Any]]:
+        """Every execution's id, decision id, task type and timestamp, paged."""
+        where, params = _where(task_type, since, "timestamp")
+        yield from chain.from_iterable(self._conn.pages(
+            "SELECT record::id(id) AS record_id, decision_id, task_type, timestamp "
+            f"FROM execution{where}", params, 5000))

@@ -20,6 +20,7 @@ from trustroute.profiles.profile import TaskTypeProfile
 from trustroute.profiles.records import utc_now
 from trustroute.profiles.store.decisions import DecisionRepository
 from trustroute.profiles.store.report import ReportRepository
+from trustroute.router.report.feedback import Coverage, gather_coverage
 from trustroute.router.trust.book import TrustBook
 from trustroute.router.trust.calibration import CalibrationReport, calibration_report
 from trustroute.router.trust.scores import TrustScores
@@ -104,6 +105,8 @@ class ReportData:
     trend: dict[str, list[TrendSeries]]
     calibration: CalibrationReport
     handoffs: Handoffs
+    #: Per task type: share of executions judged by feedback, median delay.
+    feedback: list[Coverage] = field(default_factory=list)
 
 
 def edges(times: Sequence[datetime], buckets: int = BUCKETS) -> list[datetime]:
@@ -265,5 +268,6 @@ def gather(router: AgentRouter, *, task_type: str | None = None,
         routing={tt: routing_buckets(rs, edges([t for t, _, _ in rs]))
                  for tt, rs in sorted(rows.items())},
         radar=radar, trend=trend_series(repo.trust_history(task_type, since)),
-        calibration=calibration, handoffs=gather_handoffs(repo, task_type, since))
+        calibration=calibration, handoffs=gather_handoffs(repo, task_type, since),
+        feedback=gather_coverage(repo, task_type, since))
 

@@ -21,6 +21,7 @@ from trustroute.router.report.data import (
     axis_range,
     flat_axes,
 )
+from trustroute.router.report.feedback import duration
 from trustroute.router.trust.scores import FREQUENCY_BANDS, NEUTRAL_SCORE
 
 PLOT_HINT = 'pip install "trustroute[plot]"'
@@ -253,6 +254,16 @@ def handoffs(data: ReportData, charts: ModuleType | None) -> str:
     return "".join(parts)
 
 
+def feedback(data: ReportData, charts: ModuleType | None) -> str:
+    """Section 7: per task type, the share of executions judged and the median delay."""
+    if not any(c.judged for c in data.feedback):
+        return empty("no feedback on executions yet: router.feedback(), trustroute "
+                     "feedback or import-feedback give it (see docs/feedback.md)")
+    rows = [[td(c.task_type, left=True), td(str(c.executions)), td(str(c.judged)),
+             td(pct(c.share)), td(duration(c.median_delay_s))] for c in data.feedback]
+    return table(("task type", "executions", "judged", "share", "median delay"), rows)
+
+
 TITLES: dict[str, tuple[str, Callable[[ReportData, ModuleType | None], str]]] = {
     "leaderboard": ("1. Leaderboard per task type", leaderboard),
     "routing": ("2. Routing over time", routing),
@@ -260,6 +271,7 @@ TITLES: dict[str, tuple[str, Callable[[ReportData, ModuleType | None], str]]] = 
     "trend": ("4. Trust trend", trend),
     "calibration": ("5. Is the router's confidence honest?", calibration),
     "handoffs": ("6. Hand-offs", handoffs),
+    "feedback": ("7. Feedback", feedback),
 }
 SECTIONS = tuple(TITLES)  # the section ids, in page order
 
