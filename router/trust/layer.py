@@ -260,8 +260,7 @@ class TrustLayer:
         return self._change(delta, reason, at, mine)
 
     def _fold_verdict(self, row: dict[str, Any], mine: bool) -> TrustScores:
-        """Fold a verdict on an execution: its quality (book, strategy, trust counts)
-        and the human counts, a later verdict on the same key replacing an earlier one."""
+        """Fold a verdict on an execution: its quality, and the pair's human counts."""
         try:
             changes, human = self.feedback.verdict(row, utc_now().timestamp())
         except ValueError as exc:  # a score outside what this router's policy takes
