@@ -2,9 +2,9 @@
 
 ``python tests/feedback_worker.py URL DATABASE COMMAND ...``:
 
-- ``record TASK_TYPE``: select and record one success without quality; prints the
-  decision id, then waits until its profile's quality of that run is 0.0 (a verdict from
-  another process) and prints ``seen <time.time()>``;
+- ``record TASK_TYPE``: select and record one success without quality (pending); prints
+  the decision id, then waits until a verdict from another process settled it, and
+  prints ``seen <time.time()> <its quality>``;
 - ``give REF APPROVED``: one verdict on REF (approved ``1``/``0``); prints ``given``;
 - ``stream REFS_FILE ACKED_FILE``: one verdict per line of REFS_FILE (``ref feedback_id
   approved``), appending each feedback id to ACKED_FILE once ``feedback`` returned.
@@ -33,11 +33,12 @@ def main() -> None:
             router.flush()
             print(decision.decision_id, flush=True)
             deadline = time.monotonic() + 60
-            while router.profile(decision.agent_id, args[0]).avg_quality != 0.0:
+            while router.profile(decision.agent_id, args[0]).pending:
                 if time.monotonic() > deadline:
                     sys.exit("no verdict reached this process")
                 time.sleep(0.01)
-            print(f"seen {time.time()}", flush=True)
+            quality = router.profile(decision.agent_id, args[0]).avg_quality
+            print(f"seen {time.time()} {quality}", flush=True)
         elif command == "give":
             router.feedback(args[0], approved=args[1] == "1")
             print("given", flush=True)

@@ -221,3 +221,16 @@ def test_the_report_shows_the_share_judged_and_the_median_delay(
     assert cells[:4] == ["chat", "4", "2", "50.0%"]
     assert cells[4].endswith(" ms") or cells[4].endswith(" s")
     assert cells[5:9] == ["code", "1", "0", "0.0%"] and cells[9] == "—"
+
+
+def test_feedback_state_forgets_old_settled_runs_but_keeps_pending_ones() -> None:
+    from trustroute.router.feedback.state import FeedbackState, Run
+
+    state = FeedbackState(FeedbackPolicy(wait_s=10), memory=3)
+    for n in range(6):
+        state.place(Run(f"r{n}", "a", "t", 100.0 + n, True, 0.5 if n % 2 else None, n, n),
+                    now=100.0)
+    known = {f"r{n}": state.quality_of(f"r{n}")[0] for n in range(6)}
+    assert known["r0"] and known["r2"] and known["r4"]  # pending: kept
+    assert not known["r1"]  # the oldest settled run is forgotten
+    assert [c.run.record_id for c in state.settle_due(111.0)] == ["r0"]

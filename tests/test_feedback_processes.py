@@ -65,7 +65,9 @@ def test_a_verdict_in_one_process_reaches_the_process_that_decided(surreal: Targ
             agent = router.store.executions.find(decision_id)
             assert agent is not None
             assert router.profile(agent.record.agent_id, "chat").avg_quality == 0.0
-            seen = float(read_line(recorder).split()[1])
+            _, seen_at, quality = read_line(recorder).split()
+            seen = float(seen_at)
+            assert float(quality) == 0.0  # the verdict, not the wait, settled it there
         # folded by the follow thread, which looks four times per sync_delay_s (plus
         # the time a loaded machine takes to wake a process)
         assert seen - given <= SYNC_DELAY_S + 2.0
@@ -88,15 +90,16 @@ def test_a_verdict_that_beats_its_execution_is_applied_when_it_arrives(
         assert rows[0].get("record_id") is None  # not recorded yet when the verdict came
         router.record(decision, success=True)
         deadline = time.monotonic() + 10
-        while router.profile(decision.agent_id, "chat").avg_quality != 0.0:
+        while router.profile(decision.agent_id, "chat").pending:  # until it is folded
             assert time.monotonic() < deadline, "the early verdict was not applied"
             time.sleep(0.01)
         profile = router.profile(decision.agent_id, "chat")
-        assert (profile.executions_total, profile.pending) == (1, 0)
+        assert (profile.executions_total, profile.avg_quality) == (1, 0.0)
         counts = router.trust_layer.book.counts(decision.agent_id, "chat")
         assert (counts.rejections, counts.neutral, counts.positive) == (1, 1, 0)
     with open_router(surreal) as fresh:
-        assert fresh.profile(decision.agent_id, "chat").avg_quality == 0.0
+        profile = fresh.profile(decision.agent_id, "chat")
+        assert (profile.pending, profile.avg_quality) == (0, 0.0)
         assert fresh.trust_layer.book.counts(decision.agent_id, "chat") == counts
 
 

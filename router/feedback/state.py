@@ -161,14 +161,16 @@ class FeedbackState:
         run.quality, run.pending = self._resolve(run, mine, now)
 
     def _evict(self) -> None:
-        while len(self._runs) > self.memory:
-            record_id, old = next(iter(self._runs.items()))
-            if old.pending:  # still waiting: kept (its deadline will settle it)
+        """Forget the oldest settled runs past ``memory`` (a pending run is kept: its
+        deadline settles it; a few are stepped over per call, so this stays cheap)."""
+        for _ in range(8):
+            if len(self._runs) <= self.memory:
+                return
+            record_id, oldest = next(iter(self._runs.items()))
+            if oldest.pending:
                 self._runs.move_to_end(record_id)
-                if all(r.pending for r in self._runs.values()):
-                    return
-                continue
-            del self._runs[record_id]
+            else:
+                del self._runs[record_id]
 
     def _resolve(self, run: Run, verdicts: Mapping[str, Verdict] | None, now: float
                  ) -> tuple[float | None, bool]:
