@@ -32,11 +32,32 @@ def test_users_thumbs_teach_the_router_which_agent_they_like() -> None:
             if i >= 200:
                 second_half[d.agent_id] += 1
         assert second_half["liked"] >= 0.85 * 200
+        liked, disliked = (r.trust(a, "chat").human for a in rate)
+        assert liked >= 0.8
+        # the disliked agent was given only the few tasks that showed it is worse:
+        # its score is what a few verdicts say (below the neutral 0.5), not yet its rate
+        assert disliked < 0.5
+        profile = r.profile("liked", "chat")
+        assert profile.pending == 0 and 0.8 <= profile.avg_quality <= 0.97
+        assert r.profile("disliked", "chat").expertise < 0.5
+
+
+def test_the_human_score_reflects_the_approval_rate_in_any_order() -> None:
+    """200 verdicts on each agent's executions, 90% and 20% approved, shuffled."""
+    users = random.Random(11)
+    with AgentRouter(agents=["liked", "disliked"], store="mem://", seed=0) as r:
+        verdicts = []
+        for agent, approved in (("liked", 180), ("disliked", 40)):
+            for n in range(200):
+                rec = r.record(agent_id=agent, task_type="chat", success=True)
+                verdicts.append((rec.record_id, n < approved))
+        users.shuffle(verdicts)
+        for ref, approved in verdicts:
+            r.feedback(ref, approved=approved)
         assert r.trust("liked", "chat").human >= 0.8
         assert r.trust("disliked", "chat").human <= 0.3
-        liked = r.profile("liked", "chat")
-        assert liked.pending == 0 and 0.8 <= liked.avg_quality <= 0.97
-        assert r.profile("disliked", "chat").expertise < 0.5
+        assert r.profile("liked", "chat").avg_quality == pytest.approx(0.9)
+        assert r.profile("disliked", "chat").avg_quality == pytest.approx(0.2)
 
 
 def test_a_verdict_sets_the_quality_and_the_later_verdict_on_a_key_stands(
