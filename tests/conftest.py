@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from surreal_fixtures import Target, serve
 
 from trustroute.router import AgentRouter
 
@@ -23,3 +24,16 @@ def router() -> Iterator[AgentRouter]:
 def kv_url(tmp_path: Path) -> str:
     """A fresh on-disk surrealkv store URL."""
     return f"surrealkv://{tmp_path / 'db'}"
+
+
+@pytest.fixture(name="surreal")
+def surreal_fixture() -> Iterator[Target]:
+    """The test server serving one request at a time (exact counts), or the real server
+    named by ``TRUSTROUTE_TEST_SURREAL_URL`` (tests/surreal_fixtures.py)."""
+    yield from serve(serialized=True)
+
+
+@pytest.fixture(name="surreal_concurrent")
+def surreal_concurrent_fixture() -> Iterator[Target]:
+    """The test server running requests of different connections at once (conflicts)."""
+    yield from serve(serialized=False)

@@ -5,8 +5,8 @@
 and ``TRUSTROUTE_TEST_SURREAL_PASS``, both ``root`` by default) runs the server tests
 against that server instead; each test then works in a database of its own. Tests that
 need the test server's knobs (dropping a connection after a commit, stopping and
-restarting the server) skip there. Import the fixtures into a test module:
-``from surreal_fixtures import Target, surreal, surreal_concurrent``.
+restarting the server) skip there. tests/conftest.py serves them to every test module as
+the fixtures ``surreal`` (one request at a time) and ``surreal_concurrent``.
 """
 
 from __future__ import annotations
@@ -55,8 +55,8 @@ class Target:
 def serve(*, serialized: bool = True) -> Iterator[Target]:
     """The body of a fixture: a fresh test server (``serialized``: one request at a
     time, for exact counts; otherwise requests of different connections run at once, so
-    writers conflict), or the real server of the environment. A test module declares
-    ``@pytest.fixture(name="surreal") def surreal_fixture(): yield from serve()``."""
+    writers conflict), or the real server of the environment (the body of the
+    ``surreal`` and ``surreal_concurrent`` fixtures of tests/conftest.py)."""
     database = f"test_{uuid.uuid4().hex[:12]}"
     if EXTERNAL_URL:
         yield Target(EXTERNAL_URL, os.environ.get("TRUSTROUTE_TEST_SURREAL_USER", "root"),

@@ -9,12 +9,11 @@ cache are in test_convergence_processes.py.)
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from surreal_fixtures import Target, serve
+from surreal_fixtures import Target
 
 from trustroute import AgentRouter
 from trustroute.profiles.records import ExecutionRecord
@@ -27,14 +26,6 @@ MOMENT = datetime(2030, 1, 1, tzinfo=UTC)
 STILL = {"sync_delay_s": 3600.0}  # no background looks: the test looks itself
 
 
-@pytest.fixture(name="surreal")
-def surreal_fixture() -> Iterator[Target]:
-    yield from serve(serialized=True)
-
-
-@pytest.fixture(name="surreal_concurrent")
-def surreal_concurrent_fixture() -> Iterator[Target]:
-    yield from serve(serialized=False)
 
 
 def view(router: AgentRouter) -> dict[tuple[str, str], Any]:

@@ -18,11 +18,10 @@ import logging
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from surreal_fixtures import Target, serve
+from surreal_fixtures import Target
 from test_convergence import AGENTS, total, view
 
 from trustroute import AgentRouter
@@ -34,14 +33,6 @@ WORKER = Path(__file__).resolve().parent / "convergence_workers.py"
 SLACK_S = 4.0  # on top of sync_delay_s: a loaded 2-core machine, a reconnect
 
 
-@pytest.fixture(name="surreal")
-def surreal_fixture() -> Iterator[Target]:
-    yield from serve(serialized=True)
-
-
-@pytest.fixture(name="surreal_concurrent")
-def surreal_concurrent_fixture() -> Iterator[Target]:
-    yield from serve(serialized=False)
 
 
 class Worker:

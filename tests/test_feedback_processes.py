@@ -11,11 +11,10 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from surreal_fixtures import Target, serve
+from surreal_fixtures import Target
 
 from trustroute import AgentRouter
 from trustroute.profiles.store.trust import TrustRepository
@@ -27,10 +26,6 @@ SYNC_DELAY_S = 0.5
 
 pytestmark = pytest.mark.slow
 
-
-@pytest.fixture(name="surreal")
-def surreal_fixture() -> Iterator[Target]:
-    yield from serve(serialized=True)
 
 
 def open_router(surreal: Target) -> AgentRouter:

@@ -6,20 +6,14 @@ from __future__ import annotations
 
 import tomllib
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-from surreal_fixtures import Target, serve
+from surreal_fixtures import Target
 
 from trustroute import AgentRouter
 
 ROOT = Path(__file__).resolve().parents[1]
 
-
-@pytest.fixture(name="surreal")
-def surreal_fixture() -> Iterator[Target]:
-    yield from serve()
 
 
 def test_a_server_store_warns_nothing_deprecated(surreal: Target) -> None:

@@ -19,11 +19,10 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from surreal_fixtures import EXTERNAL_URL, Target, serve
+from surreal_fixtures import EXTERNAL_URL, Target
 from surreal_server import SurrealTestServer, available
 
 from trustroute import AgentRouter
@@ -35,10 +34,6 @@ AGENTS = ["alpha", "beta"]
 needs_process = pytest.mark.skipif(EXTERNAL_URL is not None or not available(),
                                    reason="stops the test server's own process")
 
-
-@pytest.fixture(name="surreal")
-def surreal_fixture() -> Iterator[Target]:
-    yield from serve(serialized=True)
 
 
 def with_userinfo(target: Target) -> str:

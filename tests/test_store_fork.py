@@ -9,12 +9,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-from surreal_fixtures import Target, serve
+from surreal_fixtures import Target
 
 from trustroute.profiles.store import Store
 
@@ -60,10 +58,6 @@ router.close()
 print(json.dumps(report))
 """
 
-
-@pytest.fixture(name="surreal")
-def surreal_fixture() -> Iterator[Target]:
-    yield from serve()
 
 
 def fork_and_report(url: str, options: dict[str, Any] | None = None) -> dict[str, Any]:

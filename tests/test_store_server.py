@@ -10,11 +10,10 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from surreal_fixtures import EXTERNAL_URL, Target, serve
+from surreal_fixtures import EXTERNAL_URL, Target
 from surreal_server import available
 
 from trustroute import AgentRouter
@@ -30,14 +29,6 @@ WORKER = TESTS / "server_workers.py"
 SERVER = TESTS / "surreal_server.py"
 
 
-@pytest.fixture(name="surreal")
-def surreal_fixture() -> Iterator[Target]:
-    yield from serve(serialized=True)
-
-
-@pytest.fixture(name="surreal_concurrent")
-def surreal_concurrent_fixture() -> Iterator[Target]:
-    yield from serve(serialized=False)
 
 
 def test_wrong_password_is_one_line_auth_error(surreal: Target) -> None:
