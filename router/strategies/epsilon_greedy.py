@@ -8,13 +8,11 @@ posterior mean as ``knowledge_gradient`` and ``thompson``, and with probability
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from pydantic import Field
 
-from trustroute.router.strategies.base import Arm, ArmScore, StrategyContext
+from trustroute.router.strategies.base import ArmScore, StrategyContext
 from trustroute.router.strategies.params import PosteriorParams
-from trustroute.router.strategies.pooled_posterior import PooledPosterior
+from trustroute.router.strategies.pooled_posterior import PooledPosterior, Posterior
 
 
 class EpsilonParams(PosteriorParams):
@@ -30,13 +28,13 @@ class EpsilonGreedy(PooledPosterior):
     name = "epsilon_greedy"
     params_model = EpsilonParams
 
-    def score(self, arms: Sequence[Arm], ctx: StrategyContext) -> list[ArmScore]:
-        """Posterior means, or a random order with probability epsilon."""
-        post = self.posterior(arms, ctx)
+    random_reason = "epsilon: random"
+
+    def random_share(self) -> float:
+        """Epsilon (or the exploration floor, when that is larger)."""
         epsilon = self.params.epsilon if isinstance(self.params, EpsilonParams) else 0.0
-        if float(ctx.rng.random()) < max(epsilon, self.params.exploration_floor):
-            return self.verdicts(post, ctx.rng.random(len(post.alpha)), "epsilon: random",
-                                 "random_order")
-        if self.exploit(ctx):
-            return self.verdicts(post, post.lower_bound, "lower bound", "lower_bound")
+        return max(epsilon, self.params.exploration_floor)
+
+    def explore(self, post: Posterior, ctx: StrategyContext) -> list[ArmScore]:
+        """Greedy: the posterior means."""
         return self.verdicts(post, post.mean, "posterior mean", "posterior_mean")

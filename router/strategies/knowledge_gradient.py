@@ -42,7 +42,7 @@ from trustroute.profiles.book import ProfileBook
 from trustroute.profiles.records import ExecutionRecord
 from trustroute.router.strategies.base import Arm, ArmScore, StrategyContext
 from trustroute.router.strategies.params import PosteriorParams
-from trustroute.router.strategies.pooled_posterior import PooledPosterior
+from trustroute.router.strategies.pooled_posterior import PooledPosterior, Posterior
 
 
 class BudgetParams(PosteriorParams):
@@ -118,16 +118,13 @@ class KnowledgeGradient(PooledPosterior):
         return serves * rate
 
     def score(self, arms: Sequence[Arm], ctx: StrategyContext) -> list[ArmScore]:
-        """Knowledge-gradient indexes (lower bounds in exploit-only mode, a random order
-        when the exploration floor fires)."""
+        """Counts the decision (the budget's horizon), then ranks as every pooled
+        posterior strategy does, exploring by ``explore``."""
         self._decisions[ctx.task_type] = self._decisions.get(ctx.task_type, 0) + 1
-        post = self.posterior(arms, ctx)
-        floor = self.params.exploration_floor
-        if floor and float(ctx.rng.random()) < floor:
-            order = ctx.rng.random(len(post.alpha))
-            return self.verdicts(post, order, "exploration floor: random", "random_order")
-        if self.exploit(ctx):
-            return self.verdicts(post, post.lower_bound, "lower bound", "lower_bound")
+        return super().score(arms, ctx)
+
+    def explore(self, post: Posterior, ctx: StrategyContext) -> list[ArmScore]:
+        """Knowledge-gradient indexes: mean + budget x the expected gain of one outcome."""
         budget = self.budget(ctx.task_type)
         derived = post.derived
         if "gain" not in derived:  # once per posterior: decisions without outcomes reuse it

@@ -286,17 +286,28 @@ class PooledPosterior:
         """True when this decision ranks by the lower bound instead of sampling."""
         return self.params.exploit_only or ctx.exploit_only
 
+    #: The reason a random pick gives.
+    random_reason = "exploration floor: random"
+
+    def random_share(self) -> float:
+        """Probability that a decision is a uniformly random pick."""
+        return self.params.exploration_floor
+
+    def explore(self, post: Posterior, ctx: StrategyContext) -> list[ArmScore]:
+        """Thompson verdicts: one draw per arm from its posterior."""
+        return self.verdicts(post, self.draw(post, ctx.rng), "Thompson draw", "sample")
+
     def score(self, arms: Sequence[Arm], ctx: StrategyContext) -> list[ArmScore]:
-        """Thompson verdicts, lower-bound ones when ``exploit``, or a uniformly random
-        order when the exploration floor turns this decision into a random pick."""
+        """``explore`` verdicts, lower-bound ones when ``exploit``, or a uniformly random
+        order with probability ``random_share``."""
         post = self.posterior(arms, ctx)
-        floor = self.params.exploration_floor
-        if floor and float(ctx.rng.random()) < floor:
+        share = self.random_share()
+        if share and float(ctx.rng.random()) < share:
             order = ctx.rng.random(len(post.alpha))
-            return self.verdicts(post, order, "exploration floor: random", "random_order")
+            return self.verdicts(post, order, self.random_reason, "random_order")
         if self.exploit(ctx):
             return self.verdicts(post, post.lower_bound, "lower bound", "lower_bound")
-        return self.verdicts(post, self.draw(post, ctx.rng), "Thompson draw", "sample")
+        return self.explore(post, ctx)
 
     @staticmethod
     def verdicts(post: Posterior, values: np.ndarray, label: str,

@@ -1,4 +1,5 @@
-"""``thompson`` (the default): Thompson sampling on a pooled, discounted Beta posterior.
+"""``thompson`` (the default before ``knowledge_gradient``): Thompson sampling on a
+pooled, discounted Beta posterior.
 
 Each decision draws one plausible quality per arm from its posterior (see
 ``pooled_posterior``) and picks the best draw net of the cost/latency penalty. Arms are
