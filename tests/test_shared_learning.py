@@ -15,12 +15,7 @@ from typing import Any
 
 import pytest
 from surreal_fixtures import Target
-from test_store_server import (  # noqa: F401 - the fixtures are used by name
-    finish,
-    start_workers,
-    surreal_concurrent_fixture,
-    surreal_fixture,
-)
+from test_store_server import finish, start_workers
 from test_trust_lifecycle import T0
 from test_trust_lifecycle import _seed as seed_good_and_bad
 
