@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, cast
+from uuid import UUID
 
 from trustroute.router.async_twin import in_thread
 from trustroute.router.feedback import giving
@@ -30,12 +31,14 @@ class TrustMethods:
     feedback_policy: FeedbackPolicy
     check_agent: Callable[[str], None]
 
-    def feedback(self, ref: str, approved: bool | None = None, comment: str | None = None,
-                 *, score: float | None = None, key: str = "user",
-                 feedback_id: str | None = None) -> TrustScores:
-        """A verdict on one execution, by decision id, record id or LangChain run id;
-        exactly one of ``approved`` and ``score``. Appended under ``feedback_id`` (the
-        same id twice counts once); every router folds it. docs/feedback.md."""
+    def feedback(self, ref: str | UUID, approved: bool | None = None,
+                 comment: str | None = None, *, score: float | None = None,
+                 key: str = "user", feedback_id: str | None = None) -> TrustScores:
+        """A verdict on one execution, by decision id, record id or LangChain run id
+        (LangChain's UUID as it is, or its text); exactly one of ``approved`` and
+        ``score``. Appended under ``feedback_id`` (the same id twice counts once); every
+        router folds it. docs/feedback.md."""
+        ref = str(ref) if isinstance(ref, UUID) else ref
         giving.check_verdict(self.feedback_policy, approved, score, key, comment, feedback_id)
         target = giving.resolve(ref, self.projection.feedback, self.store.executions,
                                 self.trust_layer.decisions)

@@ -126,7 +126,7 @@ def test_record_refuses_control_characters_in_identifiers(router: AgentRouter, f
 @pytest.mark.parametrize("call", [
     lambda r: r.select("code\u202e"),
     lambda r: r.review("a", "\x1bc", approved=True),
-    lambda r: r.signal("a\u2067", "code", "praised"),
+    lambda r: r.signal("a", "code\u2067", "praised"),
     lambda r: r.feedback("d\x07", approved=True),
     lambda r: AgentRouter(["ok", "a\x1b[31m"], store="mem://"),
 ], ids=["select", "review", "signal", "feedback", "agent list"])

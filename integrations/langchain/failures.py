@@ -37,13 +37,34 @@ def describe(error: BaseException) -> str:
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
-class FailureLog:
-    """Logs agent failures: a rate-limited WARNING per kind, every traceback at DEBUG."""
+class RateLimit:
+    """At most one message per ``interval_s`` for each kind, counting those held back."""
 
     def __init__(self, interval_s: float) -> None:
         self.interval_s = interval_s
         self._lock = threading.Lock()
-        self._kinds: dict[tuple[str, str, str], tuple[float, int]] = {}  # last warned, held
+        self._kinds: dict[tuple[str, ...], tuple[float, int]] = {}  # last let through, held
+
+    def held_back(self, kind: tuple[str, ...]) -> int | None:
+        """None while ``kind`` was let through within ``interval_s`` (counted as held
+        back); otherwise how many were held back since it last was."""
+        now = time.monotonic()
+        with self._lock:
+            last, held = self._kinds.pop(kind, (-math.inf, 0))
+            if now - last < self.interval_s:
+                self._kinds[kind] = (last, held + 1)
+                return None
+            if len(self._kinds) >= MAX_KINDS:
+                del self._kinds[next(iter(self._kinds))]
+            self._kinds[kind] = (now, 0)
+            return held
+
+
+class FailureLog:
+    """Logs agent failures: a rate-limited WARNING per kind, every traceback at DEBUG."""
+
+    def __init__(self, interval_s: float) -> None:
+        self.limit = RateLimit(interval_s)
 
     def failed(self, agent_id: str, task_type: str, error: BaseException, *,
                recorded: bool, then: str) -> None:
@@ -56,22 +77,8 @@ class FailureLog:
         log.debug("%s (%s)", summary, then, exc_info=error, extra=extra)
         if not recorded:
             return
-        held = self._held_back((agent_id, task_type, type(error).__qualname__))
+        held = self.limit.held_back((agent_id, task_type, type(error).__qualname__))
         if held is None:
             return
         more = f"; {held} more like it since the last warning" if held else ""
         log.warning("%s (%s%s)", summary, then, more, extra=extra)
-
-    def _held_back(self, kind: tuple[str, str, str]) -> int | None:
-        """None while ``kind`` warned within ``interval_s`` (counted as held back);
-        otherwise how many were held back since its last warning."""
-        now = time.monotonic()
-        with self._lock:
-            last, held = self._kinds.pop(kind, (-math.inf, 0))
-            if now - last < self.interval_s:
-                self._kinds[kind] = (last, held + 1)
-                return None
-            if len(self._kinds) >= MAX_KINDS:
-                del self._kinds[next(iter(self._kinds))]
-            self._kinds[kind] = (now, 0)
-            return held

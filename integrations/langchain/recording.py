@@ -13,6 +13,7 @@ import inspect
 import math
 import threading
 import time
+import uuid
 import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -28,8 +29,10 @@ from langchain_core.messages import AIMessage
 from langchain_core.outputs import LLMResult
 from langchain_core.runnables import Runnable, RunnableConfig, patch_config
 
+from trustroute.integrations.langchain.background import Job
 from trustroute.integrations.langchain.callbacks import MAX_STEP_CHARS, TraceCollector
 from trustroute.integrations.langchain.task import RoutedTask
+from trustroute.profiles.records import ExecutionRecord
 from trustroute.router.agents import AgentSpec
 from trustroute.router.decision import RoutingDecision
 from trustroute.router.trace import ReasoningTrace, aevaluate_value, evaluate_value
@@ -158,6 +161,7 @@ class Attempt:
     parent: RunManager
     usage: UsageCollector | None  # only for an agent with token prices
     trace: TraceCollector | None  # only with quality="trace"
+    run_ids: tuple[str, ...]  # the routed run's and this attempt's child run's
     seconds: float = 0.0
 
     @classmethod
@@ -177,7 +181,9 @@ class Attempt:
         # ``config`` already carries the task's metadata (run_config); add the attempt's agent
         child = patch_config(config, callbacks=callbacks, run_name=decision.agent_id)
         child["metadata"] = {**child["metadata"], **task.credit(decision)}
-        return cls(routed, task, decision, spec, child, parent, usage, trace)
+        child["run_id"] = uuid.uuid4()  # the agent's run gets this id: tracers show it
+        return cls(routed, task, decision, spec, child, parent, usage, trace,
+                   (str(parent.run_id), str(child["run_id"])))
 
     @property
     def agent(self) -> Runnable[Any, Any]:
@@ -205,8 +211,9 @@ class Attempt:
         if (trace := self._trace(output, success, quality)) is not None:
             quality = evaluate_value(trace, embedder=routed.embedder,
                                      cache=routed.novelty_cache, weights=routed.trace_weights)
-        routed.router.record(self.decision, success=success, quality=quality,
-                             **self._fields(output))
+        rec = routed.router.record(self.decision, success=success, quality=quality,
+                                   **self._fields(output))
+        self._judge_later(rec, output)
         self._credit()
 
     async def asucceeded(self, output: Any) -> None:
@@ -220,8 +227,9 @@ class Attempt:
             quality = await aevaluate_value(trace, embedder=routed.embedder,
                                             cache=routed.novelty_cache,
                                             weights=routed.trace_weights)
-        await routed.router.arecord(self.decision, success=success, quality=quality,
-                                    **self._fields(output))
+        rec = await routed.router.arecord(self.decision, success=success, quality=quality,
+                                          **self._fields(output))
+        self._judge_later(rec, output)
         self._credit()
 
     def failed(self, error: BaseException, *, streamed: bool = False) -> None:
@@ -256,16 +264,23 @@ class Attempt:
         self.parent.metadata.update(self.task.credit(self.decision))
 
     def _evaluate(self, output: Any) -> Any:
-        """The evaluator's verdict (maybe awaitable); without one, success is "returned
-        without raising"."""
+        """The evaluator's verdict (maybe awaitable); without one, or when it judges in
+        the background, success is "returned without raising"."""
         evaluator = self.routed.evaluator
-        return True if evaluator is None else evaluator(self.task.input, output)
+        if evaluator is None or self.routed.evaluate == "background":
+            return True
+        return evaluator(self.task.input, output)
+
+    def _judge_later(self, rec: ExecutionRecord, output: Any) -> None:
+        """Queue ``output`` for the background evaluator (``evaluate="background"``)."""
+        if (background := self.routed.background) is not None:
+            background.submit(Job(rec.record_id, self.task.input, output))
 
     def _fields(self, output: Any) -> dict[str, Any]:
         tokens = None if self.usage is None else self.usage.tokens(self.task.input, output)
         metadata = {"task_id": self.task.task_id, "attempt": self.task.attempt}  # see task.py
         return {"latency_ms": self.seconds * 1000.0, "metadata": metadata,
-                "cost": run_cost(self.spec, tokens)}
+                "cost": run_cost(self.spec, tokens), "run_ids": self.run_ids}
 
     def _trace(self, output: Any, success: bool, quality: float | None
                ) -> ReasoningTrace | None:

@@ -28,6 +28,7 @@ from langchain_core.runnables.base import coerce_to_runnable
 from langchain_core.runnables.utils import ConfigurableFieldSpec, get_unique_config_specs
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
+from trustroute.integrations.langchain.background import BackgroundEvaluations
 from trustroute.integrations.langchain.errors import AgentsMismatch
 from trustroute.integrations.langchain.failures import FailureLog
 from trustroute.integrations.langchain.recording import Attempt
@@ -57,7 +58,10 @@ class RoutedRunnable(RunnableSerializable[Any, Any]):
     key is a ``TaskTypeError``), a callable of the input, or ``fixed_task_type("code")``
     for the same task type on every input.
     ``evaluator(input, output) -> bool | float`` judges outputs (a float is the
-    quality, a success at ``success_threshold`` or above); ``quality="trace"`` records
+    quality, a success at ``success_threshold`` or above), or with
+    ``evaluate="background"`` after the reply, as feedback (``background.py``). Every
+    execution stores the run ids of the routed run and of the agent's child run, so
+    ``router.feedback(run_id, ...)`` finds it. ``quality="trace"`` records
     the run's trace score as quality instead. ``max_attempts`` (default: every agent)
     bounds fallbacks; ``capacity_timeout`` is how long to wait for a free agent.
     ``exceptions_to_handle`` and ``exception_key`` mean what they mean for LangChain's
@@ -68,6 +72,9 @@ class RoutedRunnable(RunnableSerializable[Any, Any]):
     agents: dict[str, Runnable[Any, Any]]
     task_type: str | Callable[[Any], str]
     evaluator: Callable[[Any, Any], Any] | None = None
+    evaluate: Literal["inline", "background"] = "inline"
+    evaluate_queue_size: int = Field(default=1000, ge=1)
+    evaluate_workers: int = Field(default=4, ge=1)
     quality: Literal["trace"] | None = None
     max_attempts: int | None = Field(default=None, ge=1)
     success_threshold: float = Field(default=0.5, ge=0.0, le=1.0)
@@ -82,6 +89,7 @@ class RoutedRunnable(RunnableSerializable[Any, Any]):
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
     _single_thought_seen: bool = PrivateAttr(default=False)
     _failures: FailureLog = PrivateAttr()
+    _background: BackgroundEvaluations | None = PrivateAttr(default=None)
 
     def __init__(self, **data: Any) -> None:
         super().__init__(**data)
@@ -89,11 +97,34 @@ class RoutedRunnable(RunnableSerializable[Any, Any]):
         if known != given:
             raise AgentsMismatch(missing=known - given, unknown=given - known)
         self._failures = FailureLog(self.failure_log_interval_s)
+        if self.evaluate == "background":
+            if self.evaluator is None:
+                raise ValueError("evaluate='background' runs the evaluator after the reply; "
+                                 "pass evaluator= too")
+            self._background = BackgroundEvaluations(
+                self.router, self.evaluator, max_queue=self.evaluate_queue_size,
+                workers=self.evaluate_workers, log_interval_s=self.failure_log_interval_s)
 
     @property
     def failures(self) -> FailureLog:
         """Where this runnable logs its agents' failures (see ``failures.py``)."""
         return self._failures
+
+    @property
+    def background(self) -> BackgroundEvaluations | None:
+        """The queue of outputs awaiting the evaluator (``evaluate="background"``)."""
+        return self._background
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait (at most ``timeout`` seconds) until the background evaluator has judged
+        every queued output; True when none is left. Replies never wait for this."""
+        return True if self._background is None else self._background.flush(timeout)
+
+    def close(self, timeout: float | None = 10.0) -> int:
+        """Stop background evaluation, giving queued outputs ``timeout`` seconds; returns
+        how many were not judged (they stay pending, see docs/feedback.md). Close it
+        before the router."""
+        return 0 if self._background is None else self._background.close(timeout)
 
     @field_validator("agents", mode="before")
     @classmethod
