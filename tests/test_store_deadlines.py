@@ -13,10 +13,8 @@ import base64
 import contextlib
 import logging
 import os
-import select
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -24,6 +22,7 @@ from pathlib import Path
 import pytest
 from surreal_fixtures import EXTERNAL_URL, Target
 from surreal_server import SurrealTestServer, available
+from test_store_server import server_process
 
 from trustroute import AgentRouter
 from trustroute.profiles.records import ExecutionRecord
@@ -165,19 +164,6 @@ def test_a_router_on_a_hung_server_fails_by_the_deadline(
         router.store.reader()
 
 
-def server_process() -> tuple[subprocess.Popen[str], str]:
-    """``python tests/surreal_server.py`` as its own process; returns it and its URL."""
-    proc = subprocess.Popen([sys.executable, str(SERVER), "--port", "0"],
-                            stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    ready, _, _ = select.select([proc.stdout], [], [], 30)
-    url = proc.stdout.readline().strip() if ready else ""
-    if not url:
-        proc.kill()
-        pytest.fail("the test server process did not start")
-    return proc, url
-
-
 def freeze(proc: subprocess.Popen[str]) -> None:
     """SIGSTOP ``proc`` and wait until every thread of it is stopped."""
     proc.send_signal(signal.SIGSTOP)
@@ -199,7 +185,7 @@ def test_a_frozen_server_is_detected_within_the_request_timeout() -> None:
     handshake is bounded the same way), a batch too large for the socket's buffers
     cannot block its send past the deadline, close() returns within its bound, and once
     the process continues the same store works again."""
-    proc, url = server_process()
+    proc, url = server_process(0, "mem://")
     timeout = 1.0
     try:
         store = Store(url, username="root", password="root", request_timeout_s=timeout,
