@@ -23,13 +23,13 @@ import logging
 import math
 import queue
 import threading
-import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from trustroute.integrations.langchain.failures import RateLimit, describe
+from trustroute.router.drain import drained
 from trustroute.router.router import AgentRouter
 
 log = logging.getLogger(__name__)
@@ -86,14 +86,7 @@ class BackgroundEvaluations:
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every queued evaluation is done (at most ``timeout`` seconds);
         True when none is left."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        with self._queue.all_tasks_done:
-            while self._queue.unfinished_tasks:
-                left = None if deadline is None else deadline - time.monotonic()
-                if left is not None and left <= 0:
-                    return False
-                self._queue.all_tasks_done.wait(left)
-        return True
+        return drained(self._queue, timeout)
 
     def close(self, timeout: float | None = 10.0) -> int:
         """Stop taking jobs, give the queued ones ``timeout`` seconds to finish, stop the

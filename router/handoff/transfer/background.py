@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from trustroute.router.drain import drained
 from trustroute.router.handoff.transfer.request import TransferRequest
 
 if TYPE_CHECKING:
@@ -128,14 +129,7 @@ class BackgroundDelivery:
 
     def join(self, timeout_s: float | None = None) -> bool:
         """Wait until everything queued was delivered or given up; False on timeout."""
-        deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        with self._queue.all_tasks_done:
-            while self._queue.unfinished_tasks:
-                remaining = None if deadline is None else deadline - time.monotonic()
-                if remaining is not None and remaining <= 0:
-                    return False
-                self._queue.all_tasks_done.wait(remaining)
-        return True
+        return drained(self._queue, timeout_s)
 
     def close(self, timeout_s: float) -> bool:
         """Wait at most ``timeout_s`` for the queue, then stop the thread; what it did not
