@@ -103,3 +103,24 @@ def test_epsilon_greedy_is_greedy_but_for_epsilon() -> None:
     share = np.bincount(chosen[100:], minlength=3) / 500
     assert share[1] == pytest.approx(0.8 + 0.2 / 3, abs=0.06)
     assert share[0] == pytest.approx(0.2 / 3, abs=0.04)
+
+
+def test_late_verdicts_count_as_judged_outcomes_in_the_budget() -> None:
+    # with wait_s > 0 a run is pending at record time; its verdict arrives through
+    # feedback (Strategy.amend). The budget counts it as judged: every run here is
+    # judged, so the budget stays 144 x (judged + 1) / (decisions + 1) = 144 x 21 / 22,
+    # not 144 / 22 as when late verdicts were not counted.
+    from trustroute import AgentRouter
+
+    with AgentRouter(agents=["a", "b"], store="mem://", seed=0,
+                     feedback={"wait_s": 3600, "default": "ignore"}) as r:
+        for i in range(20):
+            d = r.select("t")
+            r.record(d, success=True)  # pending: no quality yet
+            r.feedback(d.decision_id, approved=i % 3 != 0)
+        d = r.select("t")
+        assert d.chosen.reason.startswith("index (budget 138 outcomes)"), d.chosen.reason
+        for _ in range(20):  # runs that are never judged do lower it
+            r.record(r.select("t"), success=True)
+        d = r.select("t")
+        assert d.chosen.reason.startswith("index (budget 70 outcomes)"), d.chosen.reason

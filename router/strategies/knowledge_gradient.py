@@ -39,6 +39,7 @@ import numpy as np
 from pydantic import Field
 
 from trustroute.profiles.book import ProfileBook
+from trustroute.profiles.profile import WindowEntry
 from trustroute.profiles.records import ExecutionRecord
 from trustroute.router.strategies.base import Arm, ArmScore, StrategyContext
 from trustroute.router.strategies.params import PosteriorParams
@@ -91,6 +92,16 @@ class KnowledgeGradient(PooledPosterior):
         """Count the judged outcome, then fold it into the posterior."""
         self._judged[record.task_type] = self._judged.get(record.task_type, 0) + 1
         super().observe(record, seq, book)
+
+    def amend(self, agent_id: str, task_type: str, old: WindowEntry | None,
+              new: WindowEntry | None, book: ProfileBook) -> None:
+        """A late verdict: a run that had no quality evidence and now has some is one
+        more judged outcome (and one that loses its evidence, one fewer)."""
+        judged = (new is not None and new.quality is not None) \
+            - (old is not None and old.quality is not None)
+        if judged:
+            self._judged[task_type] = max(self._judged.get(task_type, 0) + judged, 0)
+        super().amend(agent_id, task_type, old, new, book)
 
     def reset(self, book: ProfileBook) -> None:
         """Rebuild from the book; outcome counts from its clocks (decisions unknown: as
