@@ -155,10 +155,11 @@ def test_labelled_variants_and_bad_requests() -> None:
         replay(log, ["random"], runs=1, jobs=2, observer=lambda step: None)
 
 
-def counting_factory(routers: list[AgentRouter]) -> Callable[[StrategySpec], RouterFactory]:
+def counting_factory(routers: list[AgentRouter], feedback: Feedback | None = None
+                     ) -> Callable[[StrategySpec], RouterFactory]:
     """Router factories that keep every router they build, to read what it learned."""
     def for_spec(spec: StrategySpec) -> RouterFactory:
-        build = strategy_router(spec.name, spec.params)
+        build = strategy_router(spec.name, spec.params, feedback)
 
         def factory(plan: RunPlan) -> AgentRouter:
             routers.append(build(plan))
@@ -167,12 +168,7 @@ def counting_factory(routers: list[AgentRouter]) -> Callable[[StrategySpec], Rou
     return for_spec
 
 
-def learned(router: AgentRouter) -> int:
-    """Outcomes a router was given (all task types)."""
-    return sum(p.executions_total for p in router.profiles())
-
-
-def test_late_partial_feedback_reaches_the_router_late_and_in_part() -> None:
+def test_late_partial_feedback_goes_through_router_feedback() -> None:
     log = synthetic_log(tasks=200)
     plans = make_plans(log, runs=1, seed=3)
     judged = Feedback(0.25, 0).judged(plans[0])
@@ -180,14 +176,28 @@ def test_late_partial_feedback_reaches_the_router_late_and_in_part() -> None:
     assert np.array_equal(judged, Feedback(0.25, 50).judged(plans[0]))
     for rate, delay in ((1.0, 0), (0.25, 0), (0.25, 50), (0.0, 0)):
         routers: list[AgentRouter] = []
+        feedback = Feedback(rate, delay)
         report = replay(log, ["knowledge_gradient"], runs=1, seed=3, feedback_rate=rate,
-                        feedback_delay=delay, router_factory=counting_factory(routers))
-        due = Feedback(rate, delay).judged(plans[0])[:200 - delay]
-        assert learned(routers[0]) == int(due.sum())  # judged ones, once due; the rest never
+                        feedback_delay=delay,
+                        router_factory=counting_factory(routers, feedback))
         result = report.results["knowledge_gradient"][0]
         assert (result.chosen >= 0).sum() == 200  # every task is still routed and scored
+        profiles = routers[0].profiles()
+        # every execution is recorded when it is decided; those not judged (or whose
+        # verdict is not due yet) await one, and only verdicts became quality evidence
+        assert sum(p.executions_total for p in profiles) == 200
+        due = np.flatnonzero(feedback.judged(plans[0])[:200 - delay])
+        assert sum(p.pending for p in profiles) == (0 if feedback.immediate else 200 - len(due))
+        learned = sum(p.avg_quality * (p.executions_total - p.pending) for p in profiles)
+        assert learned == pytest.approx(float(result.quality[due].sum()))
         assert report.settings["feedback_rate"] == rate
         assert report.settings["feedback_delay"] == delay
+
+
+def test_late_feedback_needs_a_router_that_waits_for_verdicts() -> None:
+    with pytest.raises(ValueError, match="wait_s > 0"):
+        replay(synthetic_log(tasks=20), ["random"], runs=1, feedback_rate=0.5,
+               router_factory=counting_factory([]))
 
 
 @pytest.mark.parametrize(("kwargs", "match"), [

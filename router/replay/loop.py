@@ -4,10 +4,14 @@ Task by task: ``select`` (agents with no row for the task are excluded), reveal 
 the chosen agent's outcome, ``record`` it (success means quality >= the success
 threshold, 0.5 by default), exactly as an application would use the router.
 
-Late, partial feedback (``Feedback``): each outcome is judged with probability ``rate``
-(the same draws for every strategy of a plan) and reaches the router ``delay`` tasks
-later; an outcome never judged never reaches it. The run still counts the quality the
-chosen agent delivered at once, whatever the router learns of it.
+Late, partial feedback (``Feedback``) goes through the product's path, as a service
+with an LLM judge or users' thumbs would: the router runs under a feedback policy with
+``wait_s > 0`` and ``default: ignore`` (``Feedback.policy``), each execution is recorded
+at decision time without a quality (pending: a run, not evidence yet), and an outcome
+judged (with probability ``rate``, the same draws for every strategy of a plan) reaches
+it ``delay`` tasks later as ``router.feedback(decision_id, score=quality,
+key="evaluator")``; an outcome never judged never becomes evidence. The run still counts
+the quality the chosen agent delivered at once, whatever the router learns of it.
 """
 
 from __future__ import annotations
@@ -22,11 +26,16 @@ from typing import Any
 import numpy as np
 
 from trustroute.router.decision import RoutingDecision
+from trustroute.router.feedback.policy import EVALUATOR_KEY, FeedbackPolicy
 from trustroute.router.replay.plan import RunPlan
 from trustroute.router.router import AgentRouter
 from trustroute.router.trust.options import TrustOptions
 
 RouterFactory = Callable[[RunPlan], AgentRouter]
+#: How long a replayed run awaits its verdict: longer than any replay lasts, so no run
+#: is settled by the default while its verdict may still come (and with ``ignore`` the
+#: default would add no evidence anyway).
+REPLAY_WAIT_S = 7 * 86_400.0
 
 
 @dataclass(frozen=True)
@@ -53,6 +62,13 @@ class Feedback:
         if self.rate >= 1.0:
             return np.ones(plan.steps, dtype=bool)
         return np.random.default_rng([plan.seed, 20]).random(plan.steps) < self.rate
+
+    @property
+    def policy(self) -> FeedbackPolicy | None:
+        """The router's feedback policy for this replay (None: quality known at record
+        time): runs await a verdict, and one never judged is never evidence."""
+        return None if self.immediate else FeedbackPolicy(wait_s=REPLAY_WAIT_S,
+                                                          default="ignore")
 
 
 @dataclass(frozen=True)
@@ -82,8 +98,10 @@ class RunResult:
     seconds: float = 0.0
 
 
-def strategy_router(strategy: str, params: Mapping[str, Any] | None = None) -> RouterFactory:
-    """A factory building a fresh in-memory router with ``strategy`` for each plan.
+def strategy_router(strategy: str, params: Mapping[str, Any] | None = None,
+                    feedback: Feedback | None = None) -> RouterFactory:
+    """A factory building a fresh in-memory router with ``strategy`` for each plan,
+    under ``feedback``'s policy (``Feedback.policy``).
 
     The decision log is off: it only persists decisions for later audits (it does not
     change which agent is chosen) and writing every candidate of every decision would
@@ -92,7 +110,8 @@ def strategy_router(strategy: str, params: Mapping[str, Any] | None = None) -> R
     def build(plan: RunPlan) -> AgentRouter:
         return AgentRouter(agents=list(plan.agents), store="mem://", seed=plan.seed,
                            strategy=strategy, strategy_params=dict(params or {}),
-                           trust=TrustOptions(log_decisions=False))
+                           trust=TrustOptions(log_decisions=False),
+                           feedback=None if feedback is None else feedback.policy)
     return build
 
 
@@ -107,7 +126,7 @@ def replay_run(plan: RunPlan, factory: RouterFactory, *, label: str = "",
     """
     feedback = feedback or Feedback()
     judged = feedback.judged(plan)
-    waiting: deque[tuple[int, RoutingDecision, float, int]] = deque()  # due step first
+    waiting: deque[tuple[int, str, float]] = deque()  # (due step, decision id, quality)
     started = time.perf_counter()
     position = {a: j for j, a in enumerate(plan.agents)}
     missing = np.isnan(plan.quality)
@@ -115,6 +134,9 @@ def replay_run(plan: RunPlan, factory: RouterFactory, *, label: str = "",
     revealed = np.full(plan.steps, np.nan)
     oracle = plan.oracle
     with factory(plan) as router:
+        if not feedback.immediate and router.feedback_policy.wait_s <= 0:
+            raise ValueError("late, partial feedback needs a router whose feedback policy "
+                             "has wait_s > 0 (see Feedback.policy)")
         for step, task_type in enumerate(plan.task_types):
             row_missing = missing[step]
             if row_missing.all():
@@ -125,15 +147,14 @@ def replay_run(plan: RunPlan, factory: RouterFactory, *, label: str = "",
             quality = float(plan.quality[step, j])
             success = quality >= success_threshold
             if feedback.immediate:
-                _record(router, plan, decision, quality, success_threshold, step, j)
-            else:
-                decision.release()
+                _record(router, plan, decision, step, j, success=success, quality=quality)
+            else:  # the agent ran (nothing raised); how well, only a verdict will say
+                _record(router, plan, decision, step, j, success=True, quality=None)
                 if judged[step]:
-                    waiting.append((step + feedback.delay, decision, quality, j))
+                    waiting.append((step + feedback.delay, decision.decision_id, quality))
                 while waiting and waiting[0][0] <= step:
-                    due, late, value, k = waiting.popleft()
-                    _record(router, plan, late, value, success_threshold, due - feedback.delay,
-                            k)
+                    _, decision_id, value = waiting.popleft()
+                    router.feedback(decision_id, score=value, key=EVALUATOR_KEY)
             chosen[step] = j
             revealed[step] = quality
             if observer is not None:
@@ -145,10 +166,10 @@ def replay_run(plan: RunPlan, factory: RouterFactory, *, label: str = "",
                      time.perf_counter() - started)
 
 
-def _record(router: AgentRouter, plan: RunPlan, decision: RoutingDecision, quality: float,
-            success_threshold: float, step: int, j: int) -> None:
-    """Record the outcome of ``decision`` (made at ``step`` on the plan's agent ``j``)."""
-    router.record(decision, success=quality >= success_threshold, quality=quality,
+def _record(router: AgentRouter, plan: RunPlan, decision: RoutingDecision, step: int,
+            j: int, *, success: bool, quality: float | None) -> None:
+    """Record the execution of ``decision`` (made at ``step`` on the plan's agent ``j``)."""
+    router.record(decision, success=success, quality=quality,
                   latency_ms=_cell(plan.latency_ms, step, j) or 0.0,
                   cost=_cell(plan.cost, step, j))
 

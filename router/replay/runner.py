@@ -7,7 +7,9 @@
 Each strategy replays the same plans (see ``plan``). ``jobs > 1`` spreads runs over
 processes (each with its own in-memory store); ``observer`` sees every decision with its
 outcome (e.g. to measure the calibration of ``decision.confidence``); ``router_factory``
-builds a custom router per plan instead of the named strategy's default one.
+builds a custom router per plan instead of the named strategy's default one (with late,
+partial feedback its router needs a feedback policy with ``wait_s > 0``: build it with
+``strategy_router(name, params, Feedback(rate, delay))`` or pass ``Feedback.policy``).
 """
 
 from __future__ import annotations
@@ -78,7 +80,8 @@ def replay(log: OutcomeLog, strategies: Sequence[str | StrategySpec | tuple[str,
 
     ``feedback_rate``: the share of outcomes judged (each with that probability, the
     same draws for every strategy); ``feedback_delay``: how many tasks later a judged
-    outcome reaches the router. The rest are never judged.
+    outcome reaches the router, as ``router.feedback`` on an execution recorded pending
+    at decision time. The rest are never judged.
     """
     feedback = Feedback(float(feedback_rate), int(feedback_delay))
     specs = [StrategySpec.of(s, strategy_params) for s in strategies]
@@ -110,7 +113,7 @@ def replay(log: OutcomeLog, strategies: Sequence[str | StrategySpec | tuple[str,
         tick = (lambda: progress(1)) if progress is not None else None
         for spec, plan in tasks:
             factory = (router_factory(spec) if router_factory is not None
-                       else strategy_router(spec.name, spec.params))
+                       else strategy_router(spec.name, spec.params, feedback))
             results[spec.label].append(replay_run(
                 plan, factory, label=spec.label, success_threshold=success_threshold,
                 observer=observer, on_step=tick, feedback=feedback))
@@ -134,5 +137,6 @@ def total_steps(log: OutcomeLog, strategies: int, runs: int) -> int:
 def _run_remote(spec: StrategySpec, plan: RunPlan, success_threshold: float,
                 feedback: Feedback) -> RunResult:
     """Worker-process entry: one run of one strategy."""
-    return replay_run(plan, strategy_router(spec.name, spec.params), label=spec.label,
+    return replay_run(plan, strategy_router(spec.name, spec.params, feedback),
+                      label=spec.label,
                       success_threshold=success_threshold, feedback=feedback)
