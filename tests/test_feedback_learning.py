@@ -255,3 +255,23 @@ def test_feedback_state_forgets_old_settled_runs_but_keeps_pending_ones() -> Non
     assert known["r0"] and known["r2"] and known["r4"]  # pending: kept
     assert not known["r1"]  # the oldest settled run is forgotten
     assert [c.run.record_id for c in state.settle_due(111.0)] == ["r0"]
+
+
+def test_a_regression_revealed_by_late_verdicts_is_noticed() -> None:
+    """The change monitor sees verdicts: an agent that was good (its quality known at
+    record time) regresses, and only late verdicts say so; it is abandoned at once
+    instead of after its old evidence has faded."""
+    draws = random.Random(5)
+    with AgentRouter(agents=["a", "b"], store="mem://", seed=1, strategy="thompson",
+                     feedback={"wait_s": 3600, "default": "ignore"}) as r:
+        for _ in range(150):
+            for agent, mean in (("a", 0.9), ("b", 0.5)):
+                r.record(agent_id=agent, task_type="t", success=True,
+                         quality=float(draws.random() < mean))
+        late = [r.record(agent_id="a", task_type="t", success=True) for _ in range(20)]
+        assert r.profile("a", "t").pending == 20
+        for rec in late:  # the regression: verdicts on runs recorded earlier
+            r.feedback(rec.record_id, score=float(draws.random() < 0.1), key="judge")
+        assert r.profile("a", "t").pending == 0
+        picks = [r.select("t").agent_id for _ in range(40)]
+        assert picks.count("b") >= 36

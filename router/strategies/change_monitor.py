@@ -14,6 +14,11 @@ delays of tens), which keeps ``observe()`` cheap.
 
 A detected change carries the agent's outcomes since the change point per task type
 (``kept``): exactly the evidence still to be trusted.
+
+Late verdicts (docs/feedback.md) reach the monitor through ``amend``: an outcome that
+was pending joins the history when its verdict arrives (arrival order is what the test
+watches: a regression revealed by late verdicts is a run of bad outcomes arriving now),
+and a verdict that changes an outcome already in the history changes it in place.
 """
 
 from __future__ import annotations
@@ -75,6 +80,20 @@ class AgentHistory:
         self.rows["group"][:count] = local
         self.types = {names[int(g)]: i for i, g in enumerate(used)}
 
+    def find(self, task_type: str, seq: int) -> int | None:
+        """The row of the outcome of ``task_type`` with ``seq``; None when not held."""
+        group = self.types.get(task_type)
+        if group is None:
+            return None
+        rows = self.rows[:self.size]
+        hit = np.flatnonzero((rows["group"] == group) & (rows["seq"] == seq))
+        return int(hit[-1]) if len(hit) else None
+
+    def drop(self, row: int) -> None:
+        """Remove one outcome (its verdict says it is no evidence after all)."""
+        self.rows[row:self.size - 1] = self.rows[row + 1:self.size]
+        self.size -= 1
+
     def due(self) -> bool:
         """True when enough new outcomes arrived since the last test."""
         return self.size >= 4 and self.since_test >= max(1, self.size // _STRIDE_DIVISOR)
@@ -94,6 +113,23 @@ class ChangeMonitor:
         if history is None:
             history = self._history[agent_id] = AgentHistory(self.window)
         history.append(task_type, entry)
+        return self._test(agent_id, history) if history.due() else None
+
+    def amend(self, agent_id: str, task_type: str, old: WindowEntry | None,
+              new: WindowEntry | None) -> DetectedChange | None:
+        """A verdict changed one outcome from ``old`` to ``new`` (None: no evidence).
+        An outcome the history holds is changed in place (or dropped); one it does not
+        hold (it was pending) joins it now, as it arrives. Tests when due."""
+        history = self._history.get(agent_id)
+        row = None if history is None or old is None else history.find(task_type, old.seq)
+        if history is None or row is None:  # it was pending, or forgotten with a change
+            return self.add(agent_id, task_type, new) if old is None and new is not None else None
+        if new is None:
+            history.drop(row)
+        else:
+            history.rows["quality"][row] = new.quality
+            history.rows["success"][row] = new.success
+        history.since_test += 1
         return self._test(agent_id, history) if history.due() else None
 
     def _test(self, agent_id: str, history: AgentHistory) -> DetectedChange | None:

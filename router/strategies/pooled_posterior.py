@@ -145,9 +145,13 @@ class PooledPosterior:
     def amend(self, agent_id: str, task_type: str, old: WindowEntry | None,
               new: WindowEntry | None, book: ProfileBook) -> None:
         """One record's quality evidence changed (feedback; a quality of None: none):
-        its evidence in the ledger is replaced at its place. (The change monitor keeps
-        the outcome it saw: it watches for shifts, and one verdict is not one.)"""
+        its evidence in the ledger is replaced at its place, and the change monitor sees
+        the verdict (a regression revealed by late verdicts is noticed)."""
         self.ledger.amend(agent_id, task_type, old, new)
+        if self.monitor is not None:
+            change = self.monitor.amend(agent_id, task_type, old, new)
+            if change is not None:
+                self._forget(change, book.window_size)
 
     def reset(self, book: ProfileBook) -> None:
         """Rebuild the ledger and change monitor from a freshly loaded book."""
