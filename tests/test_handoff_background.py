@@ -274,3 +274,33 @@ def test_delivery_sync_in_the_router_config_applies_to_a_handoff_runnables_hooks
     assert isinstance(out, HandoffResult) and out.outcome is not None
     assert out.outcome.delivered and out.outcome.queued == ()  # delivered before returning
     assert fired == [out.request.request_id]
+
+
+def test_close_finishes_the_deliveries_of_a_handoff_runnables_own_hooks() -> None:
+    """hooks= given to the runnable: its close() waits for them; the router's dispatcher,
+    which the runnable only borrows, is left to the router."""
+    fired: list[str] = []
+    release = threading.Event()
+
+    def slow(request: TransferRequest) -> None:
+        release.wait(5)
+        fired.append(request.request_id)
+
+    with AgentRouter(agents=["bot"], store="mem://") as router:
+        rag = HandoffRunnable(faq_store(), RunnableLambda(lambda x: "answer"),
+                              confidence=CONFIDENCE, router=router,
+                              hooks=[CallableHook(slow, name="desk")])
+        borrowing = HandoffRunnable(faq_store(), RunnableLambda(lambda x: "answer"),
+                                    confidence=CONFIDENCE, router=router)
+        out = rag.invoke(UNCOVERED)
+        assert isinstance(out, HandoffResult) and out.outcome is not None
+        assert out.outcome.queued == ("desk",) and fired == []  # on the background worker
+        assert rag.owns_dispatcher and not borrowing.owns_dispatcher
+        assert borrowing.close(timeout_s=0.1)  # nothing of its own to close
+        assert not rag.close(timeout_s=0.2)  # the hook is still running: bounded, says so
+        release.set()
+        assert rag.close(timeout_s=5)
+        assert fired == [out.request.request_id]
+        rows = router.store.repository(HandoffRepository).pending(None)
+        assert [(r["request_id"], r["status"]) for r in rows] == [
+            (out.request.request_id, "delivered")]

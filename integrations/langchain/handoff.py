@@ -138,11 +138,13 @@ class HandoffRunnable(Runnable[Any, Any]):
         if not isinstance(confidence, RetrievalConfidence):  # a mapping, or None: defaults
             confidence = RetrievalConfidence(confidence)
         self.confidence = confidence
+        self.owns_dispatcher = False  # True when built here from hooks=: close() stops it
         if isinstance(hooks, TransferDispatcher):
             self.dispatcher: TransferDispatcher | None = hooks
         elif hooks:  # delivered as the router's handoff: section says (delivery, retries)
             settings = router.transfer.settings if router and router.transfer else None
             self.dispatcher = TransferDispatcher(list(hooks), store=self.store, settings=settings)
+            self.owns_dispatcher = True
         else:  # None: the HandoffResult goes back to the caller, who is the hand-off
             self.dispatcher = router.transfer if router else None
         self.k = k
@@ -156,6 +158,14 @@ class HandoffRunnable(Runnable[Any, Any]):
         )
         self.name = name or "HandoffRunnable"
         self.handoff_output = handoff_output
+
+    def close(self, timeout_s: float | None = None) -> bool:
+        """Finish the background deliveries of the hooks given as ``hooks=`` (at most
+        ``timeout_s``; undelivered hand-offs stay pending in the store). A dispatcher passed
+        in, or the router's, is its owner's to close. True when everything queued was tried."""
+        if not self.owns_dispatcher or self.dispatcher is None:
+            return True
+        return self.dispatcher.close(timeout_s)
 
     # -- retrieval -------------------------------------------------------------------
     def _search(self, asynchronous: bool) -> Callable[..., Any] | None:

@@ -135,9 +135,12 @@ class BackgroundDelivery:
         """Wait at most ``timeout_s`` for the queue, then stop the thread; what it did not
         deliver stays pending. True when everything queued was done."""
         with self._lock:
-            thread = self._thread
+            thread, closed = self._thread, self._stop.is_set()
         if thread is None:
             return True
+        if closed:  # closed before: only the delivery running then can be left to wait for
+            thread.join(timeout_s)
+            return not thread.is_alive()
         done = self.join(timeout_s)
         with self._lock:
             self._stop.set()
