@@ -247,6 +247,31 @@ def test_retry_pending_keeps_failures_and_unknown_hooks() -> None:
     assert rows["flaky"]["attempts"] == 5
 
 
+def test_retry_delivers_rows_stored_before_the_identifier_rules_and_skips_unreadable(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A row an older version accepted (a control character in its task type) is still
+    delivered as it was; a row whose request cannot be read stays pending without
+    holding up the others."""
+    got: list[TransferRequest] = []
+    old = make_request().payload() | {"task_type": "billing\x07"}
+    broken = make_request().payload() | {"confidence": 7.0}  # not a probability
+    ok = make_request()
+    with Store("mem://") as store:
+        repo = store.repository(HandoffRepository)
+        for row in (old, broken, ok.payload()):
+            repo.save_pending(row, hook="desk", error="receiver down")
+        dispatcher = TransferDispatcher([CallableHook(got.append, name="desk")], store=store,
+                                        delivery="sync")
+        with caplog.at_level(logging.ERROR):
+            assert dispatcher.retry_pending() == (2, 1)
+        assert sorted(r.request_id for r in got) == sorted([old["request_id"], ok.request_id])
+        assert {r.task_type for r in got} == {"billing\x07", None}
+        assert [r["request_id"] for r in repo.pending()] == [broken["request_id"]]
+    assert f"hand-off {broken['request_id']}: stored request unreadable" in caplog.text
+    with pytest.raises(ValueError, match="task_type must not contain control characters"):
+        TransferRequest(input="x", reason="r", task_type="billing\x07")  # new ones: refused
+
+
 def test_logging_hook_leaves_the_input_out_by_default(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO)
     LoggingHook()(make_request(confidence=0.25))

@@ -380,7 +380,13 @@ class TransferDispatcher:
             if row["request_id"] in skip or row["hook"] in failing:
                 still += 1
                 continue
-            request = TransferRequest.model_validate(row["request"])
+            try:
+                request = TransferRequest.from_stored(row["request"])
+            except ValueError as exc:  # unreadable: left pending, the others go on
+                log.error("hand-off %s: stored request unreadable, left pending: %s",
+                          row["request_id"], exc)
+                still += 1
+                continue
             if self._settle(request, [self._deliver(by_name[row["hook"]], request)]).delivered:
                 delivered += 1
             else:

@@ -42,7 +42,15 @@ class TransferRequest(BaseModel):
     @field_validator("request_id", "task_type")
     @classmethod
     def _identifier(cls, value: str | None, info: ValidationInfo) -> str | None:
-        return None if value is None else check_identifier(value, str(info.field_name))
+        if value is None or (info.context or {}).get("stored"):
+            return value  # a stored row is delivered as it was accepted, by older rules too
+        return check_identifier(value, str(info.field_name))
+
+    @classmethod
+    def from_stored(cls, data: Any) -> TransferRequest:
+        """A request as a store row holds it: identifiers are not checked again, so rows
+        accepted before the identifier rules tightened are still delivered."""
+        return cls.model_validate(data, context={"stored": True})
 
     @field_validator("run_id", "decision_id", mode="before")
     @classmethod
