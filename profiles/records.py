@@ -35,6 +35,11 @@ BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
 _CONTROL_CATEGORIES = frozenset({"Cc", "Zl", "Zp"})
 
 
+def is_control(char: str) -> bool:
+    """True for a character a terminal acts on or that reorders text (see above)."""
+    return char in BIDI_CONTROLS or unicodedata.category(char) in _CONTROL_CATEGORIES
+
+
 def utc_now() -> datetime:
     """Current time as a timezone-aware UTC datetime."""
     return datetime.now(UTC)
@@ -66,7 +71,7 @@ def check_identifier(value: str, field: str) -> str:
         raise ValueError(f"{field} is {len(value)} characters long; the limit is {MAX_ID_LENGTH}")
     if not value.isprintable():  # fast path: printable text has no control of any kind
         for at, char in enumerate(value):
-            if char in BIDI_CONTROLS or unicodedata.category(char) in _CONTROL_CATEGORIES:
+            if is_control(char):
                 kind = "bidi-control" if char in BIDI_CONTROLS else "control"
                 raise ValueError(f"{field} must not contain {kind} characters "
                                  f"(U+{ord(char):04X} at position {at})")

@@ -14,6 +14,7 @@ from cli_helpers import run
 from test_handoff_calibration import synthetic
 
 from trustroute.profiles.store import Store
+from trustroute.profiles.store.handoffs import HandoffRepository
 from trustroute.router import AgentRouter
 from trustroute.router.handoff.confidence import RetrievalConfidence
 from trustroute.router.handoff.transfer import CallableHook, TransferDispatcher, TransferRequest
@@ -121,6 +122,21 @@ def test_handoffs_resolve_by_prefix_and_status_filters(
     assert [r["status"] for r in every] == ["resolved"]
     unknown = run(capsys, "handoffs", "-c", str(config), "--resolve", "zzz")
     assert unknown.code == 2 and "no stored hand-off request 'zzz'" in unknown.error_line
+
+
+def test_stored_control_characters_are_shown_escaped_never_sent_to_the_terminal(
+    config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A row stored before control characters were refused (or a free-text reason with
+    them) prints as visible escapes: the listing cannot clear or retitle the terminal."""
+    with AgentRouter.from_config(config) as router:
+        request = TransferRequest(reason="r").payload() | {"task_type": "card\x1b[2J"}
+        router.store.repository(HandoffRepository).save_pending(
+            request, hook="desk", error="down\x1b]0;pwned\x07")
+    listed = run(capsys, "handoffs", "-c", str(config))
+    assert listed.code == 0
+    assert "\x1b" not in listed.out and "\x07" not in listed.out
+    assert "\\x1b]0;pwned" in listed.out.replace("\n", "")
 
 
 def test_stats_when_nothing_recorded(config: Path, capsys: pytest.CaptureFixture[str]) -> None:

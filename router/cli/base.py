@@ -18,11 +18,11 @@ from typing import Any, TypeVar
 import click
 from pydantic import ValidationError
 from rich.console import Console
-from rich.markup import escape
 
 from trustroute.profiles.records import iso_z
 from trustroute.profiles.store import Store, StoreError, StoreLockedError, parse_store_url
 from trustroute.profiles.store.snapshot import copy_latest
+from trustroute.router.cli.text import shown
 from trustroute.router.config import RouterConfig, load_config
 from trustroute.router.config.loader import describe_validation_error
 from trustroute.router.config.secrets import mask_credentials
@@ -60,7 +60,7 @@ def cli() -> None:
 def _one_line(label: str, message: str) -> None:
     secrets = {*_loaded_secrets, os.environ.get("TRUSTROUTE_DB_PASS", "")}
     text = mask_credentials(" ".join(message.split()), secrets)
-    err_console.print(f"{label} {escape(text)}", soft_wrap=True)
+    err_console.print(f"{label} {shown(text)}", soft_wrap=True)
 
 
 def show_error(message: str) -> None:
@@ -181,7 +181,7 @@ def open_reader(config: Path | None, store: str | None, settings: RouterConfig |
                     f"comes store.snapshot_interval_s = "
                     f"{settings.store.snapshot_interval_s:g} s after it opened the store; "
                     "0 turns them off)") from None
-            err_console.print(f"note: {escape(location.redacted())} is open in process "
+            err_console.print(f"note: {shown(location.redacted())} is open in process "
                               f"{found.pid}: showing its snapshot as of {found.as_of_text} "
                               "(read-only)", soft_wrap=True)
             snapshot = settings.model_copy(update={"store": settings.store.model_copy(

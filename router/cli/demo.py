@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from trustroute.router.cli.base import (
@@ -32,6 +31,7 @@ from trustroute.router.cli.tables import (
     pct,
     plural,
 )
+from trustroute.router.cli.text import shown
 from trustroute.router.demo import DEFAULT_WORKLOAD, DemoSummary, TaskResult, run_demo, summarize
 
 
@@ -43,7 +43,7 @@ def _report(summary: DemoSummary, store_url: str, store_given: bool) -> None:
     console.print(LEADERBOARD_LEGEND, style="dim")
     console.print(
         f"[bold]routed mean quality {s.routed_expected_quality:.3f}[/] (observed "
-        f"{s.routed_quality:.3f}) vs best single agent {escape(s.best_single_agent)} "
+        f"{s.routed_quality:.3f}) vs best single agent {shown(s.best_single_agent)} "
         f"{s.best_single_quality:.3f} and random {s.random_quality:.3f}; oracle "
         f"{s.oracle_quality:.3f} ({pct(s.share_of_oracle)} of oracle)")
     curve = " → ".join(f"{q:.2f}" for q in s.learning_curve)
@@ -51,8 +51,8 @@ def _report(summary: DemoSummary, store_url: str, store_given: bool) -> None:
                   f"hidden best agent got {pct(s.best_pick_rate)} of the tasks")
     if store_url != "mem://":
         hint = f" --store {store_url}" if store_given else ""
-        console.print(f"profiles are stored in {escape(store_url)}; see them with "
-                      f"`trustroute profiles{escape(hint)}`", soft_wrap=True)
+        console.print(f"profiles are stored in {shown(store_url)}; see them with "
+                      f"`trustroute profiles{shown(hint)}`", soft_wrap=True)
 
 
 @cli.command()
@@ -83,7 +83,7 @@ def demo(tasks: int, seed: int, strategy: str | None, config: Path | None, store
             console.print(f"[bold]trustroute demo[/]: {plural(tasks, 'simulated task')} over "
                           f"{plural(len(workload.task_types), 'task type')}, "
                           f"{plural(len(workload.agents), 'agent')} with hidden skill; "
-                          f"strategy {router.strategy.name}, store {escape(url)}, seed {seed}")
+                          f"strategy {router.strategy.name}, store {shown(url)}, seed {seed}")
         with Progress(TextColumn("routing"), BarColumn(), MofNCompleteColumn(),
                       TextColumn("mean quality {task.fields[quality]:.3f}"),
                       TimeElapsedColumn(), console=err_console, disable=as_json) as progress:

@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from rich.markup import escape
 
 from trustroute.router.cli.base import (
     CliError,
@@ -19,6 +18,7 @@ from trustroute.router.cli.base import (
     router_options,
 )
 from trustroute.router.cli.tables import plural
+from trustroute.router.cli.text import shown
 from trustroute.router.errors import UnknownDecision
 from trustroute.router.feedback import giving
 from trustroute.router.feedback.langsmith import FeedbackRow, read_rows
@@ -60,7 +60,7 @@ def feedback(ref: str, approve: bool, reject: bool, score: float | None, key: st
         print_json(body)
         return
     what = "stored" if new else "already stored (same id)"
-    console.print(f"verdict on {escape(target.agent_id)} / {escape(target.task_type)} "
+    console.print(f"verdict on {shown(target.agent_id)} / {shown(target.task_type)} "
                   f"{what}: human {scores.human:.3f} -> composite {scores.composite:.3f} "
                   f"([bold]{scores.tier}[/])")
 
@@ -92,8 +92,8 @@ def import_feedback(file: Path, skip_unknown: bool, config: Path | None, store: 
         print_json({"file": str(file), "store": url, "rows": len(rows), "imported": imported,
                     "duplicates_skipped": skipped, "unknown_skipped": len(unknown)})
         return
-    console.print(f"imported {plural(imported, 'verdict')} from {escape(str(file))} into "
-                  f"{escape(url)} ({skipped} duplicate(s) skipped"
+    console.print(f"imported {plural(imported, 'verdict')} from {shown(str(file))} into "
+                  f"{shown(url)} ({skipped} duplicate(s) skipped"
                   + (f", {len(unknown)} with an unknown ref" if unknown else "") + ")")
 
 

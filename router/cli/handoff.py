@@ -17,7 +17,6 @@ from typing import Any
 
 import click
 from rich import box
-from rich.markup import escape
 from rich.table import Table
 
 from trustroute.profiles.store.handoffs import PENDING_STATUSES, HandoffRepository
@@ -35,6 +34,7 @@ from trustroute.router.cli.base import (
     store_label,
 )
 from trustroute.router.cli.tables import age, compact_table, num, pct, plural
+from trustroute.router.cli.text import shown
 from trustroute.router.handoff.calibration import CalibrationReport
 from trustroute.router.handoff.confidence import RetrievalConfidence
 from trustroute.router.row_files import jsonl_rows
@@ -157,8 +157,8 @@ def calibrate_handoff(
     console.print(_guarantee_line(report))
     if name is not None:
         console.print(
-            f"saved as {escape(name)!r} in {escape(where)}; use it with "
-            f"`handoff: {{calibration: {escape(name)}}}` in the router config",
+            f"saved as {shown(name)!r} in {shown(where)}; use it with "
+            f"`handoff: {{calibration: {shown(name)}}}` in the router config",
         )
 
 
@@ -173,12 +173,13 @@ def pending_table(rows: list[dict[str, Any]], title: str) -> Table:
     table.add_column("reason / last error", overflow="fold", ratio=1)
     for r in rows:
         table.add_row(
-            escape(r["request_id"][:SHORT_ID]),
+            shown(r["request_id"][:SHORT_ID]),
             age(r.get("created_at")),
-            escape(r["hook"]),
-            escape(r.get("task_type") or "—"),
+            shown(r["hook"]),
+            shown(r.get("task_type") or "—"),
             str(r.get("attempts", 0)),
-            escape(f"{_state(r)}{(r.get('reason') or '')[:100]}\n{(r.get('error') or '')[:160]}"),
+            shown(f"{_state(r)}{(r.get('reason') or '')[:100]}") + "\n"
+            + shown((r.get("error") or "")[:160]),
         )
     return table
 
@@ -194,7 +195,7 @@ def _state(row: dict[str, Any]) -> str:
 
 def _unconfigured_line(unknown: dict[str, int]) -> str:
     """Pending rows of hooks the config no longer has: reported, never retried."""
-    hooks = ", ".join(f"{escape(name)} ({count})" for name, count in unknown.items())
+    hooks = ", ".join(f"{shown(name)} ({count})" for name, count in unknown.items())
     return (f"{plural(sum(unknown.values()), 'request')} pending for hooks not in the config, "
             f"not retried: {hooks}; add the hook back, or --resolve them")
 
@@ -218,7 +219,7 @@ def stats_table(rows: list[dict[str, Any]], title: str) -> Table:
     table = compact_table(headers, title=title)
     for r in rows:
         table.add_row(
-            escape(r["task_type"]),
+            shown(r["task_type"]),
             str(r["decisions"]),
             str(r["transferred"]),
             pct(r["handoff_rate"]),
@@ -278,9 +279,9 @@ def handoffs(
             if as_json:
                 print_json(rows)
             elif rows:
-                console.print(stats_table(rows, f"hand-off rate by task type in {escape(url)}"))
+                console.print(stats_table(rows, f"hand-off rate by task type in {shown(url)}"))
             else:
-                console.print(f"no hand-off decisions recorded in {escape(url)} yet")
+                console.print(f"no hand-off decisions recorded in {shown(url)} yet")
             return
         if resolve is not None:
             full = resolve_id(repo, resolve)
@@ -288,7 +289,7 @@ def handoffs(
             if as_json:
                 print_json({"resolved": full, "hook_rows": changed})
             else:
-                console.print(f"resolved {escape(full)} ({plural(changed, 'hook row')})")
+                console.print(f"resolved {shown(full)} ({plural(changed, 'hook row')})")
             return
         if retry:
             if router.transfer is None:
@@ -306,7 +307,7 @@ def handoffs(
     if as_json:
         print_json(rows)
     elif rows:
-        console.print(pending_table(rows, f"{status} hand-offs in {escape(url)}"))
+        console.print(pending_table(rows, f"{status} hand-offs in {shown(url)}"))
     else:
         which = "" if status == "all" else f"{status} "  # not "no all hand-offs"
-        console.print(f"no {which}hand-offs in {escape(url)}")
+        console.print(f"no {which}hand-offs in {shown(url)}")

@@ -6,7 +6,6 @@ from itertools import islice
 from pathlib import Path
 
 import click
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from trustroute.router.cli.base import (
@@ -20,6 +19,7 @@ from trustroute.router.cli.base import (
 )
 from trustroute.router.cli.execution_file import iter_executions
 from trustroute.router.cli.tables import plural
+from trustroute.router.cli.text import shown
 
 
 @cli.command(name="import")
@@ -62,5 +62,5 @@ def import_executions(file: Path, fmt: str | None, batch_size: int, config: Path
         print_json({"file": str(file), "store": url, "rows": rows,
                     "imported": imported, "duplicates_skipped": skipped})
         return
-    console.print(f"imported {plural(imported, 'execution')} from {escape(str(file))} into "
-                  f"{escape(url)}; skipped {plural(skipped, 'duplicate')}")
+    console.print(f"imported {plural(imported, 'execution')} from {shown(str(file))} into "
+                  f"{shown(url)}; skipped {plural(skipped, 'duplicate')}")

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from rich.markup import escape
 
 from trustroute.router.cli.base import CliError, cli, console, json_option, print_json
+from trustroute.router.cli.text import shown
 from trustroute.router.config.example import EXAMPLE_CONFIG
 
 
@@ -31,5 +31,5 @@ def init(path: Path, force: bool, as_json: bool) -> None:
     if as_json:
         print_json({"path": str(path.resolve()), "written": True})
         return
-    console.print(f"wrote [bold]{escape(str(path))}[/]: a commented example config.")
+    console.print(f"wrote [bold]{shown(str(path))}[/]: a commented example config.")
     console.print("next: edit its agents, then `trustroute demo` or `trustroute route code`.")

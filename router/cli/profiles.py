@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from rich.markup import escape
 
 from trustroute.profiles.store.handoffs import HandoffRepository
 from trustroute.router.cli.base import (
@@ -19,6 +18,7 @@ from trustroute.router.cli.base import (
 )
 from trustroute.router.cli.handoff import stats_table
 from trustroute.router.cli.tables import PROFILES_LEGEND, profiles_tables
+from trustroute.router.cli.text import shown
 from trustroute.router.errors import did_you_mean
 
 
@@ -46,14 +46,14 @@ def show_profiles(task_type: str | None, agent: str | None, config: Path | None,
         print_json([p.model_dump(mode="json") for p in found])
         return
     if not found and agent is not None and (hint := did_you_mean(agent, known)):
-        console.print(f"no profiles of agent {escape(repr(agent))}{escape(hint)}")
+        console.print(f"no profiles of agent {shown(repr(agent))}{shown(hint)}")
         return
     if not found:
         scope = " matching the filters" if task_type or agent else ""
-        console.print(f"no profiles{scope} in {escape(url)} yet; record outcomes with "
+        console.print(f"no profiles{scope} in {shown(url)} yet; record outcomes with "
                       "`trustroute record`, `trustroute import` or `trustroute demo`")
         return
-    console.print(f"profiles in {escape(url)}")
+    console.print(f"profiles in {shown(url)}")
     for table in profiles_tables(found):
         console.print()
         console.print(table)

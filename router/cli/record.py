@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from rich.markup import escape
 
 from trustroute.profiles.store import DuplicateRecord
 from trustroute.router.cli.base import (
@@ -18,6 +17,7 @@ from trustroute.router.cli.base import (
     router_options,
 )
 from trustroute.router.cli.tables import num, plural
+from trustroute.router.cli.text import shown
 from trustroute.router.recording import build_record
 
 
@@ -65,10 +65,10 @@ def record(agent: str, task_type: str, success: bool, failure: bool, quality: fl
                     "profile": profile.model_dump(mode="json")})
         return
     if not stored:
-        console.print(f"record {escape(rec.record_id)} was already stored; nothing changed")
+        console.print(f"record {shown(rec.record_id)} was already stored; nothing changed")
     else:
         outcome = "[green]success[/]" if rec.success else "[red]failure[/]"
-        console.print(f"recorded {escape(agent)} on {escape(task_type)}: {outcome}, quality "
+        console.print(f"recorded {shown(agent)} on {shown(task_type)}: {outcome}, quality "
                       f"{num(rec.quality, 2)}, {rec.latency_ms:,.0f} ms")
     console.print(f"profile: {plural(profile.executions_total, 'run')}, success "
                   f"{100 * profile.success_rate:.0f}%, expertise {num(profile.expertise)}, "

@@ -9,11 +9,11 @@ from typing import Any
 
 import click
 import yaml
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from trustroute.router.cli.base import CliError, cli, console, err_console, json_option, print_json
 from trustroute.router.cli.tables import compact_table, plural
+from trustroute.router.cli.text import shown
 from trustroute.router.replay import ReplayReport, load_outcomes, replay, total_steps
 from trustroute.router.strategies import (
     DEFAULT_STRATEGY,
@@ -112,7 +112,7 @@ def replay_command(file: Path, strategies: str, runs: int, seed: int, agents: in
         return
     show_report(report, file)
     if plot is not None:
-        console.print(f"regret curves written to {escape(str(plot))}")
+        console.print(f"regret curves written to {shown(str(plot))}")
 
 
 def show_report(report: ReplayReport, file: Path) -> None:
@@ -121,7 +121,7 @@ def show_report(report: ReplayReport, file: Path) -> None:
     log = s["log"]
     summaries = list(report.summaries.values())
     oracle = summaries[0].oracle_quality
-    console.print(f"{escape(str(file))}: {plural(log['agents'], 'agent')}, "
+    console.print(f"{shown(str(file))}: {plural(log['agents'], 'agent')}, "
                   f"{plural(log['tasks'], 'task')}, {plural(log['task_types'], 'task type')}; "
                   f"{plural(s['runs'], 'run')} x {plural(s['agents'], 'agent')} "
                   f"(seed {s['seed']}){', drift' if s['drift'] else ''}"
@@ -134,9 +134,9 @@ def show_report(report: ReplayReport, file: Path) -> None:
                           names=("strategy", "most chosen agents"))
     for summary in summaries:
         pct, quality, regret = summary.pct_oracle, summary.mean_quality, summary.final_regret
-        top = ", ".join(f"{escape(a)} {share:.0%}" for a, share in summary.choice_share(2))
+        top = ", ".join(f"{shown(a)} {share:.0%}" for a, share in summary.choice_share(2))
         share = (f"{pct['mean']:.1f} ± {pct['ci95']:.1f}" if math.isfinite(pct["mean"])
                  else "—")  # undefined when the oracle's quality is 0
-        table.add_row(escape(summary.strategy), f"{quality['mean']:.3f}", share,
+        table.add_row(shown(summary.strategy), f"{quality['mean']:.3f}", share,
                       f"{regret['mean']:.1f}", f"{summary.oracle_share['mean']:.0%}", top)
     console.print(table)

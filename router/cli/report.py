@@ -6,7 +6,6 @@ from datetime import datetime
 from pathlib import Path
 
 import click
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from trustroute.router.cli.base import (
@@ -20,6 +19,7 @@ from trustroute.router.cli.base import (
     store_label,
     utc_time,
 )
+from trustroute.router.cli.text import shown
 from trustroute.router.report import PLOT_HINT, write_report
 from trustroute.router.report.html import load_charts
 
@@ -54,6 +54,6 @@ def report(out: Path, task_type: str | None, since: datetime | None, config: Pat
         print_json({"path": str(path.resolve()), "store": source, "executions": total,
                     "task_type": task_type, "since": since, "pictures": pictures})
         return
-    console.print(f"report written to {escape(str(path))}", soft_wrap=True)
+    console.print(f"report written to {shown(str(path))}", soft_wrap=True)
     if not pictures:
-        console.print(f"tables only, no matplotlib: {escape(PLOT_HINT)}")
+        console.print(f"tables only, no matplotlib: {shown(PLOT_HINT)}")

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from rich.markup import escape
 
 from trustroute.router.cli.base import (
     CliError,
@@ -20,6 +19,7 @@ from trustroute.router.cli.base import (
     strategy_overrides,
 )
 from trustroute.router.cli.tables import decision_table, num
+from trustroute.router.cli.text import shown
 from trustroute.router.errors import did_you_mean
 from trustroute.router.router import AgentRouter
 
@@ -76,8 +76,8 @@ def route(task_type: str, agents: tuple[str, ...], exclude: tuple[str, ...],
         print_json(decision.as_dict())
         return
     chosen = decision.chosen
-    console.print(f"route [bold]{escape(task_type)}[/] → [bold green]{escape(decision.agent_id)}"
+    console.print(f"route [bold]{shown(task_type)}[/] → [bold green]{shown(decision.agent_id)}"
                   f"[/]  (final score {num(chosen.final_score)}, strategy {decision.strategy})")
     console.print(decision_table(decision))
     for rank, c in enumerate(decision.candidates, start=1):
-        console.print(f"{rank}. {escape(c.agent_id)}: {escape(c.reason)}")
+        console.print(f"{rank}. {shown(c.agent_id)}: {shown(c.reason)}")

@@ -17,11 +17,11 @@ from datetime import datetime
 from typing import Any
 
 from rich import box
-from rich.markup import escape
 from rich.table import Table
 
 from trustroute.profiles.profile import TaskTypeProfile
 from trustroute.profiles.records import utc_now
+from trustroute.router.cli.text import shown
 from trustroute.router.decision import RoutingDecision
 from trustroute.router.demo.summary import LeaderboardRow, Preference
 
@@ -99,9 +99,9 @@ def decision_table(decision: RoutingDecision) -> Table:
     """
     table = compact_table(("#", "agent", "final", "strategy", "expertise", "conf.",
                            "adjusted", "runs", "load"),
-                          title=f"candidates for {escape(decision.task_type)}")
+                          title=f"candidates for {shown(decision.task_type)}")
     for rank, c in enumerate(decision.candidates, start=1):
-        name = escape(c.agent_id)
+        name = shown(c.agent_id)
         table.add_row(str(rank), f"[bold green]{name}[/]" if c.agent_id == decision.agent_id
                       else name, num(c.final_score), num(c.score), num(c.expertise),
                       num(c.confidence, 2), num(c.adjusted_score), str(c.executions),
@@ -132,10 +132,10 @@ def profiles_tables(profiles: Iterable[TaskTypeProfile]) -> list[Table]:
     for task_type, rows in groups.items():
         table = compact_table(("agent", "runs", "success", "quality", "expertise", "conf.",
                                "adjusted", "latency", "updated"),
-                              title=f"[bold]{escape(task_type)}[/]")
+                              title=f"[bold]{shown(task_type)}[/]")
         table.columns[0].min_width = width
         for p in rows:
-            table.add_row(escape(p.agent_id), str(p.executions_total), pct(p.success_rate),
+            table.add_row(shown(p.agent_id), str(p.executions_total), pct(p.success_rate),
                           num(p.avg_quality, 2), num(p.expertise, 2), num(p.confidence, 2),
                           num(p.adjusted_score, 2), duration(p.avg_latency_ms),
                           age(p.last_updated, now))
@@ -152,12 +152,12 @@ def leaderboard_heading(task_type: str, rows: list[LeaderboardRow],
                         preferred: Preference | None) -> str:
     """The line above a task type's leaderboard: where routing settled, and the truth."""
     best = next((r.agent_id for r in rows if r.is_best), "?")
-    heading = f"[bold]{escape(task_type)}[/]"
+    heading = f"[bold]{shown(task_type)}[/]"
     if preferred is None:
         return heading
     mark = "[green]✓[/]" if preferred.is_best else "[yellow]✗[/]"
-    return (f"{heading}: settled on {escape(preferred.agent_id)} ({pct(preferred.share)} of "
-            f"its last {plural(preferred.tasks, 'task')}); hidden best {escape(best)} {mark}")
+    return (f"{heading}: settled on {shown(preferred.agent_id)} ({pct(preferred.share)} of "
+            f"its last {plural(preferred.tasks, 'task')}); hidden best {shown(best)} {mark}")
 
 
 def leaderboard_table(rows: list[LeaderboardRow]) -> Table:
@@ -165,7 +165,7 @@ def leaderboard_table(rows: list[LeaderboardRow]) -> Table:
     table = compact_table(("#", "agent", "routed", "quality", "hidden", "runs", "expertise",
                            "conf.", "adjusted"))
     for r in rows:
-        name = escape(r.agent_id) + (" ★" if r.is_best else "")
+        name = shown(r.agent_id) + (" ★" if r.is_best else "")
         table.add_row(str(r.rank), f"[bold]{name}[/]" if r.rank == 1 else name,
                       f"{r.routed} ({pct(r.share)})", num(r.observed_quality, 2),
                       num(r.hidden_skill, 2), str(r.runs), num(r.expertise, 2),

@@ -7,7 +7,6 @@ from datetime import datetime
 from pathlib import Path
 
 import click
-from rich.markup import escape
 
 from trustroute.profiles.store.decisions import DecisionRepository
 from trustroute.router.cli.base import (
@@ -23,6 +22,7 @@ from trustroute.router.cli.base import (
     utc_time,
 )
 from trustroute.router.cli.tables import compact_table, plural
+from trustroute.router.cli.text import shown
 from trustroute.router.errors import did_you_mean
 from trustroute.router.trust.calibration import CalibrationReport, calibration_report
 from trustroute.router.trust.lifecycle import run_decay
@@ -48,7 +48,7 @@ def review(agent_id: str, task_type: str, approve: bool, reject: bool, comment: 
     if as_json:
         print_json({"agent_id": agent_id, "task_type": task_type, **s.as_dict()})
         return
-    console.print(f"{escape(agent_id)} on {escape(task_type)}: frequency {s.frequency:.3f}, "
+    console.print(f"{shown(agent_id)} on {shown(task_type)}: frequency {s.frequency:.3f}, "
                   f"effectiveness {s.effectiveness:.3f}, human {s.human:.3f} -> composite "
                   f"{s.composite:.3f} ([bold]{s.tier}[/])")
 
@@ -126,10 +126,10 @@ def calibration(strategy: str | None, buckets: int, config: Path | None, store: 
         print_json(report.as_dict())
         return
     if not report.with_outcome:
-        console.print(f"no decisions with recorded outcomes in {escape(url)} yet "
+        console.print(f"no decisions with recorded outcomes in {shown(url)} yet "
                       f"({report.decisions} logged)")
         return
-    print_calibration(report, f"calibration of decision confidence in {escape(url)}")
+    print_calibration(report, f"calibration of decision confidence in {shown(url)}")
 
 
 @cli.command(name="trust")
@@ -152,7 +152,7 @@ def trust(task_type: str | None, agent: str | None, config: Path | None, store: 
                     for (a, t), c, s in rows])
         return
     if not rows and agent is not None and (hint := did_you_mean(agent, {a for a, _ in counted})):
-        console.print(f"no trust data of agent {escape(repr(agent))}{escape(hint)}")
+        console.print(f"no trust data of agent {shown(repr(agent))}{shown(hint)}")
         return
     if not rows:
         console.print("no trust data yet: record outcomes or reviews first")
@@ -160,7 +160,7 @@ def trust(task_type: str | None, agent: str | None, config: Path | None, store: 
     table = compact_table(("task type", "agent", "obs", "contra", "freq", "effect", "human",
                            "composite", "tier"), title="trust per (agent, task type)")
     for (a, t), c, s in rows:
-        table.add_row(escape(t), escape(a), str(c.observations), str(c.contradictions),
+        table.add_row(shown(t), shown(a), str(c.observations), str(c.contradictions),
                       f"{s.frequency:.2f}", f"{s.effectiveness:.2f}", f"{s.human:.2f}",
                       f"{s.composite:.3f}", str(s.tier))
     console.print(table)

@@ -377,14 +377,8 @@ class TransferDispatcher:
         delivered = still = 0
         failing: set[str] = set()
         for row in repo.pending("pending", limit, hooks=list(by_name), before=before):
-            if row["request_id"] in skip or row["hook"] in failing:
-                still += 1
-                continue
-            try:
-                request = TransferRequest.from_stored(row["request"])
-            except ValueError as exc:  # unreadable: left pending, the others go on
-                log.error("hand-off %s: stored request unreadable, left pending: %s",
-                          row["request_id"], exc)
+            request = TransferRequest.from_stored(row)
+            if request is None or row["request_id"] in skip or row["hook"] in failing:
                 still += 1
                 continue
             if self._settle(request, [self._deliver(by_name[row["hook"]], request)]).delivered:

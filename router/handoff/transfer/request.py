@@ -8,7 +8,9 @@ the receiver.
 
 from __future__ import annotations
 
+import logging
 import uuid
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from trustroute.profiles.records import check_identifier, utc_now
 from trustroute.router.handoff.settings import Probability
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from trustroute.router.decision import RoutingDecision
@@ -47,10 +51,15 @@ class TransferRequest(BaseModel):
         return check_identifier(value, str(info.field_name))
 
     @classmethod
-    def from_stored(cls, data: Any) -> TransferRequest:
-        """A request as a store row holds it: identifiers are not checked again, so rows
-        accepted before the identifier rules tightened are still delivered."""
-        return cls.model_validate(data, context={"stored": True})
+    def from_stored(cls, row: Mapping[str, Any]) -> TransferRequest | None:
+        """The request a pending row holds, identifiers not checked again (rows accepted
+        before the rules tightened are still delivered); None, logged, when unreadable."""
+        try:
+            return cls.model_validate(row["request"], context={"stored": True})
+        except ValueError as exc:
+            log.error("hand-off %s: stored request unreadable, left pending: %s",
+                      row.get("request_id"), exc)
+            return None
 
     @field_validator("run_id", "decision_id", mode="before")
     @classmethod
