@@ -22,19 +22,16 @@ per call and is left out. Run: ``python -m benchmarks leases``.
 
 from __future__ import annotations
 
-import os
-import tempfile
 import time
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
-from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
 from benchmarks.foundation import Latency, verdict
-from benchmarks.shared_learning import RAW_TABLE, RAW_WRITE, Server, options
+from benchmarks.server import RAW_TABLE, RAW_WRITE, Server, options, running_server
 from trustroute.profiles.store.executions import SCHEMA as EXECUTIONS_SCHEMA
 from trustroute.router import AgentRouter
 
@@ -99,17 +96,9 @@ def bench_embedded() -> dict[str, Latency]:
 
 
 def main() -> None:
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    console.print(f"machine: {os.cpu_count()} cores, load average {load:.1f} at start; "
-                  "server: tests/surreal_server.py --concurrent on surrealkv, its own "
-                  "process")
-    with tempfile.TemporaryDirectory(prefix="trustroute-leases-") as tmp:
-        server = Server(Path(tmp))
-        try:
-            with console.status("server: select, select + lease, raw CREATE, record ..."):
-                remote = bench_server(server)
-        finally:
-            server.close()
+    with (running_server(console, "trustroute-leases-") as server,
+          console.status("server: select, select + lease, raw CREATE, record ...")):
+        remote = bench_server(server)
     with console.status("embedded: select, select + lease ..."):
         local = bench_embedded()
 

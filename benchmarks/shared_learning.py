@@ -30,30 +30,24 @@ Run: ``python -m benchmarks shared`` (or ``shared_learning``).
 from __future__ import annotations
 
 import multiprocessing as mp
-import os
 import queue
 import random
-import subprocess
-import sys
-import tempfile
 import time
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
 from benchmarks.foundation import Latency, paired, verdict
+from benchmarks.server import RAW_TABLE, RAW_WRITE, Server, options, running_server
 from trustroute.profiles.store.executions import SCHEMA as EXECUTIONS_SCHEMA
 from trustroute.router import AgentRouter
 
 console = Console(width=80)
 
-SERVER = Path(__file__).resolve().parent.parent / "tests" / "surreal_server.py"
-CREDENTIALS = {"username": "root", "password": "root"}
 AGENTS = [f"agent-{i}" for i in range(10)]
 TASK_TYPES = [f"task-{i}" for i in range(5)]
 WORKERS = (1, 2, 4)
@@ -66,65 +60,7 @@ RESTART_AFTER_S = 1.5  # into the convergence run, the server restarts
 DOWN_S = 1.0  # how long it stays down (its start-up comes on top)
 CONVERGE_GOAL_MS = 2000.0  # p99
 RECORD_TARGET = 3.0
-RAW_TABLE = "bench_raw"
-RAW_WRITE = f"""
-CREATE type::thing('{RAW_TABLE}', $r.record_id) CONTENT {{
-    agent_id: $r.agent_id, task_type: $r.task_type, success: $r.success,
-    quality: $r.quality, latency_ms: $r.latency_ms, timestamp: $r.timestamp,
-    metadata: {{}}, stored_at: time::now(), pos: 0
-}} RETURN stored_at;"""
 TIMEOUT_S = 120.0  # a worker that has not answered by then has failed
-
-
-def options(database: str) -> dict[str, Any]:
-    return {**CREDENTIALS, "database": database}
-
-
-# -- the server ------------------------------------------------------------------------
-class Server:
-    """tests/surreal_server.py as its own process (concurrent, surrealkv)."""
-
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-        self.url = self._start(0)
-
-    def _start(self, port: int) -> str:
-        self.proc = subprocess.Popen(
-            [sys.executable, str(SERVER), "--port", str(port), "--concurrent",
-             "--storage", f"surrealkv://{self.folder / 'server'}"],
-            stdout=subprocess.PIPE, text=True)
-        assert self.proc.stdout is not None
-        url = self.proc.stdout.readline().strip()
-        if not url.startswith("ws://"):
-            self.close()
-            raise RuntimeError(f"the test server did not start (said {url!r})")
-        return url
-
-    def restart(self, down_s: float) -> tuple[float, float]:
-        """Stop the server process, wait ``down_s``, start it again on the same port
-        and storage; returns the seconds it was not listening and time.time() when it
-        listened again."""
-        begin = time.monotonic()
-        self.close()
-        time.sleep(down_s)
-        self._start(int(self.url.rsplit(":", 1)[1]))
-        return time.monotonic() - begin, time.time()
-
-    def cpu_s(self) -> float:
-        """The server process's CPU time so far (Linux /proc; NaN elsewhere)."""
-        try:
-            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-        except (OSError, ValueError, IndexError):
-            return float("nan")
-
-    def close(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
 
 
 # -- 1. throughput and exactness -------------------------------------------------------
@@ -339,26 +275,18 @@ def bench_record(server: Server) -> tuple[Latency, Latency]:
 
 # -- report ----------------------------------------------------------------------------
 def main() -> None:
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    console.print(f"machine: {os.cpu_count()} cores, load average {load:.1f} at start; "
-                  "server: tests/surreal_server.py --concurrent on surrealkv, "
-                  "its own process")
-    with tempfile.TemporaryDirectory(prefix="trustroute-shared-") as tmp:
-        server = Server(Path(tmp))
-        try:
-            runs = []
-            for n in WORKERS:
-                with console.status(f"{n} worker process(es) x {PER_WORKER} "
-                                    "select() + record() ..."):
-                    runs.append(bench_throughput(server, n))
-            with console.status(f"convergence: {WRITERS} writers x {CONVERGE_RECORDS} "
-                                f"records, one every ~{PAUSE_S * 1000:.0f} ms each, server "
-                                f"restarted after {RESTART_AFTER_S:g} s ..."):
-                converge = bench_convergence(server)
-            with console.status("record() vs raw CREATE over the same connection ..."):
-                rec, raw = bench_record(server)
-        finally:
-            server.close()
+    with running_server(console, "trustroute-shared-") as server:
+        runs = []
+        for n in WORKERS:
+            with console.status(f"{n} worker process(es) x {PER_WORKER} "
+                                "select() + record() ..."):
+                runs.append(bench_throughput(server, n))
+        with console.status(f"convergence: {WRITERS} writers x {CONVERGE_RECORDS} "
+                            f"records, one every ~{PAUSE_S * 1000:.0f} ms each, server "
+                            f"restarted after {RESTART_AFTER_S:g} s ..."):
+            converge = bench_convergence(server)
+        with console.status("record() vs raw CREATE over the same connection ..."):
+            rec, raw = bench_record(server)
 
     table = Table(title="throughput: one database, N worker processes (same run)")
     for column in ("procs", "acked", "wall", "rec/s", "vs 1", "srv CPU", "stored",
