@@ -2,7 +2,8 @@
 
 ``dump`` turns what a router folded (profile states with their windows, task clocks,
 the log keys it keeps to place late rows, trust counts, and per log table and writer how
-far it folded: its frontiers) into JSON chunks; ``load`` turns them back. JSON writes
+far it folded: its frontiers; and, when verdicts or pending runs make it needed, the
+feedback state: docs/feedback.md) into JSON chunks; ``load`` turns them back. JSON writes
 floats in their shortest exact form, so a loaded projection equals the dumped one bit
 for bit. Log keys (of window entries and tails) stamped more than ``ORDER_HORIZON_S``
 before the newest are left out, except each task type's newest: a row that arrives
@@ -27,6 +28,8 @@ CHUNK_PAIRS = 2000  # pairs per chunk row
 #: Log keys stamped this long before the newest are not cached (commits and clocks
 #: rarely reorder rows further apart; when they do, the router rebuilds).
 ORDER_HORIZON_S = 5.0
+CHUNK_ROWS = 20_000  # feedback runs (or verdicts, ...) per chunk row
+FEEDBACK_LISTS = ("runs", "decisions", "verdicts", "pairs")  # of FeedbackState.export()
 
 
 @dataclass(slots=True)
@@ -41,6 +44,7 @@ class Checkpoint:
     frontiers: dict[str, dict[str, Any]]  # per log table, ``Frontier.export()``
     people_total: int  # feedback rows folded
     window_size: int  # the book's: a cached window holds at most this many
+    feedback: dict[str, Any] | None = None  # ``FeedbackState.export()``; None: not carried
 
 
 def horizon(tails: dict[str, list[LogKey]]) -> float:
@@ -63,16 +67,16 @@ def _state_row(s: ProfileState, settled: float) -> list[Any]:
               for e in s.window]
     return [s.agent_id, s.task_type, s.executions_total, s.executions_successful,
             s.quality_sum, s.latency_sum_ms, s.cost_sum, s.cost_count,
-            _when(s.last_updated), window]
+            _when(s.last_updated), window, s.unjudged, s.pending]
 
 
 def _state(row: list[Any], window_size: int) -> ProfileState:
     (agent, task, total, successful, quality, latency, cost, cost_count, last,
-     window) = row
+     window, unjudged, pending) = row
     entries = deque((WindowEntry(t, q, bool(ok), seq, None if key is None else LogKey(*key))
                      for t, q, ok, seq, key in window), maxlen=window_size)
     return ProfileState(agent, task, window_size, total, successful, quality, latency,
-                        cost, cost_count, _moment(last), entries)
+                        cost, cost_count, _moment(last), entries, int(unjudged), int(pending))
 
 
 def _trust_row(pair: Pair, c: TrustCounts) -> list[Any]:
@@ -99,11 +103,17 @@ def dump(cp: Checkpoint) -> tuple[str, list[str]]:
                        "tails": {t: [list(k) for k in keys[:-1] if k.stored_at > cp.settled]
                                  + [list(k) for k in keys[-1:]]
                                  for t, keys in cp.tails.items()},
-                       "frontiers": cp.frontiers, "people_total": cp.people_total})
+                       "frontiers": cp.frontiers, "people_total": cp.people_total,
+                       "feedback": None if cp.feedback is None else
+                       {"policy": cp.feedback["policy"]}})
     trust = [_trust_row(p, c) for p, c in cp.trust.items()]
     states = [_state_row(s, cp.settled) for s in cp.states]
     chunks = [json.dumps({"states": list(part)}) for part in _batches(states, CHUNK_PAIRS)]
     chunks += [json.dumps({"trust": list(part)}) for part in _batches(trust, 4 * CHUNK_PAIRS)]
+    carried = cp.feedback or {}
+    for name in FEEDBACK_LISTS if carried else ():
+        chunks += [json.dumps({f"feedback_{name}": list(part)})
+                   for part in _batches(carried[name], CHUNK_ROWS)]
     return meta, chunks
 
 
@@ -116,9 +126,16 @@ def load(meta: str, chunks: Iterable[str], window_size: int) -> Checkpoint | Non
         return None
     cp = Checkpoint(head["settled"], [], head["clocks"],
                     {t: [LogKey(*k) for k in keys] for t, keys in head["tails"].items()},
-                    {}, head["frontiers"], int(head["people_total"]), window_size)
+                    {}, head["frontiers"], int(head["people_total"]), window_size,
+                    None if head["feedback"] is None else
+                    {"policy": head["feedback"]["policy"], **{n: [] for n in FEEDBACK_LISTS}})
     for text in chunks:
         part = json.loads(text)
         cp.states += [_state(row, window_size) for row in part.get("states", ())]
         cp.trust.update(_trust(row) for row in part.get("trust", ()))
+        for name in FEEDBACK_LISTS:
+            if f"feedback_{name}" in part:
+                if cp.feedback is None:
+                    raise ValueError("feedback rows in a projection without feedback")
+                cp.feedback[name] += part[f"feedback_{name}"]
     return cp

@@ -21,7 +21,7 @@ import logging
 import threading
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from trustroute.profiles.book import Judge, ProfileBook
 from trustroute.profiles.profile import WindowEntry
@@ -175,8 +175,6 @@ class LogProjection:
     def _restore(self) -> bool:
         """Start from the cached projection if it is readable and verifies against the
         log; True when it did (then the rows written after it are folded too)."""
-        if self.feedback.policy.wait_s > 0 or self.trust.repo.has_verdicts():
-            return False  # the cache keeps no verdicts nor pending runs: read the log
         try:
             found = self._cache.read()
             if found is None:
@@ -186,6 +184,8 @@ class LogProjection:
             if cp is None:
                 log.info("the cached projection has another window size: reading the "
                          "whole log")
+                return False
+            if not self._feedback_fits(cp.feedback):
                 return False
             frontiers = {t: Frontier.load(f) for t, f in cp.frontiers.items()}
             claimed = {(s.agent_id, s.task_type): s.executions_total for s in cp.states
@@ -201,13 +201,38 @@ class LogProjection:
             return False
         with self._lock:
             self.book.restore(cp.states, cp.clocks, cp.tails)
+            if cp.feedback is None:
+                self.feedback.clear()
+            else:
+                self.feedback.load(cp.feedback)
             self.frontier = frontiers.pop(EXECUTION)
             self.trust.restore(cp.trust, cp.people_total, frontiers)
             self._total = sum(claimed.values())
             self._since_cached = 0
             self.strategy.rebuild(self.book, [], self.store)
-        _, retired = self._look()  # rows stored after it was written
-        return not (retired or self.book.stale)
+        after, retired = self._look()  # rows stored after it was written (verdicts too)
+        self.trust.settle_due(utc_now())  # runs whose wait ended since it was written
+        if retired or self.book.stale:
+            return False
+        log.info("opened from the cached projection (%d executions), then folded %d "
+                 "stored after it", sum(claimed.values()), after)
+        return True
+
+    def _feedback_fits(self, carried: dict[str, Any] | None) -> bool:
+        """Whether a cache's feedback state (None: it carries none) serves this router:
+        folded under the same policy, or, carrying none, for a store without verdicts
+        read under a policy without pending runs."""
+        if carried is None:
+            if self.feedback.policy.wait_s > 0 or self.trust.repo.has_verdicts():
+                log.info("the cached projection carries no feedback state, and verdicts "
+                         "or pending runs need one: reading the whole log")
+                return False
+            return True
+        if not self.feedback.same_policy(carried):
+            log.info("the cached projection was folded under another feedback policy: "
+                     "reading the whole log")
+            return False
+        return True
 
     def save(self) -> None:
         """Write what this router folded as the store's cached projection (when it
@@ -227,7 +252,8 @@ class LogProjection:
                 settled = checkpoint.horizon(tails)
                 meta, chunks = checkpoint.dump(checkpoint.Checkpoint(
                     settled, states, clocks, tails, self.trust.book.all_counts(), frontiers,
-                    self.trust.people_total, self.book.window_size))
+                    self.trust.people_total, self.book.window_size,
+                    self.feedback.export() if self.feedback.carried else None))
                 self._cache.write(chunks, meta, datetime.fromtimestamp(max(0.0, settled), UTC),
                                   self._total, self.trust.people_total)
                 self._since_cached = 0

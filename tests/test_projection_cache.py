@@ -101,3 +101,78 @@ def test_the_cache_is_written_every_projection_every_rows_without_close(kv_url: 
             router.record(agent_id=AGENTS[i % 3], task_type="t", success=True)
         head = (cache.read() or ({},))[0]
         assert head["executions"] == 20  # written at the 10th and the 20th row
+
+
+WAITING = {"wait_s": 3600, "default": "ignore", "keys": {"judge": {"weight": 2}}}
+OPENED = "opened from the cached projection"
+
+
+def judged(url: str) -> tuple[list[str], dict[tuple[str, str], Any]]:
+    """Runs awaiting verdicts, verdicts on some (two keys, a mind changed, one before
+    its execution); close (writing the cache). Returns the record ids and the view."""
+    with AgentRouter(agents=AGENTS, store=url, seed=3, feedback=WAITING) as router:
+        ids = []
+        for i in range(60):
+            decision = router.select(f"t{i % 3}")
+            if i == 59:  # a verdict on a decision whose execution is not recorded yet
+                router.feedback(decision.decision_id, score=0.25, key="judge")
+            quality = 0.5 + (i % 5) / 10 if i % 4 == 0 else None
+            ids.append(router.record(decision, success=i % 7 != 0, quality=quality).record_id)
+        for i in range(0, 60, 3):
+            router.feedback(ids[i], approved=i % 2 == 0)
+        router.feedback(ids[3], approved=True)  # the user changes their mind
+        router.feedback(ids[6], score=0.9, key="judge")
+        assert sum(p.pending for p in router.profiles()) > 0
+        return ids, view(router)
+
+
+def test_a_store_with_verdicts_and_pending_runs_opens_from_the_cache(
+        kv_url: str, caplog: pytest.LogCaptureFixture) -> None:
+    ids, learned = judged(kv_url)
+    cache = lambda r: (r.store.repository(ProjectionRepository).read() or ({},))[0]  # noqa: E731
+    with caplog.at_level(logging.INFO), \
+            AgentRouter(agents=AGENTS, store=kv_url, feedback=WAITING) as router:
+        assert view(router) == learned
+        generation = cache(router)["generation"]
+        # verdicts after the cache was written, on executions inside it: a pending run
+        # settled, a quality given at record time replaced, a verdict changed
+        router.feedback(ids[1], approved=True)
+        router.feedback(ids[4], score=0.1, key="judge")
+        router.feedback(ids[6], approved=True)
+        amended = view(router)
+        assert amended != learned
+    assert OPENED in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.INFO), \
+            AgentRouter(agents=AGENTS, store=kv_url, feedback=WAITING) as router:
+        assert cache(router)["generation"] == generation  # verdicts alone wrote no cache
+        assert view(router) == amended  # the old cache, and the verdicts folded on top
+        assert OPENED in caplog.text
+        router.refresh()  # the whole log
+        assert view(router) == amended
+    assert "reading the whole log" not in caplog.text
+
+
+def test_a_cache_folded_under_another_feedback_policy_is_not_used(
+        kv_url: str, caplog: pytest.LogCaptureFixture) -> None:
+    judged(kv_url)
+    other = {**WAITING, "keys": {"judge": {"weight": 1}}}
+    with caplog.at_level(logging.INFO), \
+            AgentRouter(agents=AGENTS, store=kv_url, feedback=other) as router:
+        opened = view(router)
+        router.refresh()
+        assert view(router) == opened
+    assert "another feedback policy" in caplog.text and OPENED not in caplog.text
+
+
+def test_runs_whose_wait_ended_while_the_store_was_closed_are_settled_on_open(
+        kv_url: str) -> None:
+    policy = {"wait_s": 0.5, "default": 0.3}
+    with AgentRouter(agents=AGENTS, store=kv_url, feedback=policy) as router:
+        for _ in range(4):
+            router.record(agent_id="a", task_type="t", success=True)
+        assert router.profile("a", "t").pending == 4
+    time.sleep(0.6)
+    with AgentRouter(agents=AGENTS, store=kv_url, feedback=policy) as router:
+        profile = router.profile("a", "t")
+        assert (profile.pending, profile.avg_quality) == (0, pytest.approx(0.3))

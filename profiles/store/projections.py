@@ -26,8 +26,9 @@ from typing import Any
 from trustroute.profiles.store.connection import Connection
 
 #: The chunk layout (router.checkpoint); another format is never read. 3: frontiers
-#: per writer instead of a settled stamp, and a digest.
-FORMAT = 3
+#: per writer instead of a settled stamp, and a digest. 4: runs without quality evidence
+#: per pair, and the feedback state (verdicts, runs awaiting them) when there is one.
+FORMAT = 4
 
 SCHEMA = """
 DEFINE TABLE IF NOT EXISTS projection SCHEMAFULL;

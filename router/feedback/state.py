@@ -121,6 +121,49 @@ class FeedbackState:
         out, self._human = self._human, []
         return out
 
+    # -- the cached projection ------------------------------------------------------------
+    @property
+    def carried(self) -> bool:
+        """Whether a cached projection must carry this state to be exact: runs can await
+        a verdict (``wait_s > 0``) or verdicts were folded."""
+        return self.policy.wait_s > 0 or bool(self._verdicts)
+
+    def export(self) -> dict[str, Any]:
+        """JSON-ready form: the policy, the remembered runs (oldest first), their
+        decisions, every verdict and the pair each target's verdicts count for."""
+        return {
+            "policy": self.policy.model_dump(mode="json"),
+            "runs": [[r.record_id, r.agent_id, r.task_type, r.timestamp, r.success, r.given,
+                      r.seq, None if r.key is None else list(r.key), r.quality, r.pending]
+                     for r in self._runs.values()],
+            "decisions": [[d, r] for d, r in self._by_decision.items() if r in self._runs],
+            "verdicts": [[target, v.id, v.key, v.value, v.at]
+                         for target, verdicts in self._verdicts.items()
+                         for v in verdicts.values()],
+            "pairs": [[target, *pair] for target, pair in self._pairs.items()]}
+
+    def same_policy(self, data: Mapping[str, Any]) -> bool:
+        """Whether ``export()`` ``data`` was folded under this state's policy."""
+        return FeedbackPolicy.model_validate(data["policy"]) == self.policy
+
+    def load(self, data: Mapping[str, Any]) -> None:
+        """Take the place of everything held: ``export()`` data (of the same policy)."""
+        self.clear()
+        wait = self.policy.wait_s
+        for record_id, agent, task, stamp, ok, given, seq, key, quality, pending in data["runs"]:
+            run = Run(str(record_id), str(agent), str(task), float(stamp), bool(ok),
+                      None if given is None else float(given), int(seq),
+                      None if key is None else tuple(key),
+                      None if quality is None else float(quality), bool(pending))
+            self._runs[run.record_id] = run
+            if run.pending:
+                heapq.heappush(self._due, (run.timestamp + wait, run.record_id))
+        self._by_decision = {str(d): str(r) for d, r in data["decisions"]}
+        for target, vid, name, value, at in data["verdicts"]:
+            self._verdicts.setdefault(str(target), {})[str(name)] = Verdict(
+                str(vid), str(name), float(value), float(at))
+        self._pairs = {str(t): (str(a), str(k)) for t, a, k in data["pairs"]}
+
     # -- executions ------------------------------------------------------------------
     def place(self, run: Run, now: float) -> tuple[float | None, bool]:
         """Remember a newly placed run; returns its quality evidence and whether it is
