@@ -14,14 +14,13 @@ passed in, nothing here touches I/O.
 from __future__ import annotations
 
 import bisect
-import math
 from collections import deque
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from trustroute.profiles.recency import SECONDS_PER_DAY, RecencySettings, weighted_expertise
+from trustroute.profiles.recency import RecencySettings, RecencySums, weighted_expertise
 from trustroute.profiles.records import ExecutionRecord, check_admissible
 
 
@@ -92,9 +91,11 @@ class ProfileState:
     unjudged: int = 0
     #: Executions awaiting feedback (``feedback.wait_s``): counted in ``unjudged`` too.
     pending: int = 0
-    # the last snapshot, its settings and until when (POSIX seconds) it stays exact
-    _memo: tuple[ProfileSettings, float, TaskTypeProfile] | None = field(
+    # the last snapshot, its settings and the moments (POSIX s) between which it is exact
+    _memo: tuple[ProfileSettings, float, float, TaskTypeProfile] | None = field(
         default=None, init=False, repr=False, compare=False)
+    # the window's expertise as running sums (None: drawn at the next snapshot)
+    _sums: RecencySums | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.window.maxlen != self.window_size:
@@ -122,8 +123,12 @@ class ProfileState:
         self._memo = None
         last = self.window[-1].key if self.window else None
         if key is None or last is None or key > last:
+            if len(self.window) == self.window_size:
+                self._fold_sums(self.window[0], -1)  # about to leave the window
             self.window.append(entry)
+            self._fold_sums(entry, 1)
             return
+        self._sums = None  # rare: a late entry takes its place; drawn again when read
         keys = [e.key or key for e in self.window]
         at = bisect.bisect(keys, key)
         if len(self.window) == self.window_size:
@@ -140,6 +145,11 @@ class ProfileState:
         else:
             self.quality_sum += sign * quality
 
+    def _fold_sums(self, entry: WindowEntry, sign: int) -> None:
+        """Fold a window entry into the running expertise sums (-1: take it out)."""
+        if self._sums is not None and entry.quality is not None:
+            self._sums.add(entry.timestamp, entry.quality, sign)
+
     def amend(self, seq: int, timestamp: float, key: tuple[float, int, str] | None,
               old: tuple[float | None, bool], new: tuple[float | None, bool]
               ) -> tuple[WindowEntry, WindowEntry] | None:
@@ -155,6 +165,8 @@ class ProfileState:
                     entry.timestamp == timestamp and (entry.key is None or key is None)
                     and entry.seq == seq):
                 self.window[i] = replace(entry, quality=new[0])
+                self._fold_sums(entry, -1)
+                self._fold_sums(self.window[i], 1)
                 return entry, self.window[i]
         return None
 
@@ -182,37 +194,35 @@ class ProfileState:
     def snapshot(self, now: datetime, settings: ProfileSettings) -> TaskTypeProfile:
         """Immutable view with every derived number computed at ``now``.
 
-        Expertise is a ratio of weighted sums whose weights all decay by the same factor
-        as time passes, so it changes only when a record arrives or when an entry's age
-        crosses the boost window. Until then the last snapshot is exact and is returned
-        as it is. (A timestamp in the future has age 0 and does not decay, so while there
-        is one every snapshot is computed afresh.)
+        Expertise comes from running sums (``RecencySums``) that each record updates in
+        O(1); they are drawn again from the window when they are not exact at ``now``
+        (an entry's age crossed the boost window), and the reference pass over the
+        window is used when an entry lies in the future. The snapshot is reused while
+        no record arrives and the sums stay exact.
         """
         stamp = now.timestamp()
-        if self._memo is not None:
-            memo_settings, valid_until, memo = self._memo
-            if memo_settings is settings and stamp < valid_until:
-                return memo
-        snap = self._compute_snapshot(now, settings)
-        self._memo = (settings, self._unchanged_until(stamp, settings.recency), snap)
+        memo = self._memo
+        if memo is not None and memo[0] is settings and memo[1] <= stamp < memo[2]:
+            return memo[3]
+        sums = self._sums
+        expertise = (sums.expertise(stamp) if sums is not None
+                     and sums.settings is settings.recency else None)
+        if sums is None or expertise is None:
+            sums = RecencySums.of(
+                ((e.timestamp, e.quality) for e in self.window if e.quality is not None),
+                stamp, settings.recency)
+            expertise = sums.expertise(stamp)
+        if expertise is None:  # an entry in the future, or every one ancient
+            self._memo = self._sums = None
+            return self._compute_snapshot(settings, self.expertise(now, settings.recency))
+        self._sums = sums
+        snap = self._compute_snapshot(settings, expertise)
+        self._memo = (settings, *sums.span(), snap)
         return snap
 
-    def _unchanged_until(self, stamp: float, settings: RecencySettings) -> float:
-        """The first moment after ``stamp`` at which some entry's age crosses the boost
-        window; ``stamp`` itself when an entry lies in the future."""
-        boost_window = settings.boost_window_days * SECONDS_PER_DAY
-        until = math.inf
-        for entry in self.window:
-            if entry.timestamp > stamp:
-                return stamp
-            edge = entry.timestamp + boost_window
-            if stamp < edge < until:
-                until = edge
-        return until
-
-    def _compute_snapshot(self, now: datetime, settings: ProfileSettings) -> TaskTypeProfile:
+    def _compute_snapshot(self, settings: ProfileSettings, expertise: float
+                          ) -> TaskTypeProfile:
         n = self.executions_total
-        expertise = self.expertise(now, settings.recency)
         confidence = ramp_confidence(n, settings.confidence_ramp)
         return TaskTypeProfile(
             agent_id=self.agent_id,

@@ -169,3 +169,32 @@ def test_a_reused_snapshot_equals_a_fresh_computation_at_every_moment() -> None:
     reused.apply(late, len(records) + 1)
     later = NOW + timedelta(days=31)
     assert reused.snapshot(later, settings).executions_total == len(records) + 1
+
+
+def test_running_expertise_equals_the_reference_pass_through_a_stream() -> None:
+    """Expertise kept as running sums (records entering and leaving a small window,
+    verdicts amending qualities, late rows, timestamps ahead of the clock, ages crossing
+    the boost window, far more updates than the sums keep between redraws) is at every
+    moment what the reference pass over the window gives."""
+    rng = np.random.default_rng(11)
+    settings = ProfileSettings(recency=RecencySettings(window_size=12))
+    state = ProfileState("a", "code", window_size=12)
+    moment = NOW
+    for seq in range(1, 700):
+        moment += timedelta(hours=float(rng.exponential(4.0)))
+        age = float(rng.choice([0.0, 0.0, 3.0, 6.99, 8.0, -0.5]))  # -0.5: ahead of the clock
+        rec = ExecutionRecord(agent_id="a", task_type="code", success=True,
+                              quality=float(rng.uniform()),
+                              timestamp=moment - timedelta(days=age))
+        late = seq % 50 == 0  # a row whose log key sorts before the newest ones
+        key = LogKey(moment.timestamp() - (3600.0 if late else 0.0), seq, "x")
+        state.apply(rec, seq, key, None if seq % 7 else (None, True))  # every 7th pending
+        if seq % 9 == 0 and state.window:  # a verdict on a recent entry
+            entry = state.window[-1]
+            old = (entry.quality, entry.quality is None)
+            state.amend(entry.seq, entry.timestamp, entry.key, old,
+                        (float(rng.uniform()), False))
+        for later in (0.0, float(rng.uniform(0.0, 10.0))):
+            at = moment + timedelta(days=later)
+            assert state.snapshot(at, settings).expertise == pytest.approx(
+                state.expertise(at, settings.recency), rel=1e-12, abs=1e-15)
