@@ -162,3 +162,19 @@ def test_new_agents_grow_the_arrays() -> None:
         feed(ledger, book, f"agent-{i}", "code", i / 40)
     view = ledger.view("code", [f"agent-{i}" for i in range(40)], 0.0)
     assert view.pair[0].tolist() == pytest.approx([i / 40 for i in range(40)])
+
+
+def test_a_lesson_reaches_the_other_task_types_as_far_as_their_priors_weigh() -> None:
+    # knowledge_gradient's reach: one outcome teaches about the agent as a whole; on
+    # each other task type it counts by the share of the agent's posterior there that
+    # rests on the pooled prior, strength / (strength + the agent's evidence there)
+    ledger, book = EvidenceLedger(None, None, 2.0), ProfileBook()
+    for task_type in ("code", "chat", "math"):
+        feed(ledger, book, "b", task_type, 1.0)
+    for _ in range(16):
+        feed(ledger, book, "a", "chat", 1.0)
+    idx = ledger.indices(["a", "b", "new"])
+    shares = ledger.prior_shares("code", idx, 16.0)
+    # a: chat has 16 runs of its own (half prior), math none; b: one run on each;
+    # an agent never seen: the whole prior on both other types
+    assert shares.tolist() == pytest.approx([0.5 + 1.0, 2 * 16 / 17, 2.0])

@@ -342,6 +342,18 @@ class EvidenceLedger:
         te = self._types.get(task_type)
         return self.version - (te.version if te is not None else 0)
 
+    def prior_shares(self, task_type: str, idx: np.ndarray, strength: float) -> np.ndarray:
+        """Per slot of ``idx``: summed over every task type but ``task_type``, the share
+        ``strength / (strength + n)`` of the agent's posterior there that rests on its
+        pooled prior (``n``: its current evidence on that type, no wall time). What one
+        of its outcomes teaches about the agent as a whole reaches those types this far.
+        """
+        out = np.zeros(len(idx))
+        for other, te in self._types.items():
+            if other != task_type:
+                out += strength / (strength + te.sums[_WEIGHT, idx] * te.decay)
+        return out
+
     def task_types_of(self, agent_id: str) -> list[str]:
         """The task types ``agent_id`` has evidence on, in the order first seen."""
         return list(self._pairs.get(agent_id, ()))

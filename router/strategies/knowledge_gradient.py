@@ -18,7 +18,11 @@ if what it teaches is used often enough afterwards. This strategy weighs exactly
   serves about ``half_life / ln 2`` executions (the mean life of a discounted run),
   fewer when the task type is known to end sooner (``horizon_executions``), times the
   share of executions that get judged (``feedback_rate``, else estimated as judged
-  outcomes per decision of the type).
+  outcomes per decision of the type);
+- the lesson's *reach*: an outcome teaches about the agent as a whole, and moves its
+  pooled prior on every other task type as far as that prior weighs in its posterior
+  there (``EvidenceLedger.prior_shares``); the gain is multiplied by one plus those
+  shares, so an agent nobody has tried is valued for what it would teach everywhere.
 
 With many agents and a small budget, an agent whose pooled prior leaves little chance
 of beating the best gets no trial at all (it would cost more than it could teach), which
@@ -140,6 +144,10 @@ class KnowledgeGradient(PooledPosterior):
         derived = post.derived
         if "gain" not in derived:  # once per posterior: decisions without outcomes reuse it
             derived["mean"] = post.mean
-            derived["gain"] = knowledge_gradient(post.alpha, post.beta)
+            gain = knowledge_gradient(post.alpha, post.beta)
+            if self.params.pooling and post.slots is not None:  # the lesson's reach
+                gain *= 1.0 + self.ledger.prior_shares(ctx.task_type, post.slots,
+                                                       self.params.prior_strength)
+            derived["gain"] = gain
         index = derived["mean"] + budget * derived["gain"]
         return self.verdicts(post, index, f"index (budget {budget:.0f} outcomes)", "index")

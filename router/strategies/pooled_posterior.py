@@ -73,6 +73,7 @@ class Posterior:
     _components: list[dict[str, float]] | None = None
     derived: dict[str, np.ndarray] = field(default_factory=dict)
     """What a strategy derives from this posterior, kept while it is current."""
+    slots: np.ndarray | None = None  # the arms' ledger slots
 
     @property
     def mean(self) -> np.ndarray:
@@ -237,7 +238,7 @@ class PooledPosterior:
             z=p.z, success=(alpha[1] / (alpha[1] + beta[1])).tolist(),
             penalties=penalty.tolist() if priced and penalty.any() else None,
             columns={"evidence": pair[2], "prior_mean": prior_mean[0],
-                     "prior_strength": prior_strength, "penalty": penalty})
+                     "prior_strength": prior_strength, "penalty": penalty}, slots=entry.idx)
 
     def _penalty(self, arms: Sequence[Arm], book: ProfileBook) -> np.ndarray:
         """``lambda_cost x cost + lambda_latency x latency_s`` per arm (0 by default).
