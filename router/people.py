@@ -44,7 +44,9 @@ class TrustMethods:
                                 self.trust_layer.decisions)
         self.check_agent(target.agent_id)
         row = giving.verdict_row(target, ref, approved, score, key, comment)
-        return self.trust_layer.give(row, feedback_id or giving.new_feedback_id())[0]
+        scores = self.trust_layer.give(row, feedback_id or giving.new_feedback_id())[0]
+        self.projection.recall()  # an execution folded too long ago: a rebuild amends it
+        return scores
 
     afeedback = in_thread(feedback)
 

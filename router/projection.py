@@ -27,7 +27,7 @@ from trustroute.profiles.book import Judge, ProfileBook
 from trustroute.profiles.profile import WindowEntry
 from trustroute.profiles.records import ExecutionRecord, utc_now
 from trustroute.profiles.store import Store
-from trustroute.profiles.store.executions import LogKey, LogRow
+from trustroute.profiles.store.executions import ExecutionRepository, LogKey, LogRow
 from trustroute.profiles.store.projections import ProjectionRepository
 from trustroute.profiles.store.trust import TrustRepository
 from trustroute.router import checkpoint
@@ -164,10 +164,15 @@ class LogProjection:
                     for row in rows:
                         self.frontier.add(row.origin)
                     self.feedback.clear()
-                    placed, _ = self.book.place(rows, self._judge(utc_now().timestamp()))
-                    self.trust.base = counters
-                    for learner in self.learners:
-                        learner.rebuild(self.book, placed, self.store)
+                    self.feedback.remember_all(True)  # every verdict finds its run
+                    try:
+                        placed, _ = self.book.place(rows, self._judge(utc_now().timestamp()))
+                        self.trust.base = counters
+                        for learner in self.learners:
+                            learner.rebuild(self.book, placed, self.store)
+                    finally:
+                        self.feedback.remember_all(False)
+                    self.feedback.take_missed()  # not in the scan: joined when folded
                     self._total = self._since_cached = len(rows)
         if cached and self._since_cached >= CACHE_AFTER:
             self.save()  # the next router to open reads the projection, not the log
@@ -242,6 +247,7 @@ class LogProjection:
         if not self._since_cached:
             return
         try:
+            self.recall()
             if self.store.location.is_remote:
                 self._look()
             with self._writing, self._lock:
@@ -286,7 +292,27 @@ class LogProjection:
                     pending = []
             done.append((writer, upto))
         total += self.fold(pending, done)
-        return total, self.trust.catch_up(counters, reader.repository(TrustRepository))
+        retired = self.trust.catch_up(counters, reader.repository(TrustRepository))
+        self.recall(reader.executions)
+        return total, retired
+
+    def recall(self, executions: ExecutionRepository | None = None) -> None:
+        """Verdicts folded on executions this router no longer remembers (it folded
+        them longer ago than the last ``FeedbackState.memory`` runs): mark a rebuild
+        due, which amends them (the follower rebuilds at its next look; an embedded
+        store's router at its next open or ``refresh()``, and it writes no cache
+        meanwhile). A verdict whose execution is not folded yet is left alone: it joins
+        the execution when that arrives."""
+        with self._lock:
+            missed = self.feedback.take_missed()
+        if not missed:
+            return
+        rows = (executions or self.store.executions).stored(sorted(set(missed)))
+        if any(self.frontier.has(row.origin) for row in rows.values()):
+            log.info("a verdict on an execution folded before the last %d: rebuilding "
+                     "from the log", self.feedback.memory)
+            with self._lock:
+                self.book.stale = True
 
     # -- following ---------------------------------------------------------------------
     def follow(self) -> None:

@@ -275,3 +275,23 @@ def test_a_regression_revealed_by_late_verdicts_is_noticed() -> None:
         assert r.profile("a", "t").pending == 0
         picks = [r.select("t").agent_id for _ in range(40)]
         assert picks.count("b") >= 36
+
+
+def test_a_verdict_on_an_execution_folded_too_long_ago_reaches_it_at_the_next_rebuild(
+        tmp_path: Path) -> None:
+    """Past ``remember`` executions a router keeps no run to amend: the verdict moves
+    the trust counts at once and the quality at the next rebuild (open or refresh());
+    no cache written meanwhile can keep it out."""
+    url = f"surrealkv://{tmp_path / 'db'}"
+    policy = {"remember": 5}
+    with AgentRouter(agents=["a"], store=url, feedback=policy) as r:
+        old = r.record(agent_id="a", task_type="t", success=True, quality=0.5)
+        for _ in range(11):
+            r.record(agent_id="a", task_type="t", success=True, quality=0.5)
+        r.feedback(old.record_id, score=1.0)
+        assert r.trust("a", "t").human > 0.5  # the trust counts moved at once
+    with AgentRouter(agents=["a"], store=url, feedback=policy) as r:
+        assert r.profile("a", "t").avg_quality == pytest.approx((11 * 0.5 + 1.0) / 12)
+        r.feedback(old.record_id, score=0.0)  # the user changes their mind
+        r.refresh()
+        assert r.profile("a", "t").avg_quality == pytest.approx(11 * 0.5 / 12)

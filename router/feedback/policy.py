@@ -9,6 +9,8 @@ config section ``feedback``; docs/feedback.md).
   still counts as a run, for latency and cost) or a number in [0, 1].
 - ``keys``: per feedback key a ``weight`` and an optional ``scale`` ``[low, high]`` (a
   1-10 judge: ``[1, 10]``); several keys on one execution combine as a weighted mean.
+- ``remember``: how many recent executions a verdict amends at once (older: at the
+  router's next rebuild).
 """
 
 from __future__ import annotations
@@ -55,6 +57,9 @@ class FeedbackPolicy(BaseModel):
     wait_s: float = Field(default=0.0, ge=0, allow_inf_nan=False)
     default: Default = "outcome"
     keys: dict[str, KeyPolicy] = Field(default_factory=dict)
+    #: Executions a router keeps ready for a verdict to amend at once (its most recent;
+    #: about 200 bytes each). A verdict on an older one is amended by a rebuild.
+    remember: int = Field(default=100_000, ge=1)
 
     @field_validator("default", mode="before")
     @classmethod

@@ -88,9 +88,11 @@ def _decision(decision_id: str) -> str:
 class FeedbackState:
     """Verdicts per execution, the runs they apply to, the runs still pending."""
 
-    def __init__(self, policy: FeedbackPolicy, memory: int = 100_000) -> None:
+    def __init__(self, policy: FeedbackPolicy, memory: int | None = None) -> None:
         self.policy = policy
-        self.memory = memory  # settled runs remembered for amending (newest first kept)
+        #: Settled runs remembered for amending (the newest; default ``policy.remember``).
+        self.memory = policy.remember if memory is None else memory
+        self._all = False  # remember every run (while a rebuild folds the whole log)
         self.clear()
 
     def clear(self) -> None:
@@ -101,6 +103,9 @@ class FeedbackState:
         self._pairs: dict[str, tuple[str, str]] = {}  # target -> pair its verdicts count for
         self._due: list[tuple[float, str]] = []  # (deadline, record id) of pending runs
         self._human: list[Human] = []  # from runs joining their decision's verdicts
+        #: Record ids of verdicts whose run is not remembered: not folded yet, or folded
+        #: longer ago than ``memory`` runs (then only a rebuild can amend it).
+        self.missed: list[str] = []
 
     # -- reading -------------------------------------------------------------------
     def quality_of(self, record_id: str) -> tuple[bool, float | None]:
@@ -203,10 +208,28 @@ class FeedbackState:
             self._human.extend(self._count(where, name, loser, -1))
         run.quality, run.pending = self._resolve(run, mine, now)
 
+    def remember_all(self, on: bool) -> None:
+        """Remember every run placed from now on (a rebuild holds the whole log in memory
+        anyway, so every verdict finds its run); turned off, forget down to ``memory``."""
+        self._all = on
+        if on:
+            return
+        excess = len(self._runs) - self.memory
+        for record_id in [r.record_id for r in self._runs.values() if not r.pending]:
+            if excess <= 0:
+                break
+            del self._runs[record_id]
+            excess -= 1
+
+    def take_missed(self) -> list[str]:
+        """Record ids of verdicts folded since the last call whose run was not known."""
+        out, self.missed = self.missed, []
+        return out
+
     def _evict(self) -> None:
         """Forget the oldest settled runs past ``memory`` (a pending run is kept: its
         deadline settles it; a few are stepped over per call, so this stays cheap)."""
-        for _ in range(8):
+        for _ in range(0 if self._all else 8):
             if len(self._runs) <= self.memory:
                 return
             record_id, oldest = next(iter(self._runs.items()))
@@ -270,6 +293,8 @@ class FeedbackState:
             human += self._count(pair, name, current, -1)
         run = self._runs.get(target)
         if run is None:
+            if row.get("record_id"):
+                self.missed.append(target)
             return [], human
         old, was_pending = run.quality, run.pending
         run.quality, run.pending = self._resolve(run, verdicts, now)
