@@ -1,7 +1,9 @@
 """Limits shared by every process on a server store: leases that expire unless renewed.
 
 Against a server store each call that takes a slot (``select(..., acquire=True)``,
-``RoutedRunnable``) takes a lease row in the store (``profiles.store.leases``), so
+``RoutedRunnable``) claims a lease row of its own in the store, admitted only when the
+live claims counted after it committed are within the limit (``profiles.store.leases``
+has why that holds without trusting the engine's conflict detection), so
 ``max_concurrent`` and ``rpm`` hold across every worker, not per process. A lease
 expires ``lease_ttl_s`` after it was last renewed, by the database clock; one thread per
 router renews the leases it holds every ``lease_ttl_s / 3``, so a live worker must miss
@@ -9,8 +11,10 @@ two renewals in a row before it can lose one, and a SIGKILLed worker's leases co
 within ``lease_ttl_s``. ``record(decision)`` or the lease's ``release()`` frees it at once.
 
 When the store cannot be reached, ``on_store_error`` decides: ``open`` (the default)
-falls back to counting in this process, with a WARNING, for one renewal period before it
-asks the store again; ``closed`` raises ``StoreUnavailableError`` instead. docs/storage.md
+falls back to counting in this process, with a WARNING and ``SharedLimits.fail_opens``
+counting each call started so, for one renewal period before it asks the store again;
+``closed`` raises ``StoreUnavailableError`` instead. A lease that expired before it was
+renewed is counted in ``SharedLimits.lost``. docs/storage.md
 ("Limits shared by all workers") has the argument for both and the cost per call.
 """
 
@@ -73,13 +77,19 @@ class SharedLimits:
         self._prefix = f"{socket.gethostname()}:{os.getpid()}:"
         self._repo: LeaseRepository | None = None
         self._lock = threading.Lock()
-        self._live: dict[str, tuple[str, RecordID]] = {}  # holder -> (agent, slot)
-        self._ready: set[tuple[str, int, int | None]] = set()  # rows created
+        self._live: dict[str, tuple[str, RecordID]] = {}  # holder -> (agent, claim)
+        self._unsure: list[RecordID] = []  # claims whose take got no answer: deleted later
         self._full: dict[str, tuple[int, float]] = {}  # agent -> (held, seen at)
         self._limited: dict[str, float] = {}  # agent -> when the store said "no token"
         self._degraded_until = 0.0
         self._stop = threading.Event()
         self._renewer: threading.Thread | None = None
+        #: Calls started while the store could not be reached, counted in this process
+        #: only (on_store_error "open"): each one may have run beyond the shared limit.
+        self.fail_opens = 0
+        #: Leases that expired before their renewal reached the store (their calls ran
+        #: on without a lease: the limit may have been exceeded meanwhile).
+        self.lost = 0
 
     # -- taking and giving back -------------------------------------------------------
     def take(self, agent_id: str, limit: int, rpm: int | None) -> str | None:
@@ -91,28 +101,27 @@ class SharedLimits:
             return None
         holder = self._prefix + uuid.uuid4().hex
         try:
-            repo = self._repository()
-            if (agent_id, limit, rpm) not in self._ready:
-                repo.create(agent_id, limit, rpm)
-                self._ready.add((agent_id, limit, rpm))
-            taken = repo.take(agent_id, limit, rpm, holder, self.settings.lease_ttl_s)
-        except RetryableConflict:  # every try lost to other takers: busy right now
+            taken = self._repository().take(agent_id, limit, rpm, holder,
+                                            self.settings.lease_ttl_s)
+        except RetryableConflict:  # every try lost to other writers: busy right now
             self._full[agent_id] = (limit, time.monotonic())
             raise AgentAtCapacity(agent_id, limit) from None
         except StoreUnavailableError as exc:
+            # the claim may have been stored without an answer: delete it once the
+            # store answers again (until then it holds a slot for at most lease_ttl_s)
+            with self._lock:
+                self._unsure.append(RecordID("lease_claim", [agent_id, holder]))
+            self._start_renewer()
             self._unreachable(exc)
             return None
-        if taken.slot is None:
-            # the rows may be gone (a server restarted on memory storage): the next try
-            # creates them again (rows that exist are kept)
-            self._ready.discard((agent_id, limit, rpm))
-            if taken.free and rpm is not None:
+        if taken.claim is None:
+            if taken.limited:
                 self._limited[agent_id] = time.monotonic()
-                raise AgentRateLimited(agent_id, rpm)
+                raise AgentRateLimited(agent_id, rpm or 0)
             self._full[agent_id] = (limit, time.monotonic())
             raise AgentAtCapacity(agent_id, limit)
         with self._lock:
-            self._live[holder] = (agent_id, taken.slot)
+            self._live[holder] = (agent_id, taken.claim)
         self._start_renewer()
         return holder
 
@@ -122,15 +131,15 @@ class SharedLimits:
             live = self._live.pop(holder, None)
             if live is None:
                 return
-            agent_id, slot = live
+            agent_id, claim = live
             if agent_id in self._full:  # the store's last word, less this lease
                 held, seen = self._full[agent_id]
                 self._full[agent_id] = (max(0, held - 1), seen)
         try:
-            self._repository().release(slot, holder)
+            self._repository().release(claim)
         except StoreError as exc:
             log.warning("could not release lease %s (it expires within %g s): %s",
-                        slot, self.settings.lease_ttl_s, exc)
+                        claim, self.settings.lease_ttl_s, exc)
 
     def held(self, agent_id: str) -> int:
         """Leases of ``agent_id`` held across processes when the store said, in the last
@@ -158,9 +167,11 @@ class SharedLimits:
             self._renewer.join(timeout=self.settings.renew_every_s + 1)
         with self._lock:
             live, self._live = self._live, {}
-        if live and self._repo is not None:
+            claims = [claim for _, claim in live.values()] + self._unsure
+            self._unsure = []
+        if claims and self._repo is not None:
             try:
-                self._repo.release_all((slot, holder) for holder, (_, slot) in live.items())
+                self._repo.release_all(claims)
             except StoreError as exc:
                 log.warning("could not release %d lease(s) at close (they expire within "
                             "%g s): %s", len(live), self.settings.lease_ttl_s, exc)
@@ -183,6 +194,8 @@ class SharedLimits:
             raise StoreUnavailableError(
                 f"shared limits: the store {self.store.url} cannot be reached and "
                 "limits.on_store_error is 'closed', so no call is started") from exc
+        with self._lock:
+            self.fail_opens += 1
 
     def _start_renewer(self) -> None:
         with self._lock:
@@ -192,24 +205,30 @@ class SharedLimits:
                 self._renewer.start()
 
     def _renew_loop(self) -> None:
-        """Every ``renew_every_s``: extend the expiry of every live lease, in one request."""
+        """Every ``renew_every_s``: extend the expiry of every live lease and delete the
+        claims whose take got no answer, in one request each."""
         while not self._stop.wait(self.settings.renew_every_s):
             with self._lock:
-                live = dict(self._live)
-            if not live:
-                continue
+                live, unsure, self._unsure = dict(self._live), self._unsure, []
             try:
+                if unsure:
+                    self._repository().release_all(unsure)
                 kept = self._repository().renew(
-                    [(slot, holder) for holder, (_, slot) in live.items()],
-                    self.settings.lease_ttl_s)
+                    [claim for _, claim in live.values()], self.settings.lease_ttl_s)
             except StoreError as exc:
-                log.warning("could not renew %d lease(s) (they expire %g s after their "
-                            "last renewal): %s", len(live), self.settings.lease_ttl_s, exc)
+                if live:
+                    log.warning("could not renew %d lease(s) (they expire %g s after "
+                                "their last renewal): %s", len(live),
+                                self.settings.lease_ttl_s, exc)
+                with self._lock:
+                    self._unsure.extend(unsure)  # deleted at the next renewal or close
                 continue
             lost = [holder for holder in live if holder not in kept]
             with self._lock:
                 lost = [holder for holder in lost if self._live.pop(holder, None)]
+                self.lost += len(lost)
             if lost:
-                log.warning("%d lease(s) expired before they were renewed (the store was "
-                            "unreachable for over %g s); max_concurrent may be exceeded "
-                            "until those calls end", len(lost), self.settings.lease_ttl_s)
+                log.warning("%d lease(s) expired before they were renewed (a renewal "
+                            "reached the store over %g s after the last one); "
+                            "max_concurrent may be exceeded until those calls end",
+                            len(lost), self.settings.lease_ttl_s)
