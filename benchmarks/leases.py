@@ -8,8 +8,9 @@ machine's state:
 - ``select()`` alone: in-memory ranking, no store round trip (the reference for what a
   decision costs without a lease);
 - ``select(acquire=True)`` then ``release()``: one call's shared lease, taken (one
-  transaction: pick a free slot, write holder and expiry) and given back (compare and
-  set). Against ``select()`` alone, the difference is the lease's cost per call;
+  request: count the live claims and write this one, then count again after it
+  committed) and given back (the claim deleted). Against ``select()`` alone, the
+  difference is the lease's cost per call;
 - a raw ``CREATE`` of one execution row over the same connection (one round trip, the
   reference unit of store cost), and ``record()`` (what each call pays anyway);
 - the same ``select(acquire=True)`` + ``release()`` on an embedded ``mem://`` store,
@@ -40,8 +41,8 @@ console = Console(width=80)
 AGENTS = [f"agent-{i}" for i in range(10)]  # max_concurrent 10 each (the default)
 TASK_TYPE = "task"
 BLOCKS, PER_BLOCK, WARMUP = 10, 100, 100
-#: Two round trips (take, release) against one for a raw CREATE, plus the take's
-#: transaction doing a little more than one write: the lease should cost within 3x.
+#: Two round trips (take, release) against one for a raw CREATE, plus the take doing a
+#: little more than one write (two counts of a few rows): the lease should cost within 3x.
 LEASE_TARGET = 3.0
 
 

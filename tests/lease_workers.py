@@ -9,9 +9,10 @@ URL, as one worker of a multi-process app would.
   ever in flight at once, across every process, is its ``max``. Prints the tasks done,
   and how many leases were lost (expired before renewed) and calls started without
   the store (fail open): ``12 lost=0 fail_opens=0``.
-- ``hammer``: for ``--seconds``, ``--threads`` threads take a lease of ``api`` with
-  ``acquire``, hold it a few milliseconds (counted in ``--gauge``), release it, and at
-  once try again: many takers racing for few slots. Prints the same as ``run``.
+- ``hammer``: ``--threads`` threads each make ``--calls`` calls: take a lease of ``api``
+  with ``acquire`` (trying again every 2 ms while it is full), hold it a few
+  milliseconds (counted in ``--gauge``), release it: many takers racing for few slots.
+  Prints the same as ``run``.
 - ``hold``: takes ``--limit`` leases of ``api``, prints ``held`` and sleeps until killed.
 - ``rpm``: for ``--seconds``, tries to start calls of ``api`` (``rpm: --rpm``) and
   releases each at once; prints how many started.
@@ -121,11 +122,12 @@ def main() -> None:
 
 
 def hammer(r: AgentRouter, gauge: Gauge, args: argparse.Namespace) -> int:
-    """Take, hold a few ms, release, again, on ``--threads`` threads; calls made."""
-    end, made = time.monotonic() + args.seconds, [0] * args.threads
+    """Take, hold a few ms, release, ``--calls`` times on each of ``--threads`` threads;
+    calls made."""
+    made = [0] * args.threads
 
     def loop(i: int) -> None:
-        while time.monotonic() < end:
+        while made[i] < args.calls:
             try:
                 lease = r.acquire("api")
             except (AgentAtCapacity, NoAgentAvailable):

@@ -79,21 +79,23 @@ def test_three_processes_never_run_more_than_max_concurrent(surreal: Target,
 
 def test_takers_racing_for_few_slots_never_overrun_them(surreal: Target,
                                                         tmp_path: Path) -> None:
-    # 3 processes x 8 threads take one slot, hold it for a few ms and give it back, as
-    # fast as they can: takes landing in the same instant must not both get it. (The
+    # 3 processes x 8 threads x 20 calls take one slot, hold it for a few ms and give it
+    # back, as fast as they can: takes landing in the same instant must not both get it. (The
     # engine can let two writes of one row both commit, see profiles/store/leases.py:
-    # with a slot row per lease this saw 2 in flight in 2 runs of 3.)
-    printed = run_three(surreal, tmp_path, "hammer", "--closed", "--seconds", "2",
+    # with a slot row per lease, 2 in flight in 2 runs of 3.)
+    printed = run_three(surreal, tmp_path, "hammer", "--closed", "--calls", "20",
                         "--limit", "1")
-    assert all(line.endswith(" lost=0 fail_opens=0") for line in printed), printed
+    assert printed == ["160 lost=0 fail_opens=0"] * 3
     state = gauge(tmp_path)
-    assert state["calls"] >= 50 and state["now"] == 0
+    assert state["calls"] == 480 and state["now"] == 0
     assert state["max"] == 1
 
 
 def test_per_process_counting_overruns_the_limit(surreal: Target, tmp_path: Path) -> None:
-    # the control: limits.shared false counts per process, as before (up to 3 x 4)
-    assert run_three(surreal, tmp_path, "run", "--local") == ["12 lost=0 fail_opens=0"] * 3
+    # the control: limits.shared false counts per process, as before (up to 3 x 4); calls
+    # of 0.3 s, so that the processes overlap even when one starts late on a busy machine
+    assert run_three(surreal, tmp_path, "run", "--local", "--call-s", "0.3") == [
+        "12 lost=0 fail_opens=0"] * 3
     state = gauge(tmp_path)
     assert state["calls"] == 36 and state["max"] > 4
 

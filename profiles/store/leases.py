@@ -36,12 +36,13 @@ from surrealdb import RecordID
 
 from trustroute.profiles.store.connection import Connection
 
-# Count; when there is room, claim (one statement: one transaction), then count again in
-# a later transaction, which sees every claim committed before this one (see the module
+# Count and, when there is room, claim (one transaction); then count again in a later
+# transaction, which sees every claim committed before this one (see the module
 # docstring). The first count only spares a claim when the agent is plainly full. UPSERT
 # and the unconditional DELETE of a refused take make a retried take (its first try
 # stored, its answer lost with the connection) leave no second or stray claim.
 _TAKE = """
+BEGIN;
 LET $live = count(SELECT VALUE id FROM lease_claim:[$agent, NONE]..[$agent, {}]
                   WHERE expires > time::now());
 LET $starts = IF $rpm = NONE THEN 0 ELSE
@@ -55,18 +56,20 @@ IF $claim {
         UPSERT type::thing('rate_start', [$agent, $holder]) SET at = time::now() RETURN NONE;
     };
 };
-LET $live = IF $claim THEN count(SELECT VALUE id FROM lease_claim:[$agent, NONE]..[$agent, {}]
-                                 WHERE expires > time::now()) ELSE $live END;
-LET $starts = IF $claim AND $rpm != NONE THEN
-    count(SELECT VALUE id FROM rate_start:[$agent, NONE]..[$agent, {}]
-          WHERE at > time::now() - 1m) ELSE $starts END;
-LET $ok = $claim AND $live <= $limit AND ($rpm = NONE OR $starts <= $rpm);
+COMMIT;
+LET $seen = IF !$claim THEN {live: $live, starts: $starts, ok: false} ELSE {
+    live: count(SELECT VALUE id FROM lease_claim:[$agent, NONE]..[$agent, {}]
+                WHERE expires > time::now()),
+    starts: IF $rpm = NONE THEN 0 ELSE count(SELECT VALUE id FROM
+        rate_start:[$agent, NONE]..[$agent, {}] WHERE at > time::now() - 1m) END,
+    ok: true} END;
+LET $ok = $seen.ok AND $seen.live <= $limit AND ($rpm = NONE OR $seen.starts <= $rpm);
 IF !$ok {
     DELETE type::thing('lease_claim', [$agent, $holder]),
            type::thing('rate_start', [$agent, $holder]);
 };
-RETURN {ok: $ok, live: $live,
-        limited: $rpm != NONE AND $starts >= $rpm + IF $claim THEN 1 ELSE 0 END};
+RETURN {ok: $ok, live: $seen.live,
+        limited: $rpm != NONE AND $seen.starts >= $rpm + IF $claim THEN 1 ELSE 0 END};
 """
 
 #: Rows nobody counts any more: claims expired a minute ago, starts older than 2 minutes
