@@ -9,11 +9,12 @@ a record that was not committed.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from trustroute.profiles.book import Committed, ProfileBook
 from trustroute.profiles.profile import WindowEntry
+from trustroute.profiles.records import utc_now
 
 if TYPE_CHECKING:
     from trustroute.profiles.store import Store
@@ -49,7 +50,8 @@ class StrategyLearner:
         self.feedback = feedback
 
     def fold(self, batch: Sequence[Committed]) -> None:
-        """``observe`` each placed record that is quality evidence."""
+        """``observe`` each placed record that is quality evidence, then let the
+        strategy prepare its next decisions of those task types."""
         for record, seq in batch:
             known, quality = (False, None) if self.feedback is None else \
                 self.feedback.quality_of(record.record_id)
@@ -59,6 +61,14 @@ class StrategyLearner:
                 same = quality == record.effective_quality
                 self.strategy.observe(record if same else record.model_copy(
                     update={"quality": quality}), seq, self.book)
+        self.prepare(dict.fromkeys(record.task_type for record, _ in batch))
+
+    def prepare(self, task_types: Iterable[str]) -> None:
+        """``Strategy.prepare`` when the strategy has it: the posterior the next
+        ``select`` of each task type reads is brought up to date here, off its path."""
+        prepare = getattr(self.strategy, "prepare", None)
+        if prepare is not None:
+            prepare(task_types, self.book, utc_now().timestamp())
 
     def amend(self, agent_id: str, task_type: str, old: WindowEntry | None,
               new: WindowEntry | None) -> None:
@@ -69,6 +79,7 @@ class StrategyLearner:
             self.strategy.reset(self.book)
         else:
             amend(agent_id, task_type, old, new, self.book)
+        self.prepare([task_type])
 
     def rebuild(self, book: ProfileBook, placed: Sequence[Committed], store: Store) -> None:
         """``reset`` from the book (also used when rows arrived out of log order)."""

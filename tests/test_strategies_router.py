@@ -15,6 +15,7 @@ from trustroute.router.strategies import (
     DEFAULT_STRATEGY,
     InvalidStrategyParams,
     available_strategies,
+    make_strategy,
 )
 
 
@@ -293,3 +294,29 @@ def test_a_posterior_kept_between_decisions_equals_one_computed_afresh(
                 for name in ("posterior_mean", "posterior_sd", "prior_mean",
                              "prior_strength", "evidence", "success_probability"):
                     assert x[agent][name] == pytest.approx(y[agent][name], rel=1e-6), name
+
+
+@pytest.mark.parametrize("name", ["knowledge_gradient", "thompson", "lower_bound"])
+def test_a_posterior_prepared_when_a_record_is_folded_decides_as_one_computed_in_select(
+        name: str) -> None:
+    """``Strategy.prepare`` (optional) brings the posterior up to date when a record is
+    folded; a strategy without it computes the same posterior in the next ``select``.
+    The two make the same decisions with the same scores, through exclusions (other
+    arm sets) and several task types."""
+    base = type(make_strategy(name))
+    unprepared = type("Unprepared", (base,), {"prepare": None})
+    agents = [f"a{i}" for i in range(6)]
+    runs: list[list[tuple[str, list[float]]]] = []
+    for strategy in (make_strategy(name), unprepared()):
+        rng = np.random.default_rng(5)
+        seen = []
+        with AgentRouter(agents=agents, store="mem://", seed=3, strategy=strategy) as r:
+            for i in range(120):
+                task_type = ("code", "chat")[i % 3 == 0]
+                exclude = [agents[i % 6]] if i % 4 == 0 else []
+                decision = r.select(task_type, exclude=exclude)
+                seen.append((decision.agent_id, [c.score for c in decision.candidates]))
+                good = int(decision.agent_id[1:]) / 6
+                r.record(decision, success=True, quality=float(rng.uniform() < good))
+        runs.append(seen)
+    assert runs[0] == runs[1]

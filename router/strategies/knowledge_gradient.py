@@ -138,16 +138,20 @@ class KnowledgeGradient(PooledPosterior):
         self._decisions[ctx.task_type] = self._decisions.get(ctx.task_type, 0) + 1
         return super().score(arms, ctx)
 
+    def derive(self, post: Posterior, task_type: str) -> None:
+        """The posterior means and the gain of one more outcome of each arm."""
+        post.derived["mean"] = post.mean
+        gain = knowledge_gradient(post.alpha, post.beta)
+        if self.params.pooling and post.slots is not None:  # the lesson's reach
+            gain *= 1.0 + self.ledger.prior_shares(task_type, post.slots,
+                                                   self.params.prior_strength)
+        post.derived["gain"] = gain
+
     def explore(self, post: Posterior, ctx: StrategyContext) -> list[ArmScore]:
         """Knowledge-gradient indexes: mean + budget x the expected gain of one outcome."""
         budget = self.budget(ctx.task_type)
         derived = post.derived
         if "gain" not in derived:  # once per posterior: decisions without outcomes reuse it
-            derived["mean"] = post.mean
-            gain = knowledge_gradient(post.alpha, post.beta)
-            if self.params.pooling and post.slots is not None:  # the lesson's reach
-                gain *= 1.0 + self.ledger.prior_shares(ctx.task_type, post.slots,
-                                                       self.params.prior_strength)
-            derived["gain"] = gain
+            self.derive(post, ctx.task_type)
         index = derived["mean"] + budget * derived["gain"]
         return self.verdicts(post, index, f"index (budget {budget:.0f} outcomes)", "index")

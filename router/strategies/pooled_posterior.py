@@ -22,7 +22,7 @@ outcomes only samples.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +31,7 @@ import numpy as np
 from trustroute.profiles.book import ProfileBook
 from trustroute.profiles.profile import WindowEntry
 from trustroute.profiles.records import ExecutionRecord
+from trustroute.router.agents import AgentSpec
 from trustroute.router.stats import wilson_lower_bound
 from trustroute.router.strategies.base import Arm, ArmScore, Explanation, StrategyContext
 from trustroute.router.strategies.change_monitor import ChangeMonitor, DetectedChange
@@ -107,7 +108,7 @@ class Posterior:
 class CacheEntry:
     """What one (task type, arm set) keeps between decisions."""
 
-    agents: tuple[Any, ...]  # the agent specs of the key, kept alive so ids stay unique
+    agents: tuple[AgentSpec, ...]  # the key's agent specs, kept alive so ids stay unique
     idx: np.ndarray  # the arms' ledger slots
     posterior: Posterior | None = None
     others: int = -1  # the ledger's others_version the parts below were computed at
@@ -131,6 +132,8 @@ class PooledPosterior:
         self.monitor = (ChangeMonitor(p.change_window, p.change_delta)
                         if p.change_detection else None)
         self._cache: dict[tuple[str, tuple[int, ...]], CacheEntry] = {}
+        # per task type, the cache key of the arm set it was last decided over
+        self._last: dict[str, tuple[str, tuple[int, ...]]] = {}
 
     # -- life cycle ------------------------------------------------------------------
     def observe(self, record: ExecutionRecord, seq: int, book: ProfileBook) -> None:
@@ -194,12 +197,31 @@ class PooledPosterior:
                 self.params.half_life_days is None
                 or 0.0 <= now - post.computed_at < _TIME_REFRESH_SECONDS):
             return post
-        entry.posterior = post = self._compute(arms, entry, ctx.task_type, now, ctx.book)
+        self._last[ctx.task_type] = key
+        entry.posterior = post = self._compute(entry, ctx.task_type, now, ctx.book)
         return post
 
-    def _compute(self, arms: Sequence[Arm], entry: CacheEntry, task_type: str, now: float,
+    def prepare(self, task_types: Iterable[str], book: ProfileBook, now: float) -> None:
+        """Bring up to date, now that outcomes of ``task_types`` were folded, the
+        posterior of the arm set each was last decided over, so the next decision finds
+        it ready (the work moves from ``select`` to the fold of a record). Under wall-time
+        discounting the posterior depends on the moment it is read: left to ``select``."""
+        if self.params.half_life_days is not None:
+            return
+        for task_type in task_types:
+            entry = self._cache.get(self._last.get(task_type, ("", ())))
+            if entry is not None and (entry.posterior is None
+                                      or entry.posterior.version != self.ledger.version):
+                entry.posterior = self._compute(entry, task_type, now, book)
+                self.derive(entry.posterior, task_type)
+
+    def derive(self, post: Posterior, task_type: str) -> None:
+        """Fill ``post.derived`` with what this strategy derives from a posterior
+        (nothing here; ``knowledge_gradient`` keeps its gains)."""
+
+    def _compute(self, entry: CacheEntry, task_type: str, now: float,
                  book: ProfileBook) -> Posterior:
-        """Quality and success posteriors of ``arms``, updated incrementally.
+        """Quality and success posteriors of the entry's arms, updated incrementally.
 
         The part of the pooled prior that rests on the agents' evidence on *other* task
         types is kept while only this type's evidence changes (the usual case: a record
@@ -226,13 +248,14 @@ class PooledPosterior:
             prior_mean = clip_mean(baseline[:, None] + effect)
             prior_strength = entry.strength
         else:
-            prior_mean = np.full((2, len(arms)), 0.5)
-            prior_strength = np.full(len(arms), 2.0)
+            prior_mean = np.full((2, len(entry.agents)), 0.5)
+            prior_strength = np.full(len(entry.agents), 2.0)
         alpha, beta = beta_parameters(prior_mean, prior_strength, pair[:2], pair[2])
         np.maximum(alpha, 1e-9, out=alpha)
         np.maximum(beta, 1e-9, out=beta)
         priced = bool(p.lambda_cost or p.lambda_latency)
-        penalty = self._penalty(arms, book) if priced else np.zeros(len(arms))
+        penalty = (self._penalty(entry.agents, task_type, book) if priced
+                   else np.zeros(len(entry.agents)))
         return Posterior(
             version=ledger.version, computed_at=now, alpha=alpha[0], beta=beta[0],
             z=p.z, success=(alpha[1] / (alpha[1] + beta[1])).tolist(),
@@ -240,27 +263,28 @@ class PooledPosterior:
             columns={"evidence": pair[2], "prior_mean": prior_mean[0],
                      "prior_strength": prior_strength, "penalty": penalty}, slots=entry.idx)
 
-    def _penalty(self, arms: Sequence[Arm], book: ProfileBook) -> np.ndarray:
+    def _penalty(self, agents: Sequence[AgentSpec], task_type: str, book: ProfileBook
+                 ) -> np.ndarray:
         """``lambda_cost x cost + lambda_latency x latency_s`` per arm (0 by default).
 
         Cost: the pair's recorded mean, else the agent's across task types, else the
         config's ``cost_per_call``, else 0. Latency: the pair's mean, else the agent's.
         """
         p = self.params
-        out = np.zeros(len(arms))
+        out = np.zeros(len(agents))
         if not (p.lambda_cost or p.lambda_latency):
             return out
-        for i, arm in enumerate(arms):
+        for i, spec in enumerate(agents):
             # the agent's states on every task type: the book holds its totals
-            agent = [s for t in self.ledger.task_types_of(arm.agent_id)
-                     if (s := book.get(arm.agent_id, t)) is not None]
-            state = arm.state
+            agent = [s for t in self.ledger.task_types_of(spec.id)
+                     if (s := book.get(spec.id, t)) is not None]
+            state = book.get(spec.id, task_type)
             if state is not None and state.cost_count:
                 cost = state.cost_sum / state.cost_count
             elif cost_count := sum(s.cost_count for s in agent):
                 cost = sum(s.cost_sum for s in agent) / cost_count
             else:
-                cost = arm.agent.cost_per_call or 0.0
+                cost = spec.cost_per_call or 0.0
             if state is not None and state.executions_total:
                 latency_ms = state.latency_sum_ms / state.executions_total
             elif runs := sum(s.executions_total for s in agent):
