@@ -14,6 +14,7 @@ import contextlib
 import logging
 import os
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -68,6 +69,19 @@ def test_a_server_that_never_answers_fails_by_the_deadline(surreal: Target) -> N
         server.silence(False)
         assert store.executions.count() == 1  # re-opened: a new connection
         assert server.connections > connections
+
+
+def test_an_http_store_on_a_server_that_never_answers_fails_by_the_deadline() -> None:
+    """http:// stores too: the SDK's own 30 s timeout is not what bounds the call."""
+    with socket.create_server(("127.0.0.1", 0)) as listener:  # accepts, never answers
+        url = f"http://root:secret@127.0.0.1:{listener.getsockname()[1]}"
+        started = time.monotonic()
+        with pytest.raises(StoreUnavailableError) as info:
+            Store(url, request_timeout_s=0.5, retry_attempts=1)
+        assert time.monotonic() - started < 5.0  # the deadline is 0.5 s, not 30 s
+        message = str(info.value)
+        assert "did not answer within 0.5 s" in message and "127.0.0.1" in message
+        assert "secret" not in message
 
 
 def test_the_connection_lock_is_not_held_by_a_hung_call(surreal: Target) -> None:

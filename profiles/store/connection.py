@@ -59,7 +59,13 @@ from trustroute.profiles.store.errors import (
 )
 from trustroute.profiles.store.location import StoreLocation, redact_credentials
 from trustroute.profiles.store.settings import StoreSettings
-from trustroute.profiles.store.wire import RedactedLogger, discard, limit, open_socket
+from trustroute.profiles.store.wire import (
+    DeadlineHttp,
+    RedactedLogger,
+    discard,
+    limit,
+    open_socket,
+)
 
 log = logging.getLogger(__name__)
 
@@ -160,8 +166,10 @@ class Connection:
     def _connect(self) -> Any:
         """A new SDK connection, signed in and ``use``d (the caller holds the lock);
         against a server all of it within ``request_timeout_s``."""
-        db: Any = Surreal(self.location.url)  # remote kinds connect on first request
         timeout = self.settings.request_timeout_s
+        db: Any = (DeadlineHttp(self.location.url, timeout)
+                   if self.location.scheme in ("http", "https")
+                   else Surreal(self.location.url))  # remote kinds connect on first request
         if self.location.scheme in ("ws", "wss") and isinstance(
                 db, BlockingWsSurrealConnection):  # the SDK uses the socket it is given
             db.socket = open_socket(db.raw_url, timeout, self._logger)

@@ -1,4 +1,4 @@
-"""The WebSocket under the SDK's blocking connection: deadlines, keepalive, quiet logs.
+"""The transports under the SDK's blocking connections: deadlines, keepalive, quiet logs.
 
 The SDK's ``BlockingWsSurrealConnection`` sends a request with ``socket.send`` and waits
 for its answer with ``socket.recv()``, without a timeout, and opens its socket with the
@@ -19,6 +19,11 @@ socket it is given:
 - ``RedactedLogger`` is the ``websockets`` logger of these sockets: at DEBUG it would
   print the ``Authorization`` header (the URL's user:password) and the sign-in frames
   (the password going out, a session token coming back). Those are masked, nothing else.
+
+Over ``http://`` the SDK posts each request with ``requests`` and a fixed 30 s timeout.
+``DeadlineHttp`` is that connection with its requests sent by ``httpx`` instead, each
+bounded by the request's deadline (``limit``, as for a socket): a server that does not
+answer raises ``TimeoutError`` by then, an unreachable one ``ConnectionError``.
 """
 
 from __future__ import annotations
@@ -30,7 +35,11 @@ import time
 from collections.abc import Iterable, Iterator, MutableMapping
 from typing import Any
 
+import httpx
 import websockets
+from surrealdb.connections.blocking_http import BlockingHttpSurrealConnection
+from surrealdb.data.cbor import decode
+from surrealdb.request_message.message import RequestMessage
 from websockets.frames import Frame
 from websockets.sync.client import ClientConnection, connect
 from websockets.typing import Data, DataLike
@@ -119,13 +128,64 @@ def open_socket(url: str, timeout: float, logger: RedactedLogger) -> DeadlineSoc
     return ws
 
 
+class DeadlineHttp(BlockingHttpSurrealConnection):
+    """The SDK's blocking HTTP connection, each request sent by ``httpx`` and ended by
+    its deadline (``request_timeout_s`` outside ``limit``)."""
+
+    def __init__(self, url: str, timeout: float) -> None:
+        super().__init__(url)
+        self.timeout = timeout
+        self.expires: float | None = None  # time.monotonic() by which a request ends
+        self.client = httpx.Client(timeout=timeout)
+
+    @contextlib.contextmanager
+    def limit(self, seconds: float) -> Iterator[None]:
+        """Every request inside ends ``seconds`` from now (``TimeoutError``)."""
+        self.expires = time.monotonic() + seconds
+        try:
+            yield
+        finally:
+            self.expires = None
+
+    def _send(self, message: RequestMessage, operation: str, bypass: bool = False
+              ) -> dict[str, Any]:
+        """The SDK's request (CBOR to ``/rpc``, its headers), by the deadline."""
+        headers = {"Accept": "application/cbor", "Content-Type": "application/cbor"}
+        for name, value in (("Authorization", self.token and f"Bearer {self.token}"),
+                            ("Surreal-NS", self.namespace), ("Surreal-DB", self.database)):
+            if value:
+                headers[name] = value
+        left = self.timeout if self.expires is None else self.expires - time.monotonic()
+        try:
+            response = self.client.post(f"{self.url.raw_url}/rpc", headers=headers,
+                                        content=message.WS_CBOR_DESCRIPTOR,
+                                        timeout=max(left, 1e-3))
+            response.raise_for_status()
+        except httpx.TimeoutException as exc:
+            raise TimeoutError(f"no answer within {max(left, 0):.3g} s") from exc
+        except httpx.HTTPError as exc:  # refused, reset, or an HTTP error status
+            raise ConnectionError(str(exc)) from exc
+        answer: dict[str, Any] = decode(response.content)
+        if not bypass:
+            self.check_response_for_error(answer, operation)
+        return answer
+
+    def close(self) -> None:
+        """Close the HTTP client (its pooled connections)."""
+        self.client.close()
+
+
 @contextlib.contextmanager
 def limit(db: Any, seconds: float) -> Iterator[None]:
     """Requests of the SDK connection ``db`` inside end within ``seconds`` (when it
-    runs on a ``DeadlineSocket``; embedded: no limit, nothing to wait for)."""
+    runs on a ``DeadlineSocket`` or is a ``DeadlineHttp``; embedded: no limit, nothing
+    to wait for)."""
     ws = getattr(db, "socket", None)
     if isinstance(ws, DeadlineSocket):
         with ws.limit(seconds):
+            yield
+    elif isinstance(db, DeadlineHttp):
+        with db.limit(seconds):
             yield
     else:
         yield
