@@ -130,13 +130,15 @@ def test_credentials_come_from_the_environment(monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setenv("TRUSTROUTE_DB_USER", "alice")
     monkeypatch.setenv("TRUSTROUTE_DB_PASS", "pw")
     conn = Connection(parse_store_url(surreal_server.url))
-    conn.open()  # (not closed: the SDK's HTTP client has no close)
+    conn.open()
     assert surreal_server.signins() == [[{"user": "alice", "pass": "pw"}]]
     assert ("use", ["trustroute", "trustroute"]) in surreal_server.calls
+    conn.close()  # the HTTP client closes (the SDK's own had no close)
     explicit = Connection(parse_store_url(surreal_server.url),
                           StoreSettings(username="bob", password="x"))
     explicit.open()
     assert surreal_server.signins()[-1] == [{"user": "bob", "pass": "x"}]
+    explicit.close()
 
 
 def test_no_credentials_no_signin(monkeypatch: pytest.MonkeyPatch,
