@@ -6,8 +6,11 @@ the router (re)loads its profiles from the store). A strategy that keeps state m
 define ``amend(agent_id, task_type, old, new, book)``: feedback changed one record's
 quality evidence (``old``/``new`` are its ``WindowEntry`` before and after, a quality of
 None meaning no evidence: pending a verdict, or ignored; docs/feedback.md); a strategy
-without it is ``reset`` from the book instead. The router does the rest: eligibility,
-load balancing, ranking, tie-breaking.
+without it is ``reset`` from the book instead. It may also define
+``prepare(task_types, book, now)``, called after records of ``task_types`` were folded,
+to do ahead the work its next ``score`` of those types would do (the pooled posterior
+strategies compute the posterior there, off the decision's path). The router does the
+rest: eligibility, load balancing, ranking, tie-breaking.
 """
 
 from __future__ import annotations

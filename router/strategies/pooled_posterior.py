@@ -192,12 +192,12 @@ class PooledPosterior:
                 self._cache.clear()
             idx = self.ledger.indices([arm.agent_id for arm in arms])
             entry = self._cache[key] = CacheEntry(tuple(agents), idx)
+        self._last[ctx.task_type] = key
         post = entry.posterior
         if post is not None and post.version == self.ledger.version and (
                 self.params.half_life_days is None
                 or 0.0 <= now - post.computed_at < _TIME_REFRESH_SECONDS):
             return post
-        self._last[ctx.task_type] = key
         entry.posterior = post = self._compute(entry, ctx.task_type, now, ctx.book)
         return post
 
