@@ -140,3 +140,24 @@ def test_a_sigkill_mid_stream_loses_no_acknowledged_verdict(surreal: Target,
         assert sum(c.approvals for c in counts) == approvals
         assert sum(c.rejections for c in counts) == len(stored) - approvals
         assert sum(p.pending for p in fresh.profiles("chat")) == 300 - len(stored)
+
+
+def test_a_verdict_on_an_execution_folded_too_long_ago_reaches_a_following_router(
+        surreal: Target) -> None:
+    """Past ``feedback.remember`` runs, a verdict folded from another router makes a
+    rebuild due: the follower rebuilds, so the quality is amended within sync_delay_s."""
+    policy = {**POLICY, "remember": 5}
+    options = surreal.options(sync_delay_s=SYNC_DELAY_S)
+    with AgentRouter(agents=AGENTS, store=surreal.url, feedback=policy,
+                     store_options=options) as follower:
+        old = follower.record(agent_id="a", task_type="t", success=True, quality=0.5)
+        for _ in range(11):
+            follower.record(agent_id="a", task_type="t", success=True, quality=0.5)
+        with AgentRouter(agents=AGENTS, store=surreal.url, feedback=policy,
+                         store_options=options) as other:
+            other.feedback(old.record_id, score=1.0)
+        expected = (11 * 0.5 + 1.0) / 12
+        deadline = time.monotonic() + 10 * SYNC_DELAY_S
+        while follower.profile("a", "t").avg_quality != pytest.approx(expected):
+            assert time.monotonic() < deadline, "the verdict never reached the quality"
+            time.sleep(0.05)
