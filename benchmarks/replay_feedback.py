@@ -3,7 +3,8 @@
 Replays the development log ``../shared/data/alpaca_eval_gpt4/outcomes.csv`` with 8
 random agents per run (the same runs for every strategy and setting). Each outcome is
 judged with probability ``rate`` (the same draws for every strategy) and reaches the
-router ``delay`` tasks later; the rest never do (``replay(feedback_rate=...,
+router ``delay`` tasks later as ``router.feedback`` on an execution recorded pending when
+it was decided; the rest never do (``replay(feedback_rate=...,
 feedback_delay=...)``, ``trustroute replay --feedback-rate --feedback-delay``). "no
 feedback" judges nothing: the router can only route at random.
 
