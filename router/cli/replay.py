@@ -58,9 +58,9 @@ def parse_params(items: tuple[str, ...], strategies: list[str]) -> dict[str, dic
                    "oracle knows about the regression.")
 @click.option("--feedback-rate", type=click.FloatRange(0.0, 1.0), default=1.0,
               show_default=True,
-              help="Share of outcomes judged; the rest never reach the router.")
+              help="Share of outcomes judged; the rest are recorded, never judged.")
 @click.option("--feedback-delay", type=click.IntRange(0), default=0, show_default=True,
-              help="Tasks after its decision that a judged outcome reaches the router.")
+              help="Tasks after its decision that a judged outcome's verdict comes.")
 @click.option("--param", "-p", "params", multiple=True, metavar="[STRATEGY.]KEY=VALUE",
               help="Strategy parameter, e.g. thompson.half_life_executions=50 (repeatable).")
 @click.option("--success-threshold", type=click.FloatRange(0.0, 1.0), default=0.5,
@@ -81,8 +81,9 @@ def replay_command(file: Path, strategies: str, runs: int, seed: int, agents: in
     each run the tasks arrive in a shuffled order; the router (in-memory store) picks
     an agent for each, and only that agent's outcome is revealed and recorded (success
     when quality >= the success threshold). With --feedback-rate/--feedback-delay
-    only that share of outcomes is judged, each reaching the router that many tasks
-    later (like late user verdicts). Reports mean quality, % of the per-task-type
+    every execution is recorded when it is decided, awaiting a verdict, and only that
+    share is judged, each verdict reaching the router that many tasks later through
+    router.feedback (like late user verdicts). Reports mean quality, % of the per-task-type
     oracle, cumulative regret and the agents chosen.
     """
     names = [s.strip() for s in strategies.split(",") if s.strip()]
