@@ -249,11 +249,13 @@ def test_feedback_state_forgets_old_settled_runs_but_keeps_pending_ones() -> Non
 
     state = FeedbackState(FeedbackPolicy(wait_s=10), memory=3)
     for n in range(6):
-        state.place(Run(f"r{n}", "a", "t", 100.0 + n, True, 0.5 if n % 2 else None, n, n),
-                    now=100.0)
+        run = Run(f"r{n}", "a", "t", 100.0 + n, True, 0.5 if n % 2 else None, n, n)
+        state.place(run, now=100.0)
+        state.join_decision(run, f"d{n}", now=100.0)
     known = {f"r{n}": state.quality_of(f"r{n}")[0] for n in range(6)}
     assert known["r0"] and known["r2"] and known["r4"]  # pending: kept
-    assert not known["r1"]  # the oldest settled run is forgotten
+    assert not known["r1"]  # the oldest settled run is forgotten, by its decision too
+    assert state.run("d1") is None and state.run("d0") is not None
     assert [c.run.record_id for c in state.settle_due(111.0)] == ["r0"]
 
 

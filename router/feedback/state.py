@@ -45,6 +45,7 @@ class Run:
     key: Any  # its place in the log
     quality: float | None = None  # its quality evidence now; None: pending or ignored
     pending: bool = False
+    decision_id: str | None = None  # the decision it carried out, if any
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +142,8 @@ class FeedbackState:
             "runs": [[r.record_id, r.agent_id, r.task_type, r.timestamp, r.success, r.given,
                       r.seq, None if r.key is None else list(r.key), r.quality, r.pending]
                      for r in self._runs.values()],
-            "decisions": [[d, r] for d, r in self._by_decision.items() if r in self._runs],
+            "decisions": [[r.decision_id, r.record_id] for r in self._runs.values()
+                          if r.decision_id is not None],
             "verdicts": [[target, v.id, v.key, v.value, v.at]
                          for target, verdicts in self._verdicts.items()
                          for v in verdicts.values()],
@@ -163,7 +165,9 @@ class FeedbackState:
             self._runs[run.record_id] = run
             if run.pending:
                 heapq.heappush(self._due, (run.timestamp + wait, run.record_id))
-        self._by_decision = {str(d): str(r) for d, r in data["decisions"]}
+        for decision_id, record_id in data["decisions"]:
+            self._by_decision[str(decision_id)] = str(record_id)
+            self._runs[str(record_id)].decision_id = str(decision_id)
         for target, vid, name, value, at in data["verdicts"]:
             self._verdicts.setdefault(str(target), {})[str(name)] = Verdict(
                 str(vid), str(name), float(value), float(at))
@@ -189,6 +193,7 @@ class FeedbackState:
         if decision_id is None:
             return
         self._by_decision[decision_id] = run.record_id
+        run.decision_id = decision_id
         early = self._verdicts.pop(_decision(decision_id), None)
         pair = self._pairs.pop(_decision(decision_id), None)
         if not early:
@@ -218,7 +223,7 @@ class FeedbackState:
         for record_id in [r.record_id for r in self._runs.values() if not r.pending]:
             if excess <= 0:
                 break
-            del self._runs[record_id]
+            self._forget(record_id)
             excess -= 1
 
     def take_missed(self) -> list[str]:
@@ -236,7 +241,14 @@ class FeedbackState:
             if oldest.pending:
                 self._runs.move_to_end(record_id)
             else:
-                del self._runs[record_id]
+                self._forget(record_id)
+
+    def _forget(self, record_id: str) -> None:
+        """Forget one run, and its decision's way to it."""
+        run = self._runs.pop(record_id)
+        if run.decision_id is not None and \
+                self._by_decision.get(run.decision_id) == record_id:
+            del self._by_decision[run.decision_id]
 
     def _resolve(self, run: Run, verdicts: Mapping[str, Verdict] | None, now: float
                  ) -> tuple[float | None, bool]:
