@@ -104,6 +104,18 @@ def test_the_cache_is_written_every_projection_every_rows_without_close(kv_url: 
 
 
 WAITING = {"wait_s": 3600, "default": "ignore", "keys": {"judge": {"weight": 2}}}
+
+
+def rounded(value: Any) -> Any:
+    """A view with floats to 9 places: expertise is kept as running sums, and a verdict
+    amends them in place (x - old + new), which a fresh fold matches to the last bits."""
+    if isinstance(value, float):
+        return round(value, 9)
+    if isinstance(value, dict):
+        return {k: rounded(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [rounded(v) for v in value]
+    return value
 OPENED = "opened from the cached projection"
 
 
@@ -132,24 +144,24 @@ def test_a_store_with_verdicts_and_pending_runs_opens_from_the_cache(
     cache = lambda r: (r.store.repository(ProjectionRepository).read() or ({},))[0]  # noqa: E731
     with caplog.at_level(logging.INFO), \
             AgentRouter(agents=AGENTS, store=kv_url, feedback=WAITING) as router:
-        assert view(router) == learned
+        assert rounded(view(router)) == rounded(learned)
         generation = cache(router)["generation"]
         # verdicts after the cache was written, on executions inside it: a pending run
         # settled, a quality given at record time replaced, a verdict changed
         router.feedback(ids[1], approved=True)
         router.feedback(ids[4], score=0.1, key="judge")
         router.feedback(ids[6], approved=True)
-        amended = view(router)
-        assert amended != learned
+        amended = rounded(view(router))
+        assert amended != rounded(learned)
     assert OPENED in caplog.text
     caplog.clear()
     with caplog.at_level(logging.INFO), \
             AgentRouter(agents=AGENTS, store=kv_url, feedback=WAITING) as router:
         assert cache(router)["generation"] == generation  # verdicts alone wrote no cache
-        assert view(router) == amended  # the old cache, and the verdicts folded on top
+        assert rounded(view(router)) == amended  # the old cache, the verdicts on top
         assert OPENED in caplog.text
         router.refresh()  # the whole log
-        assert view(router) == amended
+        assert rounded(view(router)) == amended
     assert "reading the whole log" not in caplog.text
 
 
@@ -159,9 +171,9 @@ def test_a_cache_folded_under_another_feedback_policy_is_not_used(
     other = {**WAITING, "keys": {"judge": {"weight": 1}}}
     with caplog.at_level(logging.INFO), \
             AgentRouter(agents=AGENTS, store=kv_url, feedback=other) as router:
-        opened = view(router)
+        opened = rounded(view(router))
         router.refresh()
-        assert view(router) == opened
+        assert rounded(view(router)) == opened
     assert "another feedback policy" in caplog.text and OPENED not in caplog.text
 
 
