@@ -132,7 +132,7 @@ class PooledPosterior:
         self.monitor = (ChangeMonitor(p.change_window, p.change_delta)
                         if p.change_detection else None)
         self._cache: dict[tuple[str, tuple[int, ...]], CacheEntry] = {}
-        # per task type, the cache key of the arm set it was last decided over
+        # per task type, the cache key of the arm set decided over since the last prepare
         self._last: dict[str, tuple[str, tuple[int, ...]]] = {}
 
     # -- life cycle ------------------------------------------------------------------
@@ -204,12 +204,14 @@ class PooledPosterior:
     def prepare(self, task_types: Iterable[str], book: ProfileBook, now: float) -> None:
         """Bring up to date, now that outcomes of ``task_types`` were folded, the
         posterior of the arm set each was last decided over, so the next decision finds
-        it ready (the work moves from ``select`` to the fold of a record). Under wall-time
-        discounting the posterior depends on the moment it is read: left to ``select``."""
+        it ready (the work moves from ``select`` to the fold of a record). Once per
+        decision: records with no decision between them leave it to the next ``select``,
+        so a stream of records costs no more than before. Under wall-time discounting the
+        posterior depends on the moment it is read: left to ``select``."""
         if self.params.half_life_days is not None:
             return
         for task_type in task_types:
-            entry = self._cache.get(self._last.get(task_type, ("", ())))
+            entry = self._cache.get(self._last.pop(task_type, ("", ())))
             if entry is not None and (entry.posterior is None
                                       or entry.posterior.version != self.ledger.version):
                 entry.posterior = self._compute(entry, task_type, now, book)
