@@ -307,7 +307,13 @@ class LogProjection:
             missed = self.feedback.take_missed()
         if not missed:
             return
-        rows = (executions or self.store.executions).stored(sorted(set(missed)))
+        try:
+            rows = (executions or self.store.executions).stored(sorted(set(missed)))
+        except Exception as exc:  # the verdict is stored: look again at the next call
+            log.warning("could not look up executions of late verdicts: %s", exc)
+            with self._lock:
+                self.feedback.missed += missed
+            return
         if any(self.frontier.has(row.origin) for row in rows.values()):
             log.info("a verdict on an execution folded before the last %d: rebuilding "
                      "from the log", self.feedback.memory)
