@@ -207,9 +207,10 @@ def bench_select_loop(strategy: str, blocks: int = 10, per_block: int = 200
 
     Every iteration times one ``select()`` right after a ``record()``, then one hop right
     after another ``record()`` (the same position in the loop: a store write just ran,
-    so caches are cold for both), and each block ends with the same number of hops
-    timed back to back (the hot hop of the table above). Returns (select in the loop,
-    hop in the loop, hot hop).
+    so caches are cold for both); every record is of a decision, as in an application
+    (the select before the second one is not timed). Each block ends with the same
+    number of hops timed back to back (the hot hop of the table above). Returns (select
+    in the loop, hop in the loop, hot hop).
     """
     with trained_router(strategy) as router:
         hop = RouterRunnable(runnables={"code": RunnableLambda(lambda x: x)})
@@ -226,8 +227,7 @@ def bench_select_loop(strategy: str, blocks: int = 10, per_block: int = 200
                 start = clock()
                 hop.invoke(payload)
                 hop_took = clock() - start
-                router.record(agent_id=decision.agent_id, task_type="code", success=True,
-                              quality=rng.random())
+                router.record(router.select("code"), success=True, quality=rng.random())
                 if block:
                     samples[0].append(took)
                     samples[1].append(hop_took)
