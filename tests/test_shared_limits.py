@@ -77,12 +77,13 @@ def test_three_processes_never_run_more_than_max_concurrent(surreal: Target,
     assert state["max"] == 4  # never more, and the limit was reached
 
 
-def test_takers_racing_for_few_slots_never_overrun_them(surreal: Target,
-                                                        tmp_path: Path) -> None:
+def test_takers_racing_for_one_slot_never_both_get_it(surreal: Target,
+                                                       tmp_path: Path) -> None:
     # 3 processes x 8 threads x 20 calls take one slot, hold it for a few ms and give it
-    # back, as fast as they can: takes landing in the same instant must not both get it. (The
-    # engine can let two writes of one row both commit, see profiles/store/leases.py:
-    # with a slot row per lease, 2 in flight in 2 runs of 3.)
+    # back, as fast as they can: takes landing in the same instant must not both get it.
+    # (The engine can let two writes of one row both commit, profiles/store/leases.py:
+    # the slot-row take this replaced let 2 in flight in 4 runs of 13 of this test on a
+    # loaded machine, so a pass here is evidence, not proof; the argument is the proof.)
     printed = run_three(surreal, tmp_path, "hammer", "--closed", "--calls", "20",
                         "--limit", "1")
     assert printed == ["160 lost=0 fail_opens=0"] * 3
