@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 import socket
 import threading
 import time
@@ -80,6 +81,7 @@ class SharedLimits:
         self._live: dict[str, tuple[str, RecordID]] = {}  # holder -> (agent, claim)
         self._unsure: list[RecordID] = []  # claims whose take got no answer: deleted later
         self._full: dict[str, tuple[int, float]] = {}  # agent -> (held, seen at)
+        self._taking: dict[str, threading.Lock] = {}  # agent -> one take at a time here
         self._limited: dict[str, float] = {}  # agent -> when the store said "no token"
         self._degraded_until = 0.0
         self._stop = threading.Event()
@@ -99,6 +101,16 @@ class SharedLimits:
         if time.monotonic() < self._degraded_until:
             self._unreachable(None)
             return None
+        with self._lock:
+            taking = self._taking.setdefault(agent_id, threading.Lock())
+        with taking:  # threads of one process never race each other for a slot
+            if self.held(agent_id) >= limit:  # the store said "full" to another just now
+                raise AgentAtCapacity(agent_id, limit)
+            if rpm is not None and self.rate_limited(agent_id):
+                raise AgentRateLimited(agent_id, rpm)
+            return self._take(agent_id, limit, rpm)
+
+    def _take(self, agent_id: str, limit: int, rpm: int | None) -> str | None:
         holder = self._prefix + uuid.uuid4().hex
         try:
             taken = self._repository().take(agent_id, limit, rpm, holder,
@@ -118,7 +130,10 @@ class SharedLimits:
             if taken.limited:
                 self._limited[agent_id] = time.monotonic()
                 raise AgentRateLimited(agent_id, rpm or 0)
-            self._full[agent_id] = (limit, time.monotonic())
+            # takers that raced for the last slot all withdrew: each believes "full"
+            # for a random part of poll_s, so they do not all come back at once again
+            jitter = random.uniform(0, self.settings.poll_s) if taken.contended else 0.0
+            self._full[agent_id] = (limit, time.monotonic() - jitter)
             raise AgentAtCapacity(agent_id, limit)
         with self._lock:
             self._live[holder] = (agent_id, taken.claim)

@@ -10,7 +10,7 @@ URL, as one worker of a multi-process app would.
   and how many leases were lost (expired before renewed) and calls started without
   the store (fail open): ``12 lost=0 fail_opens=0``.
 - ``hammer``: ``--threads`` threads each make ``--calls`` calls: take a lease of ``api``
-  with ``acquire`` (trying again every 2 ms while it is full), hold it a few
+  with ``acquire`` (trying again within 10 ms while it is full), hold it a few
   milliseconds (counted in ``--gauge``), release it: many takers racing for few slots.
   Prints the same as ``run``.
 - ``hold``: takes ``--limit`` leases of ``api``, prints ``held`` and sleeps until killed.
@@ -131,7 +131,7 @@ def hammer(r: AgentRouter, gauge: Gauge, args: argparse.Namespace) -> int:
             try:
                 lease = r.acquire("api")
             except (AgentAtCapacity, NoAgentAvailable):
-                time.sleep(0.002)
+                time.sleep(random.uniform(0, 0.01))  # racing, without burning a core
                 continue
             with lease:
                 gauge.call(random.random() * 0.004)

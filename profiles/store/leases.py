@@ -68,7 +68,7 @@ IF !$ok {
     DELETE type::thing('lease_claim', [$agent, $holder]),
            type::thing('rate_start', [$agent, $holder]);
 };
-RETURN {ok: $ok, live: $seen.live,
+RETURN {ok: $ok, live: $seen.live, contended: $claim AND !$ok,
         limited: $rpm != NONE AND $seen.starts >= $rpm + IF $claim THEN 1 ELSE 0 END};
 """
 
@@ -82,11 +82,13 @@ DELETE rate_start WHERE at < time::now() - 2m RETURN NONE;
 
 class Take(NamedTuple):
     """What one take found: the claim admitted (None when refused), the live claims it
-    counted (its own among them when it claimed), and whether the ``rpm`` refused it."""
+    counted (its own among them when it claimed), whether the ``rpm`` refused it, and
+    whether it claimed and then withdrew (others raced it for the last slot)."""
 
     claim: RecordID | None
     live: int
     limited: bool
+    contended: bool = False
 
 
 class LeaseRepository:
@@ -110,7 +112,8 @@ DEFINE FIELD IF NOT EXISTS at ON rate_start TYPE datetime;
             "agent": agent, "limit": limit, "rpm": rpm, "holder": holder,
             "ttl_ms": round(ttl_s * 1000)})[-1]
         claim = RecordID("lease_claim", [agent, holder]) if answer["ok"] else None
-        return Take(claim, int(answer["live"]), bool(answer["limited"]))
+        return Take(claim, int(answer["live"]), bool(answer["limited"]),
+                    bool(answer["contended"]))
 
     def renew(self, claims: Sequence[RecordID], ttl_s: float) -> set[str]:
         """Extend the expiry of each claim that has not expired, and delete the rows
