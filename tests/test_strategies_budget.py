@@ -124,3 +124,33 @@ def test_late_verdicts_count_as_judged_outcomes_in_the_budget() -> None:
             r.record(r.select("t"), success=True)
         d = r.select("t")
         assert d.chosen.reason.startswith("index (budget 70 outcomes)"), d.chosen.reason
+
+
+def test_looking_ahead_values_an_arm_one_outcome_cannot_lift() -> None:
+    from trustroute.router.strategies.knowledge_gradient import knowledge_gradient_m
+
+    # an untried agent whose pooled prior (0.52 x 2.5 runs) sits below a known leader
+    # (0.69 x 61.5): no single outcome lifts it past, a dozen could
+    alpha, beta = np.array([1.3, 42.4, 0.1]), np.array([1.2, 19.1, 30.0])
+    assert knowledge_gradient(alpha, beta)[0] == 0.0
+    ahead = knowledge_gradient_m(alpha, beta, 12)
+    assert ahead[0] > 1e-3  # worth 144 x 0.003 = 0.4 of quality in the index
+    assert ahead[2] == 0.0  # twelve good outcomes still leave it below the leader
+    assert knowledge_gradient_m(alpha, beta, 1) == pytest.approx(knowledge_gradient(alpha, beta))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_demo_finds_each_task_types_specialist(seed: int) -> None:
+    # `trustroute demo`: a generalist (0.7 everywhere) and specialists (0.9 on their
+    # type). With a one-step look-ahead the generalist's lead starved them: at seed 1
+    # no specialist got a single task of its type.
+    from trustroute import AgentRouter
+    from trustroute.router.demo.runner import run_demo
+    from trustroute.router.demo.workload import DEFAULT_WORKLOAD as world
+
+    with AgentRouter(agents=world.agent_specs(), store="mem://", seed=seed) as r:
+        run = run_demo(r, world, tasks=400, seed=seed)
+    for task_type in world.task_types:
+        best = max(world.agents, key=lambda a: a.skill[task_type]).id
+        chosen = [x.agent_id for x in run.results if x.task_type == task_type]
+        assert chosen.count(best) >= len(chosen) / 3, (task_type, best, chosen.count(best))

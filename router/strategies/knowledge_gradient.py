@@ -24,6 +24,10 @@ if what it teaches is used often enough afterwards. This strategy weighs exactly
   there (``EvidenceLedger.prior_shares``); the gain is multiplied by one plus those
   shares, so an agent nobody has tried is valued for what it would teach everywhere.
 
+With no more candidates than ``sqrt(R)`` (all affordable), the gain is also looked at
+``ceil(sqrt(R))`` outcomes ahead, per outcome (``knowledge_gradient_m``: KG(*)), so an
+untried agent that one outcome cannot lift past a known leader is still tried.
+
 With many agents and a small budget, an agent whose pooled prior leaves little chance
 of beating the best gets no trial at all (it would cost more than it could teach), which
 is the many-armed regime's lesson (Bayati et al., NeurIPS 2020: explore a subsample,
@@ -38,9 +42,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 from pydantic import Field
+from scipy.special import gammaln
 
 from trustroute.profiles.book import ProfileBook
 from trustroute.profiles.profile import WindowEntry
@@ -79,6 +85,43 @@ def knowledge_gradient(alpha: np.ndarray, beta: np.ndarray) -> np.ndarray:
     gain = (mean * np.maximum(up, other) + (1.0 - mean) * np.maximum(down, other)
             - np.maximum(mean, other))
     return np.asarray(np.maximum(gain, 0.0))
+
+
+@lru_cache(maxsize=64)
+def _binomial(m: int) -> tuple[np.ndarray, np.ndarray]:
+    """``k = 0..m`` and log C(m, k)."""
+    k = np.arange(m + 1.0)
+    return k, gammaln(m + 1.0) - gammaln(k + 1.0) - gammaln(m - k + 1.0)
+
+
+def knowledge_gradient_m(alpha: np.ndarray, beta: np.ndarray, m: int) -> np.ndarray:
+    """``KG_m / m``: the expected rise of the best posterior mean from ``m`` more
+    outcomes of each arm, per outcome (the number of good ones is Beta-binomial).
+
+    One outcome may not lift an arm past the best where a few could; the value per
+    outcome of looking further ahead (KG(*), Frazier & Powell, "Paradoxes in learning
+    and the marginal value of information", Decision Analysis 2010) gives it its due.
+    """
+    n = alpha + beta
+    mean = alpha / n
+    if len(mean) < 2 or m < 1:
+        return np.zeros(len(mean))
+    top2 = np.argpartition(-mean, 1)[:2]
+    best, second = (top2 if mean[top2[0]] >= mean[top2[1]] else top2[::-1])
+    other = np.full(len(mean), mean[best])
+    other[best] = mean[second]
+    gain = np.zeros(len(mean))
+    can = np.flatnonzero((alpha + m) / (n + m) > other)  # else m good outcomes fall short
+    if not can.size:
+        return gain
+    alpha, beta, n, mean, other = alpha[can], beta[can], n[can], mean[can], other[can]
+    good, log_choose = _binomial(m)
+    a, b = alpha[:, None], beta[:, None]
+    log_p = (log_choose + gammaln(a + good) + gammaln(b + m - good)
+             - (gammaln(n + m) + gammaln(alpha) + gammaln(beta) - gammaln(n))[:, None])
+    then = (np.exp(log_p) * np.maximum((a + good) / (n[:, None] + m), other[:, None])).sum(axis=1)
+    gain[can] = np.maximum(then - np.maximum(mean, other), 0.0) / m
+    return gain
 
 
 class KnowledgeGradient(PooledPosterior):
@@ -142,6 +185,9 @@ class KnowledgeGradient(PooledPosterior):
         """The posterior means and the gain of one more outcome of each arm."""
         post.derived["mean"] = post.mean
         gain = knowledge_gradient(post.alpha, post.beta)
+        ahead = math.ceil(math.sqrt(self.budget(task_type)))  # the subsample affordable
+        if 2 <= len(gain) <= ahead:  # every arm affordable: look that far ahead too
+            gain = np.maximum(gain, knowledge_gradient_m(post.alpha, post.beta, ahead))
         if self.params.pooling and post.slots is not None:  # the lesson's reach
             gain *= 1.0 + self.ledger.prior_shares(task_type, post.slots,
                                                    self.params.prior_strength)
