@@ -134,6 +134,7 @@ class KnowledgeGradient(PooledPosterior):
         super().__init__(**params)
         self._decisions: dict[str, int] = {}  # decisions per task type (this router)
         self._judged: dict[str, int] = {}  # outcomes observed per task type
+        self._deciding: str | None = None  # the task type score() is deciding
 
     def observe(self, record: ExecutionRecord, seq: int, book: ProfileBook) -> None:
         """Count the judged outcome, then fold it into the posterior."""
@@ -159,11 +160,12 @@ class KnowledgeGradient(PooledPosterior):
         self._decisions = {t: max(self._decisions.get(t, 0), n)
                            for t, n in self._judged.items()}
 
-    def budget(self, task_type: str) -> float:
-        """Judged outcomes of ``task_type`` still to come that a lesson learned now serves."""
+    def budget(self, task_type: str, uncounted: int = 0) -> float:
+        """Judged outcomes of ``task_type`` still to come that a lesson learned now serves
+        (``uncounted``: decisions counted already but left out)."""
         p = self.params
         assert isinstance(p, BudgetParams)
-        decided = self._decisions.get(task_type, 0)
+        decided = self._decisions.get(task_type, 0) - uncounted
         if p.half_life_executions is not None:
             serves = p.half_life_executions / math.log(2.0)  # mean life of a discounted run
         else:
@@ -179,13 +181,19 @@ class KnowledgeGradient(PooledPosterior):
         """Counts the decision (the budget's horizon), then ranks as every pooled
         posterior strategy does, exploring by ``explore``."""
         self._decisions[ctx.task_type] = self._decisions.get(ctx.task_type, 0) + 1
-        return super().score(arms, ctx)
+        self._deciding = ctx.task_type
+        try:
+            return super().score(arms, ctx)
+        finally:
+            self._deciding = None
 
     def derive(self, post: Posterior, task_type: str) -> None:
         """The posterior means and the gain of one more outcome of each arm."""
         post.derived["mean"] = post.mean
         gain = knowledge_gradient(post.alpha, post.beta)
-        ahead = math.ceil(math.sqrt(self.budget(task_type)))  # the subsample affordable
+        # the subsample affordable, as of the decisions made (prepared or in select alike)
+        before = self.budget(task_type, uncounted=int(self._deciding == task_type))
+        ahead = math.ceil(math.sqrt(before))
         if 2 <= len(gain) <= ahead:  # every arm affordable: look that far ahead too
             gain = np.maximum(gain, knowledge_gradient_m(post.alpha, post.beta, ahead))
         if self.params.pooling and post.slots is not None:  # the lesson's reach
