@@ -79,27 +79,39 @@ class RedactedLogger(logging.LoggerAdapter[logging.Logger]):
 SMALL_MESSAGE = 64 * 1024
 
 
-class DeadlineSocket(ClientConnection):
-    """A ``websockets`` client connection whose sends and receives end by a deadline."""
+class Deadline:
+    """A connection whose requests inside ``limit`` end by one moment."""
 
     expires: float | None = None  # time.monotonic() by which the current request ends
-    timed_send = False  # the socket has a timeout for the current request's send
 
     @contextlib.contextmanager
     def limit(self, seconds: float) -> Iterator[None]:
-        """Every send and receive inside ends ``seconds`` from now (``TimeoutError``)."""
+        """Every request inside ends ``seconds`` from now (``TimeoutError``)."""
         self.expires = time.monotonic() + seconds
         try:
             yield
         finally:
             self.expires = None
-            if self.timed_send:
-                self.timed_send = False
-                with contextlib.suppress(OSError):
-                    self.socket.settimeout(None)
+            self.limit_ended()
+
+    def limit_ended(self) -> None:
+        """Undo what the limited requests set up (nothing by default)."""
 
     def _left(self) -> float | None:
         return None if self.expires is None else max(0.0, self.expires - time.monotonic())
+
+
+class DeadlineSocket(Deadline, ClientConnection):
+    """A ``websockets`` client connection whose sends and receives end by a deadline."""
+
+    timed_send = False  # the socket has a timeout for the current request's send
+
+    def limit_ended(self) -> None:
+        """A send given the request's timeout blocks without one again."""
+        if self.timed_send:
+            self.timed_send = False
+            with contextlib.suppress(OSError):
+                self.socket.settimeout(None)
 
     def send(self, message: DataLike | Iterable[DataLike], *, text: bool | None = None
              ) -> None:
@@ -128,24 +140,14 @@ def open_socket(url: str, timeout: float, logger: RedactedLogger) -> DeadlineSoc
     return ws
 
 
-class DeadlineHttp(BlockingHttpSurrealConnection):
+class DeadlineHttp(Deadline, BlockingHttpSurrealConnection):
     """The SDK's blocking HTTP connection, each request sent by ``httpx`` and ended by
     its deadline (``request_timeout_s`` outside ``limit``)."""
 
     def __init__(self, url: str, timeout: float) -> None:
         super().__init__(url)
         self.timeout = timeout
-        self.expires: float | None = None  # time.monotonic() by which a request ends
         self.client = httpx.Client(timeout=timeout)
-
-    @contextlib.contextmanager
-    def limit(self, seconds: float) -> Iterator[None]:
-        """Every request inside ends ``seconds`` from now (``TimeoutError``)."""
-        self.expires = time.monotonic() + seconds
-        try:
-            yield
-        finally:
-            self.expires = None
 
     def _send(self, message: RequestMessage, operation: str, bypass: bool = False
               ) -> dict[str, Any]:
@@ -155,7 +157,7 @@ class DeadlineHttp(BlockingHttpSurrealConnection):
                             ("Surreal-NS", self.namespace), ("Surreal-DB", self.database)):
             if value:
                 headers[name] = value
-        left = self.timeout if self.expires is None else self.expires - time.monotonic()
+        left = self.timeout if (rest := self._left()) is None else rest
         try:
             response = self.client.post(f"{self.url.raw_url}/rpc", headers=headers,
                                         content=message.WS_CBOR_DESCRIPTOR,
