@@ -48,7 +48,8 @@ class Gauge:
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def _update(self, step: int) -> None:
+    def move(self, step: int) -> None:
+        """Add ``step`` to the calls in flight (and to the calls started when positive)."""
         with self.path.open("r+", encoding="utf-8") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
             text = handle.read()
@@ -62,11 +63,11 @@ class Gauge:
 
     def call(self, seconds: float) -> str:
         """One agent call: in flight for ``seconds``."""
-        self._update(+1)
+        self.move(+1)
         try:
             time.sleep(seconds)
         finally:
-            self._update(-1)
+            self.move(-1)
         return "done"
 
 

@@ -9,10 +9,9 @@ cache are in test_convergence_processes.py.)
 from __future__ import annotations
 
 import threading
-from datetime import UTC, datetime
-from typing import Any
 
 import pytest
+from router_views import view
 from surreal_fixtures import Target
 
 from trustroute import AgentRouter
@@ -22,25 +21,7 @@ from trustroute.profiles.store.executions import Origin
 from trustroute.router.frontier import Frontier
 
 AGENTS = ["a", "b", "c"]
-MOMENT = datetime(2030, 1, 1, tzinfo=UTC)
 STILL = {"sync_delay_s": 3600.0}  # no background looks: the test looks itself
-
-
-
-
-def view(router: AgentRouter) -> dict[tuple[str, str], Any]:
-    """Per pair: profile at one moment, window (with seqs), trust counts."""
-    pairs = {(s.agent_id, s.task_type) for s in router.book} | set(
-        router.trust_layer.book.pairs())
-    out = {}
-    for agent, task in sorted(pairs):
-        state = router.book.get(agent, task)
-        out[(agent, task)] = (
-            router.profile(agent, task, now=MOMENT).model_dump(),
-            [] if state is None else [(e.timestamp, e.quality, e.success, e.seq)
-                                      for e in state.window],
-            router.trust_layer.book.counts(agent, task))
-    return out
 
 
 def total(router: AgentRouter) -> int:

@@ -9,15 +9,14 @@ window (time, quality, success, seq) and its trust counts.
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
+from router_views import view
 from surreal_fixtures import Target
 from test_store_server import finish, start_workers
-from test_trust_lifecycle import T0
-from test_trust_lifecycle import _seed as seed_good_and_bad
+from test_trust_lifecycle import T0, seed_good_and_bad
 
 from trustroute import AgentRouter
 from trustroute.profiles.records import ExecutionRecord
@@ -25,22 +24,6 @@ from trustroute.profiles.store import Store
 
 pytestmark = pytest.mark.slow
 AGENTS = ["a", "b", "c"]
-MOMENT = datetime(2030, 1, 1, tzinfo=UTC)  # every profile is computed at this moment
-
-
-def view(router: AgentRouter) -> dict[tuple[str, str], Any]:
-    """What ``router`` has learned, per pair, in a comparable form."""
-    pairs = {(s.agent_id, s.task_type) for s in router.book} | set(
-        router.trust_layer.book.pairs())
-    out = {}
-    for agent_id, task_type in sorted(pairs):
-        state = router.book.get(agent_id, task_type)
-        window = [] if state is None else [(e.timestamp, e.quality, e.success, e.seq)
-                                           for e in state.window]
-        out[(agent_id, task_type)] = (
-            router.profile(agent_id, task_type, now=MOMENT).model_dump(),
-            window, router.trust_layer.book.counts(agent_id, task_type))
-    return out
 
 
 def test_four_processes_record_exactly_and_every_router_converges(

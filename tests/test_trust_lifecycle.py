@@ -17,7 +17,7 @@ from trustroute.router.trust.scores import Tier
 T0 = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)  # Monday of ISO week 2025-W10
 
 
-def _seed(r: AgentRouter) -> None:
+def seed_good_and_bad(r: AgentRouter) -> None:
     """'good' succeeds 25 times, 'bad' fails twice, all on T0."""
     for i in range(25):
         r.record(agent_id="good", task_type="code", success=True, quality=0.9,
@@ -34,7 +34,7 @@ def _marks(repo: TrustRepository) -> list[dict[str, Any]]:
 
 def test_decay_twice_in_one_week_changes_nothing_the_second_time() -> None:
     with AgentRouter(agents=["good", "bad"], store="mem://", seed=0) as r:
-        _seed(r)
+        seed_good_and_bad(r)
         before = r.trust("good", "code")
         now = T0 + timedelta(days=8)  # unseen for 8 days; Tuesday of 2025-W11
         first = run_decay(r, now=now)
@@ -62,7 +62,7 @@ def test_decay_twice_in_one_week_changes_nothing_the_second_time() -> None:
 
 def test_fresh_evidence_lifts_decay_and_recent_pairs_are_not_decayed() -> None:
     with AgentRouter(agents=["good", "bad"], store="mem://", seed=0) as r:
-        _seed(r)
+        seed_good_and_bad(r)
         run_decay(r, now=T0 + timedelta(days=8))
         decayed = r.trust("good", "code")
         r.record(agent_id="good", task_type="code", success=True, quality=0.9,
@@ -80,7 +80,7 @@ def test_fresh_evidence_lifts_decay_and_recent_pairs_are_not_decayed() -> None:
 
 def test_deprecated_too_long_is_deleted_and_its_history_archived(kv_url: str) -> None:
     with AgentRouter(agents=["good", "bad"], store=kv_url, seed=0) as r:
-        _seed(r)
+        seed_good_and_bad(r)
         assert run_decay(r, now=T0 + timedelta(days=8)).deprecated == 1
         assert r.trust("bad", "code").tier == Tier.DEPRECATED
         assert run_decay(r, now=T0 + timedelta(days=8 + 21)).deleted == 0  # 21 days
@@ -148,7 +148,7 @@ def test_old_history_is_deleted_only_30_days_after_the_job_deprecated_it() -> No
     """Importing old history must not archive a pair on the first run: the 30 days count
     from when the job marked it, not from its last evidence."""
     with AgentRouter(agents=["good", "bad"], store="mem://", seed=0) as r:
-        _seed(r)  # 'bad' failed twice at T0, 40 days before the first run
+        seed_good_and_bad(r)  # 'bad' failed twice at T0, 40 days before the first run
         first = r.decay(now=T0 + timedelta(days=40))
         assert (first.deprecated, first.deleted, first.archived_executions) == (1, 0, 0)
         assert r.trust("bad", "code").tier == Tier.DEPRECATED

@@ -30,18 +30,18 @@ def main() -> None:
             def do_POST(self) -> None:
                 parts = self.path.strip("/").split("/")
                 if len(parts) != 3 or parts[0] != "runs" or parts[2] != "feedback":
-                    return self._answer(404, "no such endpoint")
+                    return self.answer(404, "no such endpoint")
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 try:
                     router.feedback(parts[1], approved=body.get("approved"),
                                     comment=body.get("comment"))
                 except UnknownDecision:
-                    return self._answer(404, f"no run {parts[1]}")
+                    return self.answer(404, f"no run {parts[1]}")
                 except (TypeError, ValueError) as exc:
-                    return self._answer(422, str(exc))
-                return self._answer(204, "")
+                    return self.answer(422, str(exc))
+                return self.answer(204, "")
 
-            def _answer(self, status: int, text: str) -> None:
+            def answer(self, status: int, text: str) -> None:
                 data = text.encode()
                 self.send_response(status)
                 self.send_header("Content-Length", str(len(data)))
