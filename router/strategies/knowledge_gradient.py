@@ -65,6 +65,15 @@ class BudgetParams(PosteriorParams):
     """Share of executions that get judged (None: estimated per task type)."""
 
 
+def best_other(mean: np.ndarray) -> np.ndarray:
+    """For each arm, the best mean among the other arms (at least two arms)."""
+    top2 = np.argpartition(-mean, 1)[:2]
+    best, second = (top2 if mean[top2[0]] >= mean[top2[1]] else top2[::-1])
+    other = np.full(len(mean), mean[best])
+    other[best] = mean[second]
+    return other
+
+
 def knowledge_gradient(alpha: np.ndarray, beta: np.ndarray) -> np.ndarray:
     """Expected rise of the best posterior mean from one more outcome of each arm.
 
@@ -76,10 +85,7 @@ def knowledge_gradient(alpha: np.ndarray, beta: np.ndarray) -> np.ndarray:
     mean = alpha / n
     if len(mean) < 2:
         return np.zeros(len(mean))
-    top2 = np.argpartition(-mean, 1)[:2]
-    best, second = (top2 if mean[top2[0]] >= mean[top2[1]] else top2[::-1])
-    other = np.full(len(mean), mean[best])
-    other[best] = mean[second]
+    other = best_other(mean)
     up = (alpha + 1.0) / (n + 1.0)
     down = alpha / (n + 1.0)
     gain = (mean * np.maximum(up, other) + (1.0 - mean) * np.maximum(down, other)
@@ -106,10 +112,7 @@ def knowledge_gradient_m(alpha: np.ndarray, beta: np.ndarray, m: int) -> np.ndar
     mean = alpha / n
     if len(mean) < 2 or m < 1:
         return np.zeros(len(mean))
-    top2 = np.argpartition(-mean, 1)[:2]
-    best, second = (top2 if mean[top2[0]] >= mean[top2[1]] else top2[::-1])
-    other = np.full(len(mean), mean[best])
-    other[best] = mean[second]
+    other = best_other(mean)
     gain = np.zeros(len(mean))
     can = np.flatnonzero((alpha + m) / (n + m) > other)  # else m good outcomes fall short
     if not can.size:
