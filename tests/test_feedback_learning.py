@@ -18,28 +18,37 @@ from trustroute.router.errors import UnknownAgent, UnknownDecision
 from trustroute.router.feedback import FeedbackPolicy
 
 
-def test_users_thumbs_teach_the_router_which_agent_they_like() -> None:
-    """Two agents that never raise; users approve one 90% and the other 20%."""
-    users = random.Random(7)
+def thumbs_run(seed: int) -> tuple[int, float, float]:
+    """400 tasks, two agents that never raise, users approve one 90% and the other 20%
+    of the time: (the liked agent's tasks in the second half, liked's and disliked's
+    human scores)."""
+    users = random.Random(1000 + seed)
     rate = {"liked": 0.9, "disliked": 0.2}
-    second_half = {"liked": 0, "disliked": 0}
-    with AgentRouter(agents=list(rate), store="mem://", seed=3,
+    second_half = 0
+    with AgentRouter(agents=list(rate), store="mem://", seed=seed,
                      feedback={"wait_s": 3600, "default": "ignore"}) as r:
         for i in range(400):
             d = r.select("chat")
             r.record(d, success=True)  # no quality: pending until a verdict comes
             r.feedback(d.decision_id, approved=users.random() < rate[d.agent_id])
-            if i >= 200:
-                second_half[d.agent_id] += 1
-        assert second_half["liked"] >= 0.85 * 200
-        liked, disliked = (r.trust(a, "chat").human for a in rate)
-        assert liked >= 0.8
-        # the disliked agent was given only the few tasks that showed it is worse:
-        # its score is what a few verdicts say (below the neutral 0.5), not yet its rate
-        assert disliked < 0.5
+            second_half += i >= 200 and d.agent_id == "liked"
         profile = r.profile("liked", "chat")
         assert profile.pending == 0 and 0.8 <= profile.avg_quality <= 0.97
         assert r.profile("disliked", "chat").expertise < 0.5
+        liked, disliked = (r.trust(a, "chat").human for a in rate)
+    return second_half, liked, disliked
+
+
+def test_users_thumbs_teach_the_router_which_agent_they_like() -> None:
+    """Five runs. The disliked agent is given only the few tasks that show it is worse
+    (2 to 6), so its score is what a few verdicts say: <= 0.3 unless it was lucky on
+    them (3 of 6 approved scores 0.303; about 1 run in 10, docs/trust.md)."""
+    runs = [thumbs_run(seed) for seed in range(5)]
+    for second_half, liked, disliked in runs:
+        assert second_half >= 0.85 * 200
+        assert liked >= 0.8
+        assert disliked < 0.35
+    assert sum(disliked <= 0.3 for _, _, disliked in runs) >= 4
 
 
 def test_the_human_score_reflects_the_approval_rate_in_any_order() -> None:

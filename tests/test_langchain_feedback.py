@@ -48,8 +48,8 @@ def test_users_thumbs_on_the_run_id_passed_to_invoke_teach_the_router() -> None:
         assert second_half["liked"] >= 0.85 * 200
         assert router.trust("liked", "chat").human >= 0.8
         # the disliked agent got only the few tasks that showed it is worse: its score
-        # is what those few verdicts say (below the neutral 0.5), not yet its rate
-        assert router.trust("disliked", "chat").human < 0.5
+        # is what those few verdicts say, the cautious way (docs/trust.md)
+        assert router.trust("disliked", "chat").human <= 0.3
         assert router.profile("disliked", "chat").expertise < 0.5
         assert router.profile("liked", "chat").pending == 0
 

@@ -8,7 +8,8 @@ people agree with it. Three scores, each in [0, 1], answer the three questions:
 - ``effectiveness_score``: the Wilson 95% lower bound of the positive rate, so a short
   lucky streak does not look like proven skill;
 - ``human_score``: what people said: the reference update while verdicts are few, the
-  approval rate at volume (an explicit approving review pins it at 0.95).
+  approval rate's Wilson lower bound at volume (an explicit approving review pins it
+  at 0.95).
 
 ``composite_confidence`` weighs them (0.35 / 0.40 / 0.25 by default) and multiplies by
 0.7 when any dimension is below 0.2 (one very weak dimension is a red flag a weighted
@@ -106,25 +107,29 @@ def effectiveness_score(positive: int, negative: int, neutral: int = 0) -> float
 
 def human_score(approvals: int, rejections: int, reviewed: bool = False) -> float:
     """What people said: 0.95 after an explicit approving review; else the reference
-    update blended into the approval rate's posterior mean as verdicts accumulate.
+    update blended into the Wilson 95% lower bound of the approval rate as verdicts
+    accumulate.
 
-    ``h = w x reference + (1 - w) x (a + 1) / (n + 2)`` with ``n = a + r`` verdicts and
+    ``h = w x reference + (1 - w) x wilson(a / n, n)`` with ``n = a + r`` verdicts and
     ``w = s / (n + s)``, ``s = 1/0.15 - 1`` (about 5.67: the number of verdicts whose
     mean the reference's 15% step weighs one new verdict against). The reference
     (``reference_human_score``: 0.5, each approval closing 15% of the gap to 1, then each
-    rejection taking 15%) decides while verdicts are few: one approval gives 0.589
-    (reference 0.575), two approvals and a rejection 0.563 (0.543). Its steps compound,
-    so at volume it collapses (180 of 200 approved: 0.039); the posterior mean of the
-    approval rate (uniform prior) takes over instead: 90% of 200 scores 0.86, 20% 0.20.
-    Both parts are functions of the counts, so the order verdicts arrive in does not
-    matter.
+    rejection taking 15%) has the most say while verdicts are few. Its steps compound,
+    so at volume it collapses (180 of 200 approved: 0.039); the approval rate's lower
+    bound takes over: 90% of 200 scores 0.83, 20% 0.15. The bound is the evidence
+    standard ``effectiveness_score`` uses: trust is earned by what the verdicts show
+    with 95% confidence, so a few verdicts move the score down more readily than up
+    (one approval 0.52, one rejection 0.36, 3 of 6 approved 0.30). Both parts are
+    functions of the counts, so the order verdicts arrive in does not matter.
     """
     a = _count(approvals, "approvals")
     r = _count(rejections, "rejections")
     if reviewed:
         return REVIEWED_SCORE
-    w = HUMAN_PRIOR / (a + r + HUMAN_PRIOR)
-    return w * reference_human_score(a, r) + (1.0 - w) * (a + 1.0) / (a + r + 2.0)
+    n = a + r
+    w = HUMAN_PRIOR / (n + HUMAN_PRIOR)
+    rate = wilson_lower_bound(a / n, n, WILSON_Z) if n else NEUTRAL_SCORE
+    return w * reference_human_score(a, r) + (1.0 - w) * rate
 
 
 def reference_human_score(approvals: int, rejections: int) -> float:
