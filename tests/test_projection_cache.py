@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from surreal_fixtures import Target
 
 from trustroute import AgentRouter
 from trustroute.profiles.profile import ProfileSettings
@@ -119,10 +120,11 @@ def rounded(value: Any) -> Any:
 OPENED = "opened from the cached projection"
 
 
-def judged(url: str) -> tuple[list[str], dict[tuple[str, str], Any]]:
+def judged(url: str, **store_options: Any) -> tuple[list[str], dict[tuple[str, str], Any]]:
     """Runs awaiting verdicts, verdicts on some (two keys, a mind changed, one before
     its execution); close (writing the cache). Returns the record ids and the view."""
-    with AgentRouter(agents=AGENTS, store=url, seed=3, feedback=WAITING) as router:
+    with AgentRouter(agents=AGENTS, store=url, seed=3, feedback=WAITING,
+                     store_options=store_options) as router:
         ids = []
         for i in range(60):
             decision = router.select(f"t{i % 3}")
@@ -188,3 +190,29 @@ def test_runs_whose_wait_ended_while_the_store_was_closed_are_settled_on_open(
     with AgentRouter(agents=AGENTS, store=kv_url, feedback=policy) as router:
         profile = router.profile("a", "t")
         assert (profile.pending, profile.avg_quality) == (0, pytest.approx(0.3))
+
+
+def test_a_server_store_with_verdicts_opens_from_the_cache_after_a_restart(
+        surreal: Target, caplog: pytest.LogCaptureFixture) -> None:
+    """The cache (with its feedback state) is read back from a server that restarted,
+    and verdicts given after the restart land on top of it, as a full fold says."""
+    server, options = surreal.fixture, surreal.options()
+    ids, learned = judged(surreal.url, **options)
+    server.stop()
+    server.start()
+    with caplog.at_level(logging.INFO), AgentRouter(
+            agents=AGENTS, store=surreal.url, feedback=WAITING,
+            store_options=options) as router:
+        assert rounded(view(router)) == rounded(learned)
+        router.feedback(ids[1], approved=True)  # settles a pending run
+        router.feedback(ids[3], approved=False)  # the user changes their mind again
+        amended = rounded(view(router))
+        assert amended != rounded(learned)
+    assert OPENED in caplog.text
+    server.stop()
+    server.start()
+    with AgentRouter(agents=AGENTS, store=surreal.url, feedback=WAITING,
+                     store_options=options) as router:
+        assert rounded(view(router)) == amended
+        router.refresh()  # the whole log
+        assert rounded(view(router)) == amended
