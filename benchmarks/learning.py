@@ -10,7 +10,8 @@ in-memory stores; success means quality >= 0.5):
 - synthetic leaderboard worlds (``benchmarks.worlds``: few strong agents, most weak,
   correlated across task types): 57 agents x 160 tasks per type, 80 x 100 and 40 x 300,
   5 task types, several world seeds. Target: >= 85 % of the oracle and ahead of
-  Thompson sampling over all agents;
+  Thompson sampling over all agents. Beside them, on the same runs, what a policy that
+  knows the population prior could reach (``benchmarks.bounds``);
 - regression: in the drift runs, how many tasks of its type pass before the regressed
   agent's traffic halves (target: within 30).
 
@@ -38,6 +39,7 @@ from langchain_core.runnables.router import RouterRunnable
 from rich.console import Console
 from rich.table import Table
 
+from benchmarks.bounds import BOUNDS, bounds
 from benchmarks.foundation import Latency, paired
 from benchmarks.worlds import leaderboard_log
 from trustroute.profiles import ExecutionRecord
@@ -156,7 +158,8 @@ def dev_log_table(log: OutcomeLog, jobs: int) -> None:
 
 
 def worlds_table(jobs: int) -> None:
-    """Synthetic leaderboard worlds, one row per strategy."""
+    """Synthetic leaderboard worlds, one row per strategy, then what a policy that knows
+    the population prior could reach on the same runs (``benchmarks.bounds``)."""
     columns: dict[str, dict[str, list[float]]] = {}
     for label, agents, per_type in WORLDS:
         for seed in WORLD_SEEDS:
@@ -166,10 +169,17 @@ def worlds_table(jobs: int) -> None:
             for spec in STRATEGIES:
                 columns.setdefault(spec.label, {}).setdefault(label, []).append(
                     oracle_pct(results[spec.label]))
+            for run in results[STRATEGIES[0].label]:  # every strategy replays these plans
+                for name, value in bounds(run.plan).items():
+                    columns.setdefault(name, {}).setdefault(label, []).append(value)
     table = Table(title=f"synthetic leaderboard worlds (agents x tasks per type, "
                         f"{WORLD_TYPES} types): % of oracle",
                   caption=f"{len(WORLD_SEEDS)} worlds x {WORLD_RUNS} runs each; target "
-                          f">= {WORLD_TARGET:.0f} and ahead of thompson; red: below")
+                          f">= {WORLD_TARGET:.0f} and ahead of thompson; red: below. "
+                          "Below the line, on the same runs: the agent with the best "
+                          "overall level (known), and a search that knows the population "
+                          "prior and learns each agent exactly from its first task "
+                          "(benchmarks/bounds.py)")
     table.add_column("strategy")
     for label, _, _ in WORLDS:
         table.add_column(label, justify="right")
@@ -177,7 +187,12 @@ def worlds_table(jobs: int) -> None:
         default = spec.name == DEFAULT_STRATEGY and not spec.params
         table.add_row(spec.label, *(pct(float(np.mean(columns[spec.label][label])),
                                         WORLD_TARGET if default else None)
-                                    for label, _, _ in WORLDS))
+                                    for label, _, _ in WORLDS),
+                      end_section=spec is STRATEGIES[-1])
+    for name in BOUNDS:
+        digits = 0 if name == BOUNDS[-1] else 1  # the last is a count of agents
+        table.add_row(f"[dim]{name}[/dim]", *(f"{np.mean(columns[name][label]):.{digits}f}"
+                                             for label, _, _ in WORLDS))
     console.print(table)
 
 

@@ -2,7 +2,7 @@
 
 *Leaderboard* worlds, shaped like public model leaderboards where a few agents are
 strong and most are weak: each agent has an overall level drawn from Beta(0.7, 2.5)
-(mean 0.22; about one agent in twelve above 0.6), and its mean on each task type is that
+(mean 0.22; about one agent in sixteen above 0.6), and its mean on each task type is that
 level plus a type-specific deviation (sd 0.06, so agents are strongly correlated across
 types), kept inside [0.01, 0.99]. Outcomes are Bernoulli draws of those means, for
 every agent on every task (full information, so a policy can be replayed exactly).
