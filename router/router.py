@@ -58,6 +58,13 @@ if TYPE_CHECKING:
 UnknownAgents = Literal["warn", "error", "allow"]
 
 
+def best_first(scores: Sequence[float], ties: Sequence[float]) -> list[int]:
+    """Indices of ``scores``, highest first, equal ones in the order of ``ties`` (random
+    draws), NaN last (as numpy sorts). Sorting a few numbers costs less in Python."""
+    return sorted(range(len(scores)), key=lambda i: (
+        scores[i] != scores[i], -scores[i] if scores[i] == scores[i] else 0.0, ties[i]))
+
+
 class AgentRouter(TrustMethods):
     """Routes tasks to agents and learns from every recorded outcome."""
 
@@ -247,14 +254,13 @@ class AgentRouter(TrustMethods):
                                       settings=self.settings, rng=self._rng,
                                       exploit_only=self.exploit_only)
                 verdicts = self.strategy.score(arms, ctx)
-                ties = self._rng.random(len(arms))
+                ties = self._rng.random(len(arms)).tolist()
                 scored = [CandidateScore(agent_id=arm.agent.id, profile=arm.profile,
                                          load=load, score=verdict.score, verdict=verdict,
                                          final_score=discounted(verdict.score, load) if load
                                          else verdict.score)
                           for arm, verdict, load in zip(arms, verdicts, loads, strict=True)]
-                # best first; seeded-random among equal scores
-                order = np.lexsort((ties, np.array([-c.final_score for c in scored])))
+                order = best_first([c.final_score for c in scored], ties)
                 # trust tiers: deprecated agents and (exploit-only) untrusted ones move last
                 ranked = self.trust_layer.admit(task_type, [scored[i] for i in order])
                 if not acquire or self.slots.shared is None:  # chosen and taken at once

@@ -1,14 +1,21 @@
-"""Router core: the reference ranking, load balancing, leases, ties, and no-agent errors."""
+"""Router core: the reference ranking, load balancing, leases, ties, decision ids and
+no-agent errors."""
 
 from __future__ import annotations
 
 import asyncio
+import math
+import os
+import uuid
 from collections.abc import Iterator
 
+import numpy as np
 import pytest
 
 from trustroute.router import AgentAtCapacity, AgentRouter, AgentSpec, NoAgentAvailable
 from trustroute.router.agents import AgentLike
+from trustroute.router.decision import new_decision_id
+from trustroute.router.router import best_first
 
 
 @pytest.fixture
@@ -158,6 +165,20 @@ def test_ties_are_random_but_reproducible_under_a_seed() -> None:
     assert set(choices(7)) == {"a", "b", "c"}  # untrained agents tie: all get picked
 
 
+def test_best_first_orders_as_numpy_sorts_scores_and_ties() -> None:
+    """Highest score first, equal scores by their random tie draw, NaN last: the order
+    ``numpy.lexsort`` gives, through infinities and signed zeros."""
+    rng = np.random.default_rng(4)
+    pool = [0.0, -0.0, 0.5, math.inf, -math.inf, math.nan]
+    for _ in range(2000):
+        n = int(rng.integers(1, 12))
+        scores = [float(rng.choice(pool)) if rng.random() < 0.6 else float(rng.random())
+                  for _ in range(n)]
+        ties = rng.random(n)
+        expected = np.lexsort((ties, -np.array(scores))).tolist()
+        assert best_first(scores, ties.tolist()) == expected, scores
+
+
 def test_select_reads_memory_only(router: AgentRouter, monkeypatch: pytest.MonkeyPatch) -> None:
     teach(router, "a", "code", [0.9] * 3)
 
@@ -178,6 +199,26 @@ def test_decision_ids_are_unique_and_recorded(router: AgentRouter) -> None:
     assert rec.agent_id == decisions[0].agent_id
     with pytest.raises(ValueError, match="contradicts"):
         router.record(decisions[1], agent_id="zzz", success=True)
+
+
+def test_decision_ids_are_version_4_uuids_and_a_forked_process_draws_its_own() -> None:
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its next three ids, then out at once
+        try:
+            os.write(write, " ".join(new_decision_id() for _ in range(3)).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    with os.fdopen(read) as pipe:
+        child = pipe.read().split()
+    mine = [new_decision_id() for _ in range(3)]
+    assert len(child) == 3 and not set(child) & set(mine)
+    for decision_id in child + mine:
+        parsed = uuid.UUID(decision_id)
+        assert parsed.version == 4 and parsed.variant == uuid.RFC_4122
+        assert str(parsed) == decision_id
 
 
 def test_a_waiter_wakes_when_a_slot_is_released() -> None:
