@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from trustroute.profiles.book import Committed, ProfileBook
-from trustroute.profiles.profile import WindowEntry
+from trustroute.profiles.profile import ProfileSettings, WindowEntry
 from trustroute.profiles.records import utc_now
 
 if TYPE_CHECKING:
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from trustroute.router.feedback.state import FeedbackState
     from trustroute.router.strategies import Strategy
 
-__all__ = ["Committed", "Learner", "StrategyLearner"]
+__all__ = ["Committed", "Learner", "ProfileSnapshots", "StrategyLearner"]
 
 
 @runtime_checkable
@@ -84,3 +84,25 @@ class StrategyLearner:
     def rebuild(self, book: ProfileBook, placed: Sequence[Committed], store: Store) -> None:
         """``reset`` from the book (also used when rows arrived out of log order)."""
         self.strategy.reset(book)
+
+
+class ProfileSnapshots:
+    """Draws the profile snapshot of each pair a fold changed, while its state is still
+    in the CPU's cache: the next ``select()`` finds it ready (``ProfileState.snapshot``
+    keeps it while no record arrives and its expertise stays exact), instead of drawing
+    it cold after the store write."""
+
+    def __init__(self, book: ProfileBook, settings: ProfileSettings) -> None:
+        self.book = book
+        self.settings = settings
+
+    def fold(self, batch: Sequence[Committed]) -> None:
+        """The snapshot of every pair in ``batch``, as of now."""
+        now = utc_now()
+        for pair in dict.fromkeys((record.agent_id, record.task_type) for record, _ in batch):
+            state = self.book.get(*pair)
+            if state is not None:
+                state.snapshot(now, self.settings)
+
+    def rebuild(self, book: ProfileBook, placed: Sequence[Committed], store: Store) -> None:
+        """Nothing kept: snapshots are drawn when read."""

@@ -34,7 +34,7 @@ from trustroute.router.decision import CandidateScore, RoutingDecision, new_deci
 from trustroute.router.errors import AgentAtCapacity, NoAgentAvailable, UnknownAgent, unlisted_agent
 from trustroute.router.feedback.policy import FeedbackPolicy
 from trustroute.router.feedback.state import FeedbackState
-from trustroute.router.learner import Learner, StrategyLearner
+from trustroute.router.learner import Learner, ProfileSnapshots, StrategyLearner
 from trustroute.router.limits import LimitSettings
 from trustroute.router.load import InFlightTracker, Lease, discounted
 from trustroute.router.people import TrustMethods
@@ -114,6 +114,7 @@ class AgentRouter(TrustMethods):
                 self.store, self.book, StrategyLearner(self.strategy, self.book, verdicts),
                 self.trust_layer, self._lock, verdicts)
             self.learners: list[Learner] = self.projection.learners
+            self.learners.append(ProfileSnapshots(self.book, self.settings))  # last: hot
             self.projection.rebuild(cached=True)  # the cached projection, if it verifies
             failed.pop_all()
         if self.store.location.is_remote:

@@ -1,5 +1,5 @@
-"""Router core: the reference ranking, load balancing, leases, ties, decision ids and
-no-agent errors."""
+"""Router core: the reference ranking, load balancing, leases, ties, decision ids, the
+profiles a decision carries, and no-agent errors."""
 
 from __future__ import annotations
 
@@ -12,9 +12,11 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
+from trustroute.profiles import RecencySettings, weighted_expertise
 from trustroute.router import AgentAtCapacity, AgentRouter, AgentSpec, NoAgentAvailable
 from trustroute.router.agents import AgentLike
 from trustroute.router.decision import new_decision_id
+from trustroute.router.learner import ProfileSnapshots
 from trustroute.router.router import best_first
 
 
@@ -199,6 +201,42 @@ def test_decision_ids_are_unique_and_recorded(router: AgentRouter) -> None:
     assert rec.agent_id == decisions[0].agent_id
     with pytest.raises(ValueError, match="contradicts"):
         router.record(decisions[1], agent_id="zzz", success=True)
+
+
+def test_profiles_drawn_when_a_record_is_folded_equal_ones_drawn_afresh() -> None:
+    """The router draws the profile of each pair a record changed as it folds the record
+    (``ProfileSnapshots``, one of ``router.learners``); without it ``select()`` draws
+    them. In a select -> record loop both decide alike, and every candidate's profile is
+    the recency-weighted mean of its recorded qualities at the moment of the decision."""
+    agents = ["a", "b", "c", "d"]
+    runs: list[list[tuple[str, list[tuple[str, float, int]]]]] = []
+    for drawn_at_fold in (True, False):
+        rng = np.random.default_rng(9)
+        seen = []
+        outcomes: dict[str, list[tuple[float, float]]] = {a: [] for a in agents}
+        with routed(agents, seed=2) as r:
+            if not drawn_at_fold:
+                r.learners[:] = [x for x in r.learners if not isinstance(x, ProfileSnapshots)]
+            assert any(isinstance(x, ProfileSnapshots) for x in r.learners) == drawn_at_fold
+            for _ in range(150):
+                d = r.select("code")
+                seen.append((d.agent_id, [(c.agent_id, c.expertise, c.executions)
+                                          for c in d.candidates]))
+                for c in d.candidates:
+                    assert c.executions == len(outcomes[c.agent_id])
+                    window = outcomes[c.agent_id][-RecencySettings().window_size:]
+                    assert c.expertise == pytest.approx(weighted_expertise(
+                        [q for _, q in window], [t for t, _ in window],
+                        d.created_at.timestamp(), RecencySettings()), rel=1e-12, abs=1e-15)
+                good = "abcd".index(d.agent_id) / 4
+                rec = r.record(d, success=True, quality=float(rng.uniform()) * good)
+                outcomes[rec.agent_id].append((rec.timestamp.timestamp(), rec.quality or 0.0))
+        runs.append(seen)
+    # the same decisions (the two runs' clocks differ by milliseconds: so do expertises)
+    for (agent, first), (other, second) in zip(*runs, strict=True):
+        assert agent == other
+        assert [(a, n) for a, _, n in first] == [(a, n) for a, _, n in second]
+        assert [e for _, e, _ in first] == pytest.approx([e for _, e, _ in second], rel=1e-6)
 
 
 def test_decision_ids_are_version_4_uuids_and_a_forked_process_draws_its_own() -> None:
