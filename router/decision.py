@@ -5,10 +5,10 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from os import urandom
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -24,9 +24,12 @@ def new_decision_id() -> str:
     a thumbs endpoint), so it must not be guessable from other ids a client has seen:
     a seeded pseudo-random generator (Mersenne Twister) can be predicted from a few
     hundred outputs, which would let anyone who sees their own decision ids give verdicts
-    on other people's decisions. ``uuid4`` costs a few microseconds more; it stays.
+    on other people's decisions. This is ``str(uuid.uuid4())`` written out: the same 16
+    bytes of ``os.urandom`` with the version (4) and variant (10) bits set, without the
+    ``UUID`` object, which costs about 4 us of a ``select()`` right after a ``record()``.
     """
-    return str(uuid.uuid4())
+    h = urandom(16).hex()
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-{h[20:]}"
 
 
 @dataclass(slots=True)

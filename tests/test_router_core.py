@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from trustroute.profiles import RecencySettings, weighted_expertise
-from trustroute.router import AgentAtCapacity, AgentRouter, AgentSpec, NoAgentAvailable
+from trustroute.router import AgentAtCapacity, AgentRouter, AgentSpec, NoAgentAvailable, decision
 from trustroute.router.agents import AgentLike
 from trustroute.router.decision import new_decision_id
 from trustroute.router.learner import ProfileSnapshots
@@ -237,6 +237,15 @@ def test_profiles_drawn_when_a_record_is_folded_equal_ones_drawn_afresh() -> Non
         assert agent == other
         assert [(a, n) for a, _, n in first] == [(a, n) for a, _, n in second]
         assert [e for _, e, _ in first] == pytest.approx([e for _, e, _ in second], rel=1e-6)
+
+
+def test_a_decision_id_is_what_uuid4_makes_of_the_same_random_bytes(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    draws = [bytes(16), bytes([255] * 16), *(os.urandom(16) for _ in range(300))]
+    taken = iter(draws)
+    monkeypatch.setattr(decision, "urandom", lambda n: next(taken))
+    made = [new_decision_id() for _ in draws]
+    assert made == [str(uuid.UUID(bytes=raw, version=4)) for raw in draws]
 
 
 def test_decision_ids_are_version_4_uuids_and_a_forked_process_draws_its_own() -> None:
