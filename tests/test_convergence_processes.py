@@ -216,13 +216,14 @@ def test_a_router_opened_from_the_cache_while_a_batch_is_in_flight(
         surreal_concurrent: Target, tmp_path: Path, caplog: pytest.LogCaptureFixture
         ) -> None:
     """A router writes the cached projection while another process's batch has not
-    committed; a router opened from that cache folds the batch when it commits."""
+    committed; a router opened from that cache folds the batch when it commits. (The
+    commit waits 5 s, so a busy machine still opens the second router before it.)"""
     target, server = surreal_concurrent, surreal_concurrent.fixture
     with AgentRouter(agents=AGENTS, store=target.url, store_options=target.options()
                      ) as first:
         for n in range(50):
             first.record(agent_id=AGENTS[n % 3], task_type="code", success=True)
-        server.delay_commits(2.0, count=1, containing="INSERT INTO execution")
+        server.delay_commits(5.0, count=1, containing="INSERT INTO execution")
         batch = Worker(target, tmp_path, "batch", "--count", "300", "--batch", "300")
         while not server.delayed:  # the batch is sent (stamped), not committed
             assert batch.proc.poll() is None
