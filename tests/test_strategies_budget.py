@@ -126,6 +126,39 @@ def test_late_verdicts_count_as_judged_outcomes_in_the_budget() -> None:
         assert d.chosen.reason.startswith("index (budget 70 outcomes)"), d.chosen.reason
 
 
+def test_runs_awaiting_verdicts_count_as_outcomes_on_their_way() -> None:
+    # a leader (75% good) and a weak agent known from 30 judged runs each, and a
+    # newcomer worth trying; verdicts now come late. Every run sent to the newcomer is
+    # an outcome on its way, so a stream of decisions waiting for verdicts tries it a
+    # few times and goes back to the leader, instead of sending it every task until a
+    # verdict arrives (GP-BUCB's hallucinated observations).
+    from trustroute import AgentRouter
+
+    def picks(record: bool) -> list[str]:
+        with AgentRouter(agents=["leader", "weak", "newcomer"], store="mem://", seed=0,
+                         feedback={"wait_s": 3600, "default": "ignore"}) as r:
+            for i in range(30):
+                r.record(agent_id="leader", task_type="t", success=True,
+                         quality=0.0 if i % 4 == 0 else 1.0)
+                r.record(agent_id="weak", task_type="t", success=True,
+                         quality=1.0 if i % 3 == 0 else 0.0)
+            chosen = []
+            for _ in range(40):
+                d = r.select("t")
+                chosen.append(d.agent_id)
+                if record:
+                    r.record(d, success=True)  # no quality: awaiting a verdict
+            assert r.profile("newcomer", "t").pending == chosen.count("newcomer") * record
+            return chosen
+
+    waiting = picks(record=True)
+    assert waiting[0] == "newcomer"  # worth trying
+    assert 1 < waiting.count("newcomer") <= 5
+    assert waiting[-30:] == ["leader"] * 30
+    # with no run in flight (decisions not recorded), nothing changes between picks
+    assert picks(record=False) == ["newcomer"] * 40
+
+
 def test_looking_ahead_values_an_arm_one_outcome_cannot_lift() -> None:
     from trustroute.router.strategies.knowledge_gradient import knowledge_gradient_m
 

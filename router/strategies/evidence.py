@@ -18,7 +18,7 @@ record, O(arms) per decision.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -342,17 +342,26 @@ class EvidenceLedger:
         te = self._types.get(task_type)
         return self.version - (te.version if te is not None else 0)
 
-    def prior_shares(self, task_type: str, idx: np.ndarray, strength: float) -> np.ndarray:
+    def prior_shares(self, task_type: str, idx: np.ndarray, strength: float,
+                     coming: Mapping[str, np.ndarray] | None = None) -> np.ndarray:
         """Per slot of ``idx``: summed over every task type but ``task_type``, the share
         ``strength / (strength + n)`` of the agent's posterior there that rests on its
-        pooled prior (``n``: its current evidence on that type, no wall time). What one
+        pooled prior (``n``: its current evidence on that type, no wall time, plus
+        ``coming[type]``: outcomes on their way there, aligned with ``idx``). What one
         of its outcomes teaches about the agent as a whole reaches those types this far.
         """
         out = np.zeros(len(idx))
         for other, te in self._types.items():
             if other != task_type:
-                out += strength / (strength + te.sums[_WEIGHT, idx] * te.decay)
+                n = te.sums[_WEIGHT, idx] * te.decay
+                if coming is not None and other in coming:
+                    n = n + coming[other]
+                out += strength / (strength + n)
         return out
+
+    def task_types(self) -> list[str]:
+        """The task types with evidence, in the order first seen."""
+        return list(self._types)
 
     def task_types_of(self, agent_id: str) -> list[str]:
         """The task types ``agent_id`` has evidence on, in the order first seen."""

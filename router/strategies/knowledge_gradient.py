@@ -33,7 +33,12 @@ of beating the best gets no trial at all (it would cost more than it could teach
 is the many-armed regime's lesson (Bayati et al., NeurIPS 2020: explore a subsample,
 greedily); the population prior (the typical agent) says how likely a newcomer is to be
 good. With sparse or late labels, the budget shrinks and the index turns greedy, where
-Thompson sampling would keep exploring on evidence that will never come.
+Thompson sampling would keep exploring on evidence that will never come. Runs awaiting a
+verdict count as outcomes on their way (each times the judged share): the gain of an
+arm is taken on its posterior as it will be once they arrive, the mean kept and the
+uncertainty shrunk (the hallucinated observations of GP-BUCB, Desautels, Krause &
+Burdick, JMLR 2014), so a stream of decisions waiting for verdicts tries an arm a few
+times instead of sending it every task until the first verdict comes back.
 
 Exploit-only mode and ``exploration_floor`` work as in ``thompson``.
 """
@@ -41,7 +46,7 @@ Exploit-only mode and ``exploration_floor`` work as in ``thompson``.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 
 import numpy as np
@@ -138,6 +143,7 @@ class KnowledgeGradient(PooledPosterior):
         self._decisions: dict[str, int] = {}  # decisions per task type (this router)
         self._judged: dict[str, int] = {}  # outcomes observed per task type
         self._deciding: str | None = None  # the task type score() is deciding
+        self._coming: dict[str, np.ndarray] | None = None  # outcomes on their way
 
     def observe(self, record: ExecutionRecord, seq: int, book: ProfileBook) -> None:
         """Count the judged outcome, then fold it into the posterior."""
@@ -175,40 +181,86 @@ class KnowledgeGradient(PooledPosterior):
             serves = float(max(decided, 1))  # no discounting: the future is as long as the past
         if p.horizon_executions is not None:
             serves = min(serves, max(p.horizon_executions - decided, 0.0))
-        rate = p.feedback_rate
-        if rate is None:  # judged per decided, one of each assumed (no evidence: all judged)
-            rate = min(1.0, (self._judged.get(task_type, 0) + 1.0) / (decided + 1.0))
-        return serves * rate
+        return serves * self.judged_share(task_type, decided)
+
+    def judged_share(self, task_type: str, decided: int | None = None) -> float:
+        """The share of executions that get judged: ``feedback_rate``, else judged
+        outcomes per decision of the type, one of each assumed (no evidence: all)."""
+        p = self.params
+        assert isinstance(p, BudgetParams)
+        if p.feedback_rate is not None:
+            return p.feedback_rate
+        if decided is None:
+            decided = self._decisions.get(task_type, 0)
+        return min(1.0, (self._judged.get(task_type, 0) + 1.0) / (decided + 1.0))
+
+    def coming(self, arms: Sequence[Arm], ctx: StrategyContext) -> dict[str, np.ndarray] | None:
+        """Per task type, the outcomes on their way for each arm: its runs awaiting a
+        verdict there times the judged share (None when none of the arms has a run
+        awaiting one on this task type)."""
+        own = [0 if arm.state is None else arm.state.pending for arm in arms]
+        if not any(own):
+            return None
+        share = self.judged_share(ctx.task_type)
+        out = {ctx.task_type: share * np.asarray(own, dtype=float)}
+        for task_type in self.ledger.task_types():
+            if task_type != ctx.task_type:
+                pending = [0 if (s := ctx.book.get(a.agent_id, task_type)) is None
+                           else s.pending for a in arms]
+                if any(pending):
+                    out[task_type] = share * np.asarray(pending, dtype=float)
+        return out
 
     def score(self, arms: Sequence[Arm], ctx: StrategyContext) -> list[ArmScore]:
-        """Counts the decision (the budget's horizon), then ranks as every pooled
-        posterior strategy does, exploring by ``explore``."""
+        """Counts the decision (the budget's horizon), notes the outcomes on their way,
+        then ranks as every pooled posterior strategy does, exploring by ``explore``."""
         self._decisions[ctx.task_type] = self._decisions.get(ctx.task_type, 0) + 1
         self._deciding = ctx.task_type
+        self._coming = self.coming(arms, ctx)
         try:
             return super().score(arms, ctx)
         finally:
-            self._deciding = None
+            self._deciding, self._coming = None, None
 
-    def derive(self, post: Posterior, task_type: str) -> None:
-        """The posterior means and the gain of one more outcome of each arm."""
-        post.derived["mean"] = post.mean
-        gain = knowledge_gradient(post.alpha, post.beta)
+    def gain(self, alpha: np.ndarray, beta: np.ndarray, task_type: str,
+             slots: np.ndarray | None, coming: Mapping[str, np.ndarray] | None = None
+             ) -> np.ndarray:
+        """The gain of one more outcome of each arm, looked ahead when every arm is
+        affordable, times the lesson's reach (``coming``: outcomes on their way, per
+        task type, which the reach's prior shares count as evidence)."""
+        gain = knowledge_gradient(alpha, beta)
         # the subsample affordable, as of the decisions made (prepared or in select alike)
         before = self.budget(task_type, uncounted=int(self._deciding == task_type))
         ahead = math.ceil(math.sqrt(before))
         if 2 <= len(gain) <= ahead:  # every arm affordable: look that far ahead too
-            gain = np.maximum(gain, knowledge_gradient_m(post.alpha, post.beta, ahead))
-        if self.params.pooling and post.slots is not None:  # the lesson's reach
-            gain *= 1.0 + self.ledger.prior_shares(task_type, post.slots,
-                                                   self.params.prior_strength)
-        post.derived["gain"] = gain
+            gain = np.maximum(gain, knowledge_gradient_m(alpha, beta, ahead))
+        if self.params.pooling and slots is not None:  # the lesson's reach
+            gain *= 1.0 + self.ledger.prior_shares(task_type, slots,
+                                                   self.params.prior_strength, coming)
+        return gain
+
+    def derive(self, post: Posterior, task_type: str) -> None:
+        """The posterior means and the gain of one more outcome of each arm."""
+        post.derived["mean"] = post.mean
+        post.derived["gain"] = self.gain(post.alpha, post.beta, task_type, post.slots)
 
     def explore(self, post: Posterior, ctx: StrategyContext) -> list[ArmScore]:
-        """Knowledge-gradient indexes: mean + budget x the expected gain of one outcome."""
+        """Knowledge-gradient indexes: mean + budget x the expected gain of one outcome.
+
+        Outcomes on their way (runs awaiting a verdict, times the judged share) count as
+        evidence that will arrive before a new run's (GP-BUCB's hallucinated
+        observations: the mean stays, the uncertainty shrinks), so a run of decisions
+        waiting for verdicts does not keep exploring the same arm."""
         budget = self.budget(ctx.task_type)
         derived = post.derived
         if "gain" not in derived:  # once per posterior: decisions without outcomes reuse it
             self.derive(post, ctx.task_type)
-        index = derived["mean"] + budget * derived["gain"]
+        gain = derived["gain"]
+        coming = self._coming
+        if coming is not None:
+            own = coming.get(ctx.task_type, 0.0)
+            mean = derived["mean"]
+            gain = self.gain(post.alpha + mean * own, post.beta + (1.0 - mean) * own,
+                             ctx.task_type, post.slots, coming)
+        index = derived["mean"] + budget * gain
         return self.verdicts(post, index, f"index (budget {budget:.0f} outcomes)", "index")
