@@ -35,7 +35,7 @@ console = Console()
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "alpaca_eval_gpt4" / \
     "outcomes.csv"
-RUNS, AGENTS = 30, 8  # 10 runs move the mean by up to 1.5 points (docs/learning.md)
+RUNS, AGENTS = 30, 8  # a 10-run mean moves by points with the runs drawn (docs/learning.md)
 DEFAULT = StrategySpec("knowledge_gradient (default)", "knowledge_gradient")
 EPSILON = StrategySpec("epsilon_greedy 0.05", "epsilon_greedy")
 PREVIOUS = StrategySpec("thompson (previous)", "thompson")
