@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from trustroute.router.handoff.calibration import required_rank
+from trustroute.router.handoff.calibration import cut_at_rank, required_rank
 
 Floats = NDArray[np.float64]
 Flags = NDArray[np.bool_]
@@ -71,13 +71,8 @@ def _fit_logistic(x: Floats, y: Flags) -> tuple[Floats, Floats, Floats]:
 
 def conformal_cut(values: Floats, needs: Flags, target_recall: float) -> float:
     """Transfer below this: the library's rule (conformal rank, widest margin) on ``values``."""
-    k = required_rank(int(needs.sum()), target_recall)
-    covered = values[~needs]
-    if covered.size and values[needs].max() < covered.min():
-        return float(values[needs].max() + covered.min()) / 2.0
-    kth = float(np.sort(values[needs])[k - 1])
-    above = values[values > kth]
-    return (kth + float(above.min())) / 2.0 if above.size else kth + 1e-9
+    return cut_at_rank(values, needs, required_rank(int(needs.sum()), target_recall),
+                       1e-9, np.inf)
 
 
 @dataclass(frozen=True)

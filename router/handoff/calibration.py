@@ -143,7 +143,7 @@ def _midway(values: Floats, needs: Flags, k: int, step: float, ceiling: float) -
     return (kth + float(above.min())) / 2.0 if above.size else min(ceiling, kth + step)
 
 
-def _cut(values: Floats, needs: Flags, k: int, step: float, ceiling: float) -> float:
+def cut_at_rank(values: Floats, needs: Flags, k: int, step: float, ceiling: float) -> float:
     """Where to transfer below: the middle of the gap between the classes when the
     sample separates them (every needs-human value below every covered one), else
     midway between the k-th lowest needs-human value and the next value above it."""
@@ -178,12 +178,12 @@ def search_thresholds(
     # the cut on the best score alone is optimal when every example has the same number
     # of hits (the usual top-k retrieval), so it is always among the candidates
     extra = [start, _midway(max_scores, needs, k, 1e-6, np.inf),
-             _cut(max_scores, needs, k, 1e-6, np.inf)] if k > 0 else [start]
+             cut_at_rank(max_scores, needs, k, 1e-6, np.inf)] if k > 0 else [start]
     best: tuple[tuple[float, ...], float, float] | None = None
     for threshold in map(float, _candidate_thresholds(max_scores, extra)):
         trial = config.model_copy(update={"score_threshold": threshold})
         conf, insufficient = confidences(trial, max_scores, hits)
-        low = _cut(conf, needs, k, 1e-9, 1.0) if k > 0 else 0.0
+        low = cut_at_rank(conf, needs, k, 1e-9, 1.0) if k > 0 else 0.0
         transfer = conf < low
         shortfall = max(0, k - int(transfer[needs].sum()))  # > 0 only at confidence 1
         false_rate = float(transfer[~needs].mean()) if (~needs).any() else 0.0
