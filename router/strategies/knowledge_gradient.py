@@ -252,15 +252,14 @@ class KnowledgeGradient(PooledPosterior):
         observations: the mean stays, the uncertainty shrinks), so a run of decisions
         waiting for verdicts does not keep exploring the same arm."""
         budget = self.budget(ctx.task_type)
-        derived = post.derived
-        if "gain" not in derived:  # once per posterior: decisions without outcomes reuse it
-            self.derive(post, ctx.task_type)
-        gain = derived["gain"]
-        coming = self._coming
-        if coming is not None:
-            own = coming.get(ctx.task_type, 0.0)
-            mean = derived["mean"]
+        derived, coming = post.derived, self._coming
+        if coming is not None:  # runs in flight change with every decision: not cached
+            mean, own = post.mean, coming.get(ctx.task_type, 0.0)
             gain = self.gain(post.alpha + mean * own, post.beta + (1.0 - mean) * own,
                              ctx.task_type, post.slots, coming)
-        index = derived["mean"] + budget * gain
+        else:
+            if "gain" not in derived:  # once per posterior: decisions without outcomes reuse it
+                self.derive(post, ctx.task_type)
+            mean, gain = derived["mean"], derived["gain"]
+        index = mean + budget * gain
         return self.verdicts(post, index, f"index (budget {budget:.0f} outcomes)", "index")
