@@ -68,6 +68,19 @@ class Frontier:
         return [(w, self.hw.get(w, 0), n) for w, n in counters.items()
                 if n > self.hw.get(w, 0)]
 
+    def unfolded(self, counters: Mapping[str, int]) -> int | None:
+        """How many rows the writers' ``counters`` number that are not folded here, had
+        none been deleted; None when this frontier claims a row no counter numbered (it
+        was not folded from this log)."""
+        missing = 0
+        for writer in set(counters) | set(self.hw) | set(self.above):
+            n, mark = counters.get(writer, 0), self.hw.get(writer, 0)
+            above = self.above.get(writer, set())
+            if mark > n or any(s > n for s in above):
+                return None
+            missing += n - mark - len(above)
+        return missing
+
     def export(self) -> dict[str, Any]:
         """JSON-ready form (for the cached projection)."""
         return {"hw": dict(self.hw), "above": {w: sorted(s) for w, s in self.above.items()}}

@@ -29,7 +29,7 @@ from trustroute.profiles.records import ExecutionRecord, utc_now
 from trustroute.profiles.store import Store
 from trustroute.profiles.store.executions import ExecutionRepository, LogKey, LogRow
 from trustroute.profiles.store.projections import ProjectionRepository
-from trustroute.profiles.store.trust import TrustRepository
+from trustroute.profiles.store.trust import PEOPLE, TrustRepository
 from trustroute.router import checkpoint
 from trustroute.router.feedback.state import Change, FeedbackState, Run
 from trustroute.router.frontier import Frontier
@@ -181,10 +181,10 @@ class LogProjection:
         """Start from the cached projection if it is readable and verifies against the
         log; True when it did (then the rows written after it are folded too)."""
         try:
-            found = self._cache.read()
-            if found is None:
+            stored = self._cache.read()
+            if stored is None:
                 return False
-            _, meta, chunks = found
+            _, meta, chunks = stored
             cp = checkpoint.load(meta, chunks, self.book.window_size)
             if cp is None:
                 log.info("the cached projection has another window size: reading the "
@@ -195,14 +195,17 @@ class LogProjection:
             frontiers = {t: Frontier.load(f) for t, f in cp.frontiers.items()}
             claimed = {(s.agent_id, s.task_type): s.executions_total for s in cp.states
                        if s.executions_total}
-            executions, people = self._cache.counts(cp.frontiers)
+            numbered, rows = self._cache.totals()
         except UNREADABLE as exc:
             log.warning("the cached projection is unreadable (%s: %s): reading the whole "
                         "log", type(exc).__name__, exc)
             return False
-        if executions != claimed or people != cp.people_total:
+        found = {table: _within(frontiers.get(table, Frontier()), numbered.get(table, {}),
+                                rows[table]) for table in rows}
+        cached = {EXECUTION: sum(claimed.values()), PEOPLE: cp.people_total}
+        if found != cached:
             log.warning("the cached projection does not match the log (%s): reading the "
-                        "whole log", _difference(claimed, executions, cp.people_total, people))
+                        "whole log", _difference(cached, found))
             return False
         with self._lock:
             self.book.restore(cp.states, cp.clocks, cp.tails)
@@ -350,13 +353,16 @@ class LogProjection:
             self._thread.join(timeout=10)
 
 
-def _difference(claimed: dict[tuple[str, str], int], found: dict[tuple[str, str], int],
-                people_claimed: int, people_found: int) -> str:
+def _within(frontier: Frontier, counters: dict[str, int], rows: int) -> int | None:
+    """The rows of a table within ``frontier``: the ``rows`` it holds less those its
+    writers' ``counters`` number beyond it (None: the frontier is not of this log)."""
+    beyond = frontier.unfolded(counters)
+    return None if beyond is None else rows - beyond
+
+
+def _difference(cached: dict[str, int], found: dict[str, int | None]) -> str:
     """What a cache claims and the log disagrees with, in a few words."""
-    pairs = sorted(set(claimed) | set(found))
-    off = [p for p in pairs if claimed.get(p, 0) != found.get(p, 0)]
-    if off:
-        agent, task = off[0]
-        return (f"{len(off)} pair(s) differ, e.g. {agent}/{task}: {claimed.get(off[0], 0)} "
-                f"executions cached, {found.get(off[0], 0)} in the log")
-    return f"{people_claimed} feedback rows cached, {people_found} in the log"
+    table = next(t for t in cached if cached[t] != found.get(t))
+    if found.get(table) is None:
+        return f"it folded {table} rows no writer numbered"
+    return f"{cached[table]} {table} rows cached, {found[table]} in the log"

@@ -42,6 +42,17 @@ def test_the_frontier_counts_each_number_once_and_settles_ranges() -> None:
     assert Frontier.load(frontier.export()).export() == frontier.export()
 
 
+def test_the_frontier_counts_the_rows_numbered_beyond_it() -> None:
+    """What a cached projection is checked with: rows the counters number and it lacks."""
+    frontier = Frontier({"w": 3}, {"w": [5]})
+    assert frontier.unfolded({"w": 5}) == 1  # w's 4
+    assert frontier.unfolded({"w": 6, "v": 2}) == 2 + 2  # w's 4 and 6; all of v's
+    assert frontier.unfolded({"w": 4}) is None  # claims w's row 5, never numbered
+    assert Frontier({"w": 3}).unfolded({"w": 2}) is None  # claims w's row 3
+    assert frontier.unfolded({}) is None
+    assert Frontier().unfolded({}) == 0
+
+
 def test_a_clock_stepped_back_loses_no_row(surreal: Target) -> None:
     """The database clock steps back 20 s between two bursts of 10: the writer and a
     follower hold all 20, rows and feedback, like a freshly opened router."""

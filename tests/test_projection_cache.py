@@ -57,20 +57,28 @@ def test_a_router_opens_from_the_cache_and_equals_one_that_read_the_log(
     assert MISMATCH not in caplog.text
 
 
+@pytest.mark.parametrize("table", ["execution", "trust_feedback"])
 def test_a_cache_that_does_not_match_the_log_is_not_used(
-        kv_url: str, caplog: pytest.LogCaptureFixture) -> None:
+        kv_url: str, caplog: pytest.LogCaptureFixture, table: str) -> None:
+    """Rows of the log deleted behind the cache's back (executions, or what people said):
+    the router reads the whole log, and shows it."""
     fill(kv_url)
     with AgentRouter(agents=AGENTS, store=kv_url, store_options=QUICK) as router:
-        router.store.run("DELETE (SELECT VALUE id FROM execution WHERE task_type = 't0' "
-                         "LIMIT 5);")  # the log changed behind the cache's back
+        said = router.store.run("SELECT count() AS n FROM trust_feedback GROUP ALL;")[0][0]["n"]
+        gone = 5 if table == "execution" else 1
+        router.store.run("DELETE (SELECT VALUE id FROM type::table($t) LIMIT $k);",
+                         {"t": table, "k": gone})  # the log changed behind the cache's back
         router.projection.stop()
     with caplog.at_level(logging.INFO), \
             AgentRouter(agents=AGENTS, store=kv_url, store_options=QUICK) as router:
-        assert sum(p.executions_total for p in router.profiles()) == 121 - 5
-        assert router.store.executions.count() == 121 - 5
+        executions = 121 - gone if table == "execution" else 121
+        assert sum(p.executions_total for p in router.profiles()) == executions
+        assert router.store.executions.count() == executions
         from_cache_or_not = view(router)
         router.refresh()
         assert view(router) == from_cache_or_not
+        left = router.store.run("SELECT count() AS n FROM trust_feedback GROUP ALL;")[0][0]["n"]
+        assert left == (said if table == "execution" else said - 1) and said >= 1
     assert MISMATCH in caplog.text
 
 

@@ -9,9 +9,11 @@ chunks, so a crash leaves the previous generation in place.
 
 A projection is a cache, never a fact. Opening a router checks it before using it: its
 text must be whole (every chunk, the head's SHA-256 digest of meta and chunks), and what
-it claims must be what the log holds (``counts``): per (agent, task type) the number of
-execution rows within its frontiers, and the number of feedback rows. A cache that fails
-either is not used: the router folds the whole log. Several routers may write
+it claims must be what the log holds (``totals``): the execution and feedback rows
+within its frontiers, which are the rows the log holds less those its writers' counters
+number beyond them. The log is append-only, so a row deleted or lost behind the cache's
+back makes the two differ. A cache that fails either is not used: the router folds the
+whole log. Several routers may write
 generations at once: each is complete in itself, and the head names one of them.
 """
 
@@ -23,6 +25,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from trustroute.profiles.store import writers
 from trustroute.profiles.store.connection import Connection
 
 #: The chunk layout (router.checkpoint); another format is never read. 3: frontiers
@@ -64,15 +67,15 @@ DELETE projection_chunk WHERE generation != $g AND generation != $old;
 COMMIT TRANSACTION;
 """
 
-# Within a cache's frontiers: rows without a writer (older stores), and per writer those
-# numbered up to its mark or listed above it. One grouped read of the log.
-_WITHIN = "writer = NONE OR wseq <= $hw[writer] OR $above[writer] CONTAINS wseq"
-_COUNTS = f"""
-SELECT agent_id, task_type, count() AS n FROM execution
-    WHERE {_WITHIN.replace('$hw', '$ehw').replace('$above', '$eabove')}
-    GROUP BY agent_id, task_type;
-SELECT count() AS n FROM trust_feedback
-    WHERE {_WITHIN.replace('$hw', '$phw').replace('$above', '$pabove')} GROUP ALL;
+# What a cache is checked against, read in one transaction (one snapshot of the log):
+# the writers' counters and each checked table's row count (a count of a whole table is
+# answered without reading its rows: about 1 us a row, against 8 for a filtered count).
+_TOTALS = f"""
+BEGIN TRANSACTION;
+{writers.COUNTERS}
+SELECT count() AS n FROM execution GROUP ALL;
+SELECT count() AS n FROM trust_feedback GROUP ALL;
+COMMIT TRANSACTION;
 """
 
 
@@ -117,13 +120,10 @@ class ProjectionRepository:
             raise ValueError("its text does not match the digest in its head")
         return dict(head), str(head["meta"]), texts
 
-    def counts(self, frontiers: dict[str, dict[str, Any]]
-               ) -> tuple[dict[tuple[str, str], int], int]:
-        """Per (agent, task type) the execution rows within the frontiers of
-        ``execution``, and the feedback rows within those of ``trust_feedback``."""
-        ex, people = frontiers["execution"], frontiers["trust_feedback"]
-        pairs, said = self._conn.run(_COUNTS, {
-            "ehw": ex["hw"], "eabove": ex["above"], "phw": people["hw"],
-            "pabove": people["above"]})
-        return ({(r["agent_id"], r["task_type"]): int(r["n"]) for r in pairs},
-                int(said[0]["n"]) if said else 0)
+    def totals(self) -> tuple[dict[str, dict[str, int]], dict[str, int]]:
+        """The writers' counters (``{table: {writer: n}}``) and the rows of ``execution``
+        and ``trust_feedback``, from one snapshot."""
+        numbered, executions, people = self._conn.run(_TOTALS)
+        return writers.by_table(numbered), {
+            "execution": int(executions[0]["n"]) if executions else 0,
+            "trust_feedback": int(people[0]["n"]) if people else 0}

@@ -40,8 +40,13 @@ COUNTERS = "SELECT record::id(id) AS key, n FROM log_writer;"
 def counters(conn: Connection) -> dict[str, dict[str, int]]:
     """Every writer's counter, per log table: ``{table: {writer: n}}`` (one small read,
     O(writers))."""
+    return by_table(conn.run(COUNTERS)[0])
+
+
+def by_table(rows: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """``COUNTERS``' rows as ``{table: {writer: n}}``."""
     found: dict[str, dict[str, int]] = defaultdict(dict)
-    for row in conn.run(COUNTERS)[0]:
+    for row in rows:
         writer, table = row["key"]
         found[table][writer] = int(row["n"])
     return dict(found)
