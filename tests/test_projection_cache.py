@@ -3,6 +3,7 @@ reads the whole log when it does not; either way it holds exactly what the log s
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
 from datetime import UTC, datetime
@@ -224,3 +225,19 @@ def test_a_server_store_with_verdicts_opens_from_the_cache_after_a_restart(
         assert rounded(view(router)) == amended
         router.refresh()  # the whole log
         assert rounded(view(router)) == amended
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_opening_leaves_the_garbage_collector_as_it_was(kv_url: str, enabled: bool) -> None:
+    """A rebuild pauses Python's cyclic collector (it makes many long-lived objects) and
+    restores it, also when the host had it off."""
+    fill(kv_url, n=12)
+    was = gc.isenabled()
+    try:
+        gc.enable() if enabled else gc.disable()
+        with AgentRouter(agents=AGENTS, store=kv_url) as router:
+            assert gc.isenabled() is enabled
+            router.refresh()  # the whole log
+            assert gc.isenabled() is enabled
+    finally:
+        gc.enable() if was else gc.disable()
