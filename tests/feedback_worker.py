@@ -5,6 +5,8 @@
 - ``record TASK_TYPE``: select and record one success without quality (pending); prints
   the decision id, then waits until a verdict from another process settled it, and
   prints ``seen <time.time()> <its quality>``;
+- ``send AGENT TASK_TYPE N``: records N successes of AGENT without quality (runs that
+  await verdicts); prints ``sent``;
 - ``give REF APPROVED``: one verdict on REF (approved ``1``/``0``); prints ``given``;
 - ``stream REFS_FILE ACKED_FILE``: one verdict per line of REFS_FILE (``ref feedback_id
   approved``), appending each feedback id to ACKED_FILE once ``feedback`` returned.
@@ -25,7 +27,8 @@ POLICY = {"wait_s": 3600, "default": "ignore"}
 
 def main() -> None:
     url, database, command, *args = sys.argv[1:]
-    with AgentRouter(agents=AGENTS, store=url, seed=0, feedback=POLICY,
+    agents = [*AGENTS, args[0]] if command == "send" else AGENTS
+    with AgentRouter(agents=agents, store=url, seed=0, feedback=POLICY,
                      store_options={"database": database, "sync_delay_s": 0.5}) as router:
         if command == "record":
             decision = router.select(args[0])
@@ -39,6 +42,11 @@ def main() -> None:
                 time.sleep(0.01)
             quality = router.profile(decision.agent_id, args[0]).avg_quality
             print(f"seen {time.time()} {quality}", flush=True)
+        elif command == "send":
+            for _ in range(int(args[2])):
+                router.record(agent_id=args[0], task_type=args[1], success=True)
+            router.flush()
+            print("sent", flush=True)
         elif command == "give":
             router.feedback(args[0], approved=args[1] == "1")
             print("given", flush=True)

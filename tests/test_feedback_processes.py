@@ -1,7 +1,8 @@
 """Feedback across OS processes against the test server (issue 20): a verdict given in
 one process reaches the router of another within ``sync_delay_s``; a verdict that beats
 its execution is applied when the execution arrives; a verdict whose answer was lost
-counts once; a SIGKILL mid-stream loses no acknowledged verdict."""
+counts once; a SIGKILL mid-stream loses no acknowledged verdict; runs another process
+sent that await verdicts count, in this one's decisions, as outcomes on their way."""
 
 from __future__ import annotations
 
@@ -161,3 +162,33 @@ def test_a_verdict_on_an_execution_folded_too_long_ago_reaches_a_following_route
         while follower.profile("a", "t").avg_quality != pytest.approx(expected):
             assert time.monotonic() < deadline, "the verdict never reached the quality"
             time.sleep(0.05)
+
+
+def test_runs_another_process_awaits_verdicts_on_steer_this_ones_decisions(
+        surreal: Target) -> None:
+    """A newcomer worth trying (beside a leader and a weak agent known from 30 judged runs
+    each) is tried once a worker elsewhere has sent it none; once that worker has sent it
+    5 runs still awaiting verdicts, this process counts them as outcomes on their way and
+    stays with the leader instead of sending it more (the default strategy's rule)."""
+    agents = ["leader", "weak", "newcomer"]
+    with AgentRouter(agents=agents, store=surreal.url, seed=0, feedback=POLICY,
+                     store_options=surreal.options(sync_delay_s=SYNC_DELAY_S)) as router:
+        for i in range(30):
+            router.record(agent_id="leader", task_type="t", success=True,
+                          quality=0.0 if i % 4 == 0 else 1.0)
+            router.record(agent_id="weak", task_type="t", success=True,
+                          quality=1.0 if i % 3 == 0 else 0.0)
+        assert [router.select("t").agent_id for _ in range(5)] == ["newcomer"] * 5
+        sender = worker(surreal, "send", "newcomer", "t", "5")
+        try:
+            assert read_line(sender) == "sent"
+            assert sender.wait(timeout=30) == 0
+        finally:
+            if sender.poll() is None:
+                sender.kill()
+                sender.wait()
+        deadline = time.monotonic() + SYNC_DELAY_S + 30
+        while router.profile("newcomer", "t").pending < 5:  # folded by the follow thread
+            assert time.monotonic() < deadline, "the worker's runs never arrived"
+            time.sleep(0.05)
+        assert [router.select("t").agent_id for _ in range(5)] == ["leader"] * 5
