@@ -191,16 +191,18 @@ class ProfileState:
         return weighted_expertise([e.quality for e in entries],  # type: ignore[misc]
                                   [e.timestamp for e in entries], now.timestamp(), settings)
 
-    def snapshot(self, now: datetime, settings: ProfileSettings) -> TaskTypeProfile:
+    def snapshot(self, now: datetime, settings: ProfileSettings, stamp: float | None = None
+                 ) -> TaskTypeProfile:
         """Immutable view with every derived number computed at ``now``.
 
         Expertise comes from running sums (``RecencySums``) that each record updates in
         O(1); they are drawn again from the window when they are not exact at ``now``
         (an entry's age crossed the boost window), and the reference pass over the
         window is used when an entry lies in the future. The snapshot is reused while
-        no record arrives and the sums stay exact.
+        no record arrives and the sums stay exact. ``stamp``: ``now.timestamp()``, when the
+        caller snapshots many pairs at one moment (a decision: every candidate).
         """
-        stamp = now.timestamp()
+        stamp = now.timestamp() if stamp is None else stamp
         memo = self._memo
         if memo is not None and memo[0] is settings and memo[1] <= stamp < memo[2]:
             return memo[3]

@@ -61,8 +61,12 @@ UnknownAgents = Literal["warn", "error", "allow"]
 def best_first(scores: Sequence[float], ties: Sequence[float]) -> list[int]:
     """Indices of ``scores``, highest first, equal ones in the order of ``ties`` (random
     draws), NaN last (as numpy sorts). Sorting a few numbers costs less in Python."""
-    return sorted(range(len(scores)), key=lambda i: (
-        scores[i] != scores[i], -scores[i] if scores[i] == scores[i] else 0.0, ties[i]))
+    if any(s != s for s in scores):
+        return sorted(range(len(scores)), key=lambda i: (
+            scores[i] != scores[i], -scores[i] if scores[i] == scores[i] else 0.0, ties[i]))
+    # the common case: plain tuples compare in C, with no key function per element
+    keyed = zip([-s for s in scores], ties, range(len(scores)), strict=True)
+    return [i for _, _, i in sorted(keyed)]
 
 
 class AgentRouter(TrustMethods):
@@ -287,6 +291,7 @@ class AgentRouter(TrustMethods):
             raise TypeError(f"exclude must be a list of agent ids, not the string {exclude!r}")
         arms, loads, excluded, full = [], [], 0, 0
         in_flight, gated = self.slots.counts, bool(busy) or self.slots.gated
+        stamp = now.timestamp()  # one moment for every candidate's snapshot
         for spec in self._agents.values():
             if not (spec.enabled and spec.accepts(task_type)):
                 continue
@@ -298,7 +303,7 @@ class AgentRouter(TrustMethods):
                 full += 1
                 continue
             state = self.book.get(spec.id, task_type)
-            profile = (state.snapshot(now, self.settings) if state is not None
+            profile = (state.snapshot(now, self.settings, stamp) if state is not None
                        else empty_profile(spec.id, task_type))
             arms.append(Arm(spec, state, profile))
             loads.append(running / spec.max_concurrent)
