@@ -15,6 +15,8 @@ from surreal_fixtures import Target
 from trustroute import AgentRouter
 from trustroute.profiles.profile import ProfileSettings
 from trustroute.profiles.recency import RecencySettings
+from trustroute.profiles.records import ExecutionRecord
+from trustroute.profiles.store import Store
 from trustroute.profiles.store.projections import ProjectionRepository
 
 AGENTS = ["a", "b", "c"]
@@ -241,3 +243,30 @@ def test_opening_leaves_the_garbage_collector_as_it_was(kv_url: str, enabled: bo
             assert gc.isenabled() is enabled
     finally:
         gc.enable() if was else gc.disable()
+
+
+def test_a_server_store_opens_from_the_cache_across_a_clock_step(
+        surreal: Target, caplog: pytest.LogCaptureFixture) -> None:
+    """The check never reads a stamp: with the server's clock stepped back 20 s after the
+    cache was written and rows stored since, a router opens from the cache, folds those
+    rows by their writers' counters, and holds what a full fold holds."""
+    server, options = surreal.fixture, surreal.options()
+    with AgentRouter(agents=AGENTS, store=surreal.url, store_options=options) as r:
+        for i in range(31):  # the cache is written at close
+            r.record(agent_id=AGENTS[i % 3], task_type=f"t{i % 2}", success=i % 4 != 0)
+    server.shift_clock(-20.0)
+    try:
+        with Store(surreal.url, **options) as store:  # rows and no new cache
+            store.executions.record_many([ExecutionRecord(
+                agent_id=AGENTS[i % 3], task_type="t1", success=True, quality=0.4)
+                for i in range(10)])
+        with caplog.at_level(logging.INFO), AgentRouter(
+                agents=AGENTS, store=surreal.url, store_options=options) as router:
+            assert sum(p.executions_total for p in router.profiles()) == 31 + 10
+            opened = rounded(view(router))  # sums folded in another order: ~1e-16 apart
+            router.refresh()  # the whole log
+            assert rounded(view(router)) == opened
+    finally:
+        server.shift_clock(0.0)
+    assert "opened from the cached projection (31 executions), then folded 10" in caplog.text
+    assert MISMATCH not in caplog.text
