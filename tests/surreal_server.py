@@ -28,6 +28,10 @@ checked by the engine itself: the user is defined in it and ``signin`` is forwar
   transactions (whose text contains ``containing``) sleeps
   ``seconds`` right before its ``COMMIT`` (``SLEEP``, in the engine): its rows carry
   stamps taken long before they become visible, as with a slow batch.
+- ``conflict_on(statement, count)``: in each of the next ``count`` queries that hold
+  ``statement`` (its opening words), that statement does not run and is answered with
+  a write conflict, as when another connection's commit won; the query's other
+  statements run as sent.
 
 As a fixture: ``with SurrealTestServer() as server: ... server.url``. As a separate OS
 process: ``python tests/surreal_server.py --port N [--storage surrealkv://PATH]
@@ -66,6 +70,10 @@ AUTH_FAILED = {"code": -32002, "kind": "NotAllowed",
 NOT_ALLOWED = {"code": -32002, "kind": "NotAllowed",
                "message": "IAM error: Not enough permissions to perform this action",
                "details": {"kind": "Auth", "details": {"kind": "NotAllowed"}}}
+#: a statement that lost a write conflict, as the engine answers it (outside BEGIN/COMMIT)
+CONFLICT = ("The query was not executed due to a failed transaction. Failed to commit "
+            "transaction due to a read or write conflict. This transaction can be retried")
+_CONFLICTED = "conflict_on: this statement lost a write conflict"
 _PLAIN = re.compile(r"[A-Za-z0-9_]+")
 
 
@@ -133,6 +141,7 @@ class SurrealTestServer:
         self._silent = False  # requests are read and never answered (silence)
         self._clock_shift = 0.0  # seconds added to time::now() (shift_clock)
         self._commit_delay = (0.0, 0, "")  # (seconds, transactions left, containing)
+        self._conflict = ("", 0)  # (statement, queries left): conflict_on
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True,
                                         name="surreal-test-server")
@@ -191,6 +200,11 @@ class SurrealTestServer:
         ``seconds`` right before committing."""
         self._commit_delay = (float(seconds), count, containing)
 
+    def conflict_on(self, statement: str, count: int = 1) -> None:
+        """In the next ``count`` queries holding ``statement``, answer that statement
+        (up to its ``;``) with a write conflict instead of running it."""
+        self._conflict = (statement, count)
+
     def _rewrite(self, sql: str) -> str:
         """The query as the fake clock and the commit delay make it (see the knobs)."""
         if self._clock_shift:
@@ -203,7 +217,21 @@ class SurrealTestServer:
             self.delayed += 1
             sql = sql.replace("COMMIT TRANSACTION", f"SLEEP {delay * 1000:.0f}ms; "
                               "COMMIT TRANSACTION")
+        statement, left = self._conflict
+        if left > 0 and (start := sql.find(statement)) >= 0:
+            self._conflict = (statement, left - 1)
+            end = sql.find(";", start)
+            sql = f"{sql[:start]}RETURN '{_CONFLICTED}'{sql[end if end >= 0 else len(sql):]}"
         return sql
+
+    @staticmethod
+    def _conflicted(answer: bytes) -> bytes:
+        """The engine's answer with each statement ``_rewrite`` stood in for conflicting."""
+        reply = decode(answer)
+        for statement in reply.get("result") or []:
+            if isinstance(statement, dict) and statement.get("result") == _CONFLICTED:
+                statement.update(status="ERR", result=CONFLICT)
+        return bytes(encode(reply))
 
     def __enter__(self) -> SurrealTestServer:
         return self.start()
@@ -301,7 +329,8 @@ class SurrealTestServer:
             return error({"code": -32000, "kind": "Validation",
                           "message": "Specify a namespace and a database to use"})
         if method == "query" and len(params) > 1 and (
-                session.vars or self._clock_shift or self._commit_delay[1]):
+                session.vars or self._clock_shift or self._commit_delay[1]
+                or self._conflict[1]):
             params[0] = self._rewrite(str(params[0]))
             params[1] = {**session.vars, **(params[1] if len(params) > 1 else {})}
             frame = encode({**request, "params": params})
@@ -309,6 +338,8 @@ class SurrealTestServer:
             answer = await self._execute((session.ns, session.db), frame)
         except RuntimeError as exc:  # the engine raises what a server sends as an error
             return error({"code": -32000, "kind": "Internal", "message": str(exc)})
+        if _CONFLICTED.encode() in answer:
+            answer = self._conflicted(answer)
         if b"can be retried" in answer:
             self.conflicts += 1
         if (method == "query" and self._drops > 0 and params

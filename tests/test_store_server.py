@@ -232,6 +232,24 @@ def test_conflicting_writers_in_several_processes_are_retried(
         assert surreal_concurrent.server.conflicts > 0  # there was something to retry
 
 
+def test_a_query_whose_statement_lost_a_conflict_is_retried_whole(surreal: Target) -> None:
+    """Processes opening one fresh store define its schema at once. A field definition
+    that loses a write conflict does not run, and the index on that field, later in the
+    same query, then fails ("The field 'task_type' does not exist"). The conflict is the
+    cause: the query is retried whole and the store opens with its schema complete."""
+    server = surreal.fixture
+    server.conflict_on("DEFINE FIELD IF NOT EXISTS task_type ON execution")
+    with AgentRouter(agents=["a", "b"], store=surreal.url,
+                     store_options=surreal.options()) as router:
+        decision = router.select("code")
+        router.record(decision, success=True, quality=0.7)
+        fields = router.store.run("INFO FOR TABLE execution;")[0]["fields"]
+        assert "task_type" in fields
+        assert [row["task_type"] for row in router.store.run(
+            "SELECT task_type FROM execution;")[0]] == ["code"]
+    assert server.conflicts == 1
+
+
 def server_process(port: int, storage: str) -> tuple[subprocess.Popen[str], str]:
     """``python tests/surreal_server.py`` as its own process; returns it and its URL."""
     proc = subprocess.Popen([sys.executable, str(SERVER), "--port", str(port),

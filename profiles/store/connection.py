@@ -5,8 +5,9 @@ interpolated; statement errors become ``QueryFailed`` with the database's own me
 The same SurrealQL runs embedded and against a server. Faults, all retried with tenacity
 and all bounded:
 
-- a transaction that lost a read or write conflict ("This transaction can be retried")
-  runs again, embedded too, up to ``conflict_attempts`` tries with short random waits;
+- a query with a statement that lost a read or write conflict ("This transaction can be
+  retried") runs again whole (later statements may have failed only because of it),
+  embedded too, up to ``conflict_attempts`` tries with short random waits;
 - a server that cannot be reached when the store opens is retried ``retry_attempts``
   times (waits growing to ``retry_max_wait_s``), then ``StoreUnavailableError``;
 - a connection that drops while the store is open is replaced: a new SDK connection,
@@ -81,7 +82,6 @@ RETRYABLE = "can be retried"
 _REFUSED = ("Not enough permissions", "IAM error", "problem with authentication")
 _CREDENTIALS = ("store.username / store.password (store_options, config) or the "
                 "environment variables TRUSTROUTE_DB_USER / TRUSTROUTE_DB_PASS")
-
 
 #: Open connections, so that a forked child can disown the ones it inherited.
 _OPEN: weakref.WeakSet[Connection] = weakref.WeakSet()
@@ -293,8 +293,9 @@ class Connection:
         statements = response.get("result", [])
         errors = [str(s["result"]) for s in statements if s.get("status") != "OK"]
         if errors:
+            # a lost conflict first (see above); else the statement that failed says why
             specific = [e for e in errors if "failed transaction" not in e]
-            message = (specific or errors)[0]
+            message = next((e for e in errors if RETRYABLE in e), (specific or errors)[0])
             if self.location.is_remote and any(word in message for word in _REFUSED):
                 raise self._refused("a query", message)
             raise self._failed(message)
