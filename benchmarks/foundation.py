@@ -11,6 +11,9 @@ machine, so a loaded machine slows both sides alike:
   ``CREATE execution`` (what ``record()`` writes; target: p50 <= 3x),
   first on young profiles, then in steady state once every window is full (a window
   that grows makes each write bigger, so both are shown);
+- ``select()`` with 100 agents on 100 task types while every pair has a run awaiting a
+  verdict (``feedback`` ``wait_s`` > 0): the default strategy counts those runs as
+  outcomes on their way on every task type (reported beside the hop; no target);
 - bulk import: ``record_many`` of 20,000 records (10 agents x 5 task types, batches of
   5,000) into a fresh store (reported; no target);
 - opening a store that holds 10,000 profiles (100 agents x 100 task types, 3 executions
@@ -111,6 +114,25 @@ def bench_select(strategy: str, n_agents: int) -> tuple[Latency, Latency]:
         per_block = 10_000 // n_agents
         return paired(lambda: router.select("code"), lambda: hop.invoke(payload),
                       blocks=20, per_block=per_block, warmup=2 * per_block)
+
+
+def bench_select_awaiting(strategy: str, n_agents: int = 100, n_types: int = 100
+                          ) -> tuple[Latency, Latency]:
+    """select() when each (agent, task type) pair has 3 judged runs and 1 awaiting its
+    verdict, vs the hop."""
+    agents = [f"agent-{i}" for i in range(n_agents)]
+    types = [f"task-{t}" for t in range(n_types)]
+    rng = random.Random(4)
+    with AgentRouter(agents=agents, store="mem://", seed=0, strategy=strategy,
+                     feedback={"wait_s": 3600, "default": "ignore"}) as router:
+        router.record_many(ExecutionRecord(agent_id=agent, task_type=task_type, success=True,
+                                           quality=rng.random() if judged else None)
+                           for judged in (True, True, True, False)
+                           for agent in agents for task_type in types)
+        hop = RouterRunnable(runnables={"code": RunnableLambda(lambda x: x)})
+        payload = {"key": "code", "input": "task"}
+        return paired(lambda: router.select("task-0"), lambda: hop.invoke(payload),
+                      blocks=10, per_block=100, warmup=100)
 
 
 def bench_record(workdir: Path, strategy: str) -> list[tuple[Latency, Latency]]:
@@ -216,6 +238,8 @@ def main() -> None:
         with console.status("select() vs RouterRunnable hop ..."):
             selects = {(name, n): bench_select(name, n)
                        for name in strategies for n in SELECT_TARGETS}
+        with console.status("select() with runs awaiting verdicts on 100 task types ..."):
+            awaiting = {name: bench_select_awaiting(name) for name in strategies}
         with console.status("record() vs raw SDK write (young, then full windows) ..."):
             records = {name: bench_record(workdir, name) for name in strategies}
         with console.status("bulk import of 20,000 records ..."):
@@ -236,6 +260,10 @@ def main() -> None:
                       f"<= {target}x", verdict(ratio <= target))
         table.add_row("select() p99", name, f"{sel.p99:.1f} us", f"{hop.p99:.1f} us",
                       f"{sel.p99 / hop.p99:.2f}x", "", "")
+    for name, (sel, hop) in awaiting.items():
+        table.add_row("select() p50, 100 agents x 100 types, runs awaiting verdicts", name,
+                      f"{sel.p50:.1f} us", f"{hop.p50:.1f} us RouterRunnable hop",
+                      f"{sel.p50 / hop.p50:.2f}x", "reported", "")
     for name in strategies:
         for stage, (rec, raw) in zip(("young profiles", "windows full"), records[name],
                                      strict=True):

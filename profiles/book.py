@@ -20,7 +20,7 @@ import bisect
 import threading
 from collections.abc import Callable, Iterator, Sequence
 
-from trustroute.profiles.profile import ProfileState
+from trustroute.profiles.profile import ProfileState, WindowEntry
 from trustroute.profiles.records import ExecutionRecord
 from trustroute.profiles.store.executions import LogKey, LogRow
 
@@ -39,6 +39,11 @@ class ProfileBook:
         self._states: dict[tuple[str, str], ProfileState] = {}
         self._clocks: dict[str, int] = {}
         self._tails: dict[str, list[LogKey]] = {}
+        #: task type -> agent -> executions awaiting a verdict (pairs with none left out),
+        #: and each task type's version there (a new number at every change, never reused)
+        self._pending: dict[str, dict[str, int]] = {}
+        self._pending_versions: dict[str, int] = {}
+        self._pending_changes = 0
         self._lock = threading.RLock()
         self.stale = False  # a row arrived older than a task type's remembered tail
 
@@ -55,6 +60,24 @@ class ProfileBook:
         """Every agent's profile for one task type."""
         with self._lock:
             return [s for (_, t), s in self._states.items() if t == task_type]
+
+    def pending(self) -> dict[str, dict[str, int]]:
+        """Per task type, the agents with executions awaiting a verdict there and how
+        many (a copy; its size is the pairs awaiting one, not every pair)."""
+        with self._lock:
+            return {t: dict(agents) for t, agents in self._pending.items()}
+
+    def pending_versions(self) -> dict[str, int]:
+        """The task types with executions awaiting a verdict, each with a number that
+        changes whenever their counts there do (a reader keeps what it derived from
+        ``pending_on`` while it stays the same)."""
+        with self._lock:
+            return dict(self._pending_versions)
+
+    def pending_on(self, task_type: str) -> dict[str, int]:
+        """The agents with executions of ``task_type`` awaiting a verdict, and how many."""
+        with self._lock:
+            return dict(self._pending.get(task_type, {}))
 
     def task_types(self) -> list[str]:
         """Task types with at least one execution, sorted."""
@@ -102,7 +125,38 @@ class ProfileBook:
         if state is None:
             state = self._states[pair] = ProfileState(*pair, self.window_size)
         state.apply(record, seq, key, evidence)
+        self._note_pending(state)
         return state
+
+    def amend(self, agent_id: str, task_type: str, seq: int, timestamp: float,
+              key: LogKey | None, old: tuple[float | None, bool],
+              new: tuple[float | None, bool]) -> tuple[WindowEntry, WindowEntry] | None:
+        """A held execution's quality evidence changed (``ProfileState.amend``); None
+        when the pair is not held or its window no longer holds the execution."""
+        with self._lock:
+            state = self._states.get((agent_id, task_type))
+            if state is None:
+                return None
+            held = state.amend(seq, timestamp, key, old, new)
+            self._note_pending(state)
+            return held
+
+    def _note_pending(self, state: ProfileState) -> None:
+        task_type, agents = state.task_type, self._pending.get(state.task_type)
+        if (agents or {}).get(state.agent_id, 0) == state.pending:
+            return
+        self._pending_changes += 1
+        if state.pending:
+            if agents is None:
+                agents = self._pending[task_type] = {}
+            agents[state.agent_id] = state.pending
+            self._pending_versions[task_type] = self._pending_changes
+        elif agents is not None:
+            del agents[state.agent_id]
+            if agents:
+                self._pending_versions[task_type] = self._pending_changes
+            else:
+                del self._pending[task_type], self._pending_versions[task_type]
 
     def _take_seq(self, task_type: str, key: LogKey) -> tuple[int, bool]:
         """The seq of a new row of ``task_type`` at ``key`` (moving later seqs up), and
@@ -136,6 +190,9 @@ class ProfileBook:
         with self._lock:
             self._states = {(s.agent_id, s.task_type): s for s in states}
             self._clocks, self._tails, self.stale = dict(clocks), dict(tails), False
+            self._pending, self._pending_versions = {}, {}
+            for state in states:
+                self._note_pending(state)
 
     def clear(self) -> None:
         """Forget everything (before a rebuild)."""

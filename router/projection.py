@@ -141,9 +141,8 @@ class LogProjection:
         its window) and the strategy's evidence (the caller holds the router's lock)."""
         for c in changes:
             run = c.run
-            state = self.book.get(run.agent_id, run.task_type)
-            held = None if state is None else state.amend(
-                run.seq, run.timestamp, run.key, (c.old, c.was_pending), (c.new, run.pending))
+            held = self.book.amend(run.agent_id, run.task_type, run.seq, run.timestamp,
+                                   run.key, (c.old, c.was_pending), (c.new, run.pending))
             old, new = held or (WindowEntry(run.timestamp, c.old, run.success, run.seq),
                                 WindowEntry(run.timestamp, c.new, run.success, run.seq))
             self.strategy.amend(run.agent_id, run.task_type,

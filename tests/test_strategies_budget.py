@@ -159,6 +159,57 @@ def test_runs_awaiting_verdicts_count_as_outcomes_on_their_way() -> None:
     assert picks(record=False) == ["newcomer"] * 40
 
 
+def test_runs_awaiting_verdicts_on_other_task_types_shorten_the_lessons_reach() -> None:
+    # what a newcomer's first outcome on "t" teaches reaches its other task types as
+    # far as its prior rests there; its runs awaiting verdicts on "u" will soon pin it
+    # down there, so trying it on "t" is worth less the more of them are on their way
+    from trustroute import AgentRouter
+
+    def newcomers_index(waiting_on_u: int) -> float:
+        with AgentRouter(agents=["leader", "newcomer"], store="mem://", seed=0,
+                         feedback={"wait_s": 3600, "default": "ignore"}) as r:
+            for i in range(30):
+                for task_type in ("t", "u"):
+                    r.record(agent_id="leader", task_type=task_type, success=True,
+                             quality=0.0 if i % 4 == 0 else 1.0)
+            r.record(agent_id="newcomer", task_type="u", success=True, quality=1.0)
+            r.record(agent_id="leader", task_type="t", success=True)  # on its way on "t"
+            for _ in range(waiting_on_u):
+                r.record(agent_id="newcomer", task_type="u", success=True)
+            assert r.book.pending().get("u", {}).get("newcomer", 0) == waiting_on_u
+            scores = {c.agent_id: c.score for c in r.select("t").candidates}
+            return scores["newcomer"]
+
+    assert newcomers_index(0) > newcomers_index(5) > newcomers_index(20)
+
+
+def test_a_decision_reads_the_runs_awaiting_verdicts_as_they_are_now() -> None:
+    # the strategy keeps each task type's counts aligned with the candidates between
+    # decisions and reads a type again only when the book says its counts changed:
+    # after more runs go out on "u", the index on "t" is what a decision that kept
+    # nothing (the candidates changed in between) computes
+    from trustroute import AgentRouter
+
+    def second_index(first_exclude: list[str]) -> float:
+        with AgentRouter(agents=["leader", "newcomer", "other"], store="mem://", seed=0,
+                         feedback={"wait_s": 3600, "default": "ignore"}) as r:
+            for i in range(30):
+                for task_type in ("t", "u"):
+                    r.record(agent_id="leader", task_type=task_type, success=True,
+                             quality=0.0 if i % 4 == 0 else 1.0)
+                    r.record(agent_id="other", task_type=task_type, success=True,
+                             quality=float(i % 2))
+            r.record(agent_id="newcomer", task_type="u", success=True, quality=1.0)
+            r.record(agent_id="leader", task_type="t", success=True)  # on its way
+            r.record(agent_id="newcomer", task_type="u", success=True)
+            r.select("t", exclude=first_exclude)
+            for _ in range(5):
+                r.record(agent_id="newcomer", task_type="u", success=True)
+            return {c.agent_id: c.score for c in r.select("t").candidates}["newcomer"]
+
+    assert second_index([]) == pytest.approx(second_index(["other"]), rel=1e-12)
+
+
 def test_looking_ahead_values_an_arm_one_outcome_cannot_lift() -> None:
     from trustroute.router.strategies.knowledge_gradient import knowledge_gradient_m
 

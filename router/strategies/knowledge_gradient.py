@@ -144,6 +144,9 @@ class KnowledgeGradient(PooledPosterior):
         self._judged: dict[str, int] = {}  # outcomes observed per task type
         self._deciding: str | None = None  # the task type score() is deciding
         self._coming: dict[str, np.ndarray] | None = None  # outcomes on their way
+        #: the candidates' runs awaiting verdicts on each task type, aligned with their
+        #: names, and the book's version of those counts (so only changed types are read)
+        self._waiting: tuple[tuple[str, ...], dict[str, tuple[int, np.ndarray]]] = ((), {})
 
     def observe(self, record: ExecutionRecord, seq: int, book: ProfileBook) -> None:
         """Count the judged outcome, then fold it into the posterior."""
@@ -203,12 +206,20 @@ class KnowledgeGradient(PooledPosterior):
             return None
         share = self.judged_share(ctx.task_type)
         out = {ctx.task_type: share * np.asarray(own, dtype=float)}
-        for task_type in self.ledger.task_types():
+        names = tuple(arm.agent_id for arm in arms)
+        if names != self._waiting[0]:
+            self._waiting = (names, {})
+        kept, waiting = self._waiting[1], {}
+        for task_type, version in ctx.book.pending_versions().items():
             if task_type != ctx.task_type:
-                pending = [0 if (s := ctx.book.get(a.agent_id, task_type)) is None
-                           else s.pending for a in arms]
-                if any(pending):
-                    out[task_type] = share * np.asarray(pending, dtype=float)
+                held = kept.get(task_type)
+                if held is None or held[0] != version:  # counts there changed: align again
+                    by_agent = ctx.book.pending_on(task_type)
+                    held = (version, np.array([by_agent.get(n, 0) for n in names], float))
+                waiting[task_type] = held
+                if held[1].any():
+                    out[task_type] = share * held[1]
+        self._waiting = (names, waiting)
         return out
 
     def score(self, arms: Sequence[Arm], ctx: StrategyContext) -> list[ArmScore]:
