@@ -146,7 +146,8 @@ class KnowledgeGradient(PooledPosterior):
         self._coming: dict[str, np.ndarray] | None = None  # outcomes on their way
         #: the candidates' runs awaiting verdicts on each task type, aligned with their
         #: names, and the book's version of those counts (so only changed types are read)
-        self._waiting: tuple[tuple[str, ...], dict[str, tuple[int, np.ndarray]]] = ((), {})
+        self._waiting: tuple[ProfileBook | None, tuple[str, ...],
+                             dict[str, tuple[int, np.ndarray]]] = (None, (), {})
 
     def observe(self, record: ExecutionRecord, seq: int, book: ProfileBook) -> None:
         """Count the judged outcome, then fold it into the posterior."""
@@ -207,9 +208,10 @@ class KnowledgeGradient(PooledPosterior):
         share = self.judged_share(ctx.task_type)
         out = {ctx.task_type: share * np.asarray(own, dtype=float)}
         names = tuple(arm.agent_id for arm in arms)
-        if names != self._waiting[0]:
-            self._waiting = (names, {})
-        kept, waiting = self._waiting[1], {}
+        book, held_names, kept = self._waiting
+        if book is not ctx.book or held_names != names:
+            kept = {}
+        waiting: dict[str, tuple[int, np.ndarray]] = {}
         for task_type, version in ctx.book.pending_versions().items():
             if task_type != ctx.task_type:
                 held = kept.get(task_type)
@@ -219,7 +221,7 @@ class KnowledgeGradient(PooledPosterior):
                 waiting[task_type] = held
                 if held[1].any():
                     out[task_type] = share * held[1]
-        self._waiting = (names, waiting)
+        self._waiting = (ctx.book, names, waiting)
         return out
 
     def score(self, arms: Sequence[Arm], ctx: StrategyContext) -> list[ArmScore]:
