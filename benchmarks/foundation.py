@@ -13,7 +13,8 @@ machine, so a loaded machine slows both sides alike:
   that grows makes each write bigger, so both are shown);
 - ``select()`` with 100 agents on 100 task types while every pair has a run awaiting a
   verdict (``feedback`` ``wait_s`` > 0): the default strategy counts those runs as
-  outcomes on their way on every task type (reported beside the hop; no target);
+  outcomes on their way on every task type (the "pending" row: reported beside the
+  hop; no target);
 - bulk import: ``record_many`` of 20,000 records (10 agents x 5 task types, batches of
   5,000) into a fresh store (reported; no target);
 - opening a store that holds 10,000 profiles (100 agents x 100 task types, 3 executions
@@ -261,7 +262,7 @@ def main() -> None:
         table.add_row("select() p99", name, f"{sel.p99:.1f} us", f"{hop.p99:.1f} us",
                       f"{sel.p99 / hop.p99:.2f}x", "", "")
     for name, (sel, hop) in awaiting.items():
-        table.add_row("select() p50, 100 agents x 100 types, runs awaiting verdicts", name,
+        table.add_row("select() p50, 100 agents x 100 types, pending", name,
                       f"{sel.p50:.1f} us", f"{hop.p50:.1f} us RouterRunnable hop",
                       f"{sel.p50 / hop.p50:.2f}x", "reported", "")
     for name in strategies:
