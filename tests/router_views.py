@@ -12,7 +12,7 @@ MOMENT = datetime(2030, 1, 1, tzinfo=UTC)  # every profile is computed at this m
 
 def view(router: AgentRouter) -> dict[tuple[str, str], Any]:
     """Per pair (learned or only trusted): profile at ``MOMENT``, window with seqs,
-    trust counts."""
+    trust counts, and the pair's runs awaiting a verdict as the book lists them."""
     pairs = {(s.agent_id, s.task_type) for s in router.book} | set(
         router.trust_layer.book.pairs())
     out = {}
@@ -22,5 +22,6 @@ def view(router: AgentRouter) -> dict[tuple[str, str], Any]:
                                            for e in state.window]
         out[(agent_id, task_type)] = (
             router.profile(agent_id, task_type, now=MOMENT).model_dump(),
-            window, router.trust_layer.book.counts(agent_id, task_type))
+            window, router.trust_layer.book.counts(agent_id, task_type),
+            router.book.pending_on(task_type).get(agent_id, 0))
     return out

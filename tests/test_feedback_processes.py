@@ -192,3 +192,16 @@ def test_runs_another_process_awaits_verdicts_on_steer_this_ones_decisions(
             assert time.monotonic() < deadline, "the worker's runs never arrived"
             time.sleep(0.05)
         assert [router.select("t").agent_id for _ in range(5)] == ["leader"] * 5
+        # runs it awaits verdicts on elsewhere ("u") reach the book's list the same way
+        sender = worker(surreal, "send", "newcomer", "u", "3")
+        try:
+            assert read_line(sender) == "sent"
+            assert sender.wait(timeout=30) == 0
+        finally:
+            if sender.poll() is None:
+                sender.kill()
+                sender.wait()
+        while router.book.pending_on("u") != {"newcomer": 3}:
+            assert time.monotonic() < deadline + 30, "the runs on u never arrived"
+            time.sleep(0.05)
+        assert router.select("t").agent_id == "leader"

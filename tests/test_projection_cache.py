@@ -6,10 +6,10 @@ from __future__ import annotations
 import gc
 import logging
 import time
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from router_views import view
 from surreal_fixtures import Target
 
 from trustroute import AgentRouter
@@ -20,17 +20,8 @@ from trustroute.profiles.store import Store
 from trustroute.profiles.store.projections import ProjectionRepository
 
 AGENTS = ["a", "b", "c"]
-MOMENT = datetime(2030, 1, 1, tzinfo=UTC)
 QUICK: dict[str, float] = {}  # (the look-back this once set is gone: no stamps decide)
 MISMATCH = "does not match the log"
-
-
-def view(router: AgentRouter) -> dict[tuple[str, str], Any]:
-    """Per pair: profile at one moment, window with seqs, trust counts."""
-    return {(s.agent_id, s.task_type): (
-        router.profile(s.agent_id, s.task_type, now=MOMENT).model_dump(),
-        [(e.timestamp, e.quality, e.success, e.seq) for e in s.window],
-        router.trust_layer.book.counts(s.agent_id, s.task_type)) for s in router.book}
 
 
 def fill(url: str, n: int = 120) -> dict[tuple[str, str], Any]:
