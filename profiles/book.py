@@ -61,12 +61,6 @@ class ProfileBook:
         with self._lock:
             return [s for (_, t), s in self._states.items() if t == task_type]
 
-    def pending(self) -> dict[str, dict[str, int]]:
-        """Per task type, the agents with executions awaiting a verdict there and how
-        many (a copy; its size is the pairs awaiting one, not every pair)."""
-        with self._lock:
-            return {t: dict(agents) for t, agents in self._pending.items()}
-
     def pending_versions(self) -> dict[str, int]:
         """The task types with executions awaiting a verdict, each with a number that
         changes whenever their counts there do (a reader keeps what it derived from

@@ -206,7 +206,7 @@ class SurrealTestServer:
         self._conflict = (statement, count)
 
     def _rewrite(self, sql: str) -> str:
-        """The query as the fake clock and the commit delay make it (see the knobs)."""
+        """The query as the fake clock, the commit delay and conflict_on make it."""
         if self._clock_shift:
             sign = "+" if self._clock_shift > 0 else "-"
             sql = sql.replace("time::now()", f"(time::now() {sign} "

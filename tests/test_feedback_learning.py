@@ -154,10 +154,14 @@ def test_late_feedback_still_amends_after_the_default(tmp_path: Path) -> None:
 
 
 def test_the_book_holds_the_pairs_awaiting_verdicts(tmp_path: Path) -> None:
-    """``book.pending()``, read by the default strategy for the outcomes on their way on
-    other task types, holds just the pairs with runs awaiting a verdict: as records
-    place them, as verdicts settle them, and in a book restored from the cache or the
-    log."""
+    """The book's list of runs awaiting verdicts (``pending_versions``, ``pending_on``),
+    read by the default strategy for the outcomes on their way on other task types,
+    holds just the pairs with runs awaiting a verdict: as records place them, as
+    verdicts settle them, and in a book restored from the cache or the log."""
+
+    def waiting(r: AgentRouter) -> dict[str, dict[str, int]]:
+        return {t: r.book.pending_on(t) for t in r.book.pending_versions()}
+
     url = f"surrealkv://{tmp_path / 'db'}"
     policy = {"wait_s": 3600, "default": "ignore"}
     with AgentRouter(agents=["a", "b"], store=url, seed=0, feedback=policy) as r:
@@ -165,16 +169,16 @@ def test_the_book_holds_the_pairs_awaiting_verdicts(tmp_path: Path) -> None:
         r.record(agent_id="a", task_type="t", success=True)
         last = r.record(agent_id="b", task_type="u", success=True)
         r.record(agent_id="b", task_type="t", success=True, quality=0.7)  # judged at once
-        assert r.book.pending() == {"t": {"a": 2}, "u": {"b": 1}}
+        assert waiting(r) == {"t": {"a": 2}, "u": {"b": 1}}
         versions = r.book.pending_versions()
         r.feedback(first.record_id, approved=True)
         r.feedback(last.record_id, score=0.4)
-        assert r.book.pending() == {"t": {"a": 1}} and r.book.pending_on("t") == {"a": 1}
+        assert waiting(r) == {"t": {"a": 1}} and r.book.pending_on("t") == {"a": 1}
         assert r.book.pending_versions()["t"] != versions["t"]  # its counts changed
     with AgentRouter(agents=["a", "b"], store=url, seed=0, feedback=policy) as r:
-        assert r.book.pending() == {"t": {"a": 1}}  # the cached projection
+        assert waiting(r) == {"t": {"a": 1}}  # the cached projection
         r.refresh()  # the whole log
-        assert r.book.pending() == {"t": {"a": 1}}
+        assert waiting(r) == {"t": {"a": 1}}
         assert r.profile("a", "t").pending == 1
 
 

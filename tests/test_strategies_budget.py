@@ -176,7 +176,7 @@ def test_runs_awaiting_verdicts_on_other_task_types_shorten_the_lessons_reach() 
             r.record(agent_id="leader", task_type="t", success=True)  # on its way on "t"
             for _ in range(waiting_on_u):
                 r.record(agent_id="newcomer", task_type="u", success=True)
-            assert r.book.pending().get("u", {}).get("newcomer", 0) == waiting_on_u
+            assert r.book.pending_on("u").get("newcomer", 0) == waiting_on_u
             scores = {c.agent_id: c.score for c in r.select("t").candidates}
             return scores["newcomer"]
 

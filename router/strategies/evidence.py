@@ -359,10 +359,6 @@ class EvidenceLedger:
                 out += strength / (strength + n)
         return out
 
-    def task_types(self) -> list[str]:
-        """The task types with evidence, in the order first seen."""
-        return list(self._types)
-
     def task_types_of(self, agent_id: str) -> list[str]:
         """The task types ``agent_id`` has evidence on, in the order first seen."""
         return list(self._pairs.get(agent_id, ()))
