@@ -51,6 +51,18 @@ def read_line(proc: subprocess.Popen[str], timeout: float = 60) -> str:
     return line
 
 
+def send(surreal: Target, agent_id: str, task_type: str, runs: int) -> None:
+    """Another OS process records ``runs`` of ``agent_id`` that await verdicts."""
+    sender = worker(surreal, "send", agent_id, task_type, str(runs))
+    try:
+        assert read_line(sender) == "sent"
+        assert sender.wait(timeout=30) == 0
+    finally:
+        if sender.poll() is None:
+            sender.kill()
+            sender.wait()
+
+
 def test_a_verdict_in_one_process_reaches_the_process_that_decided(surreal: Target) -> None:
     recorder = worker(surreal, "record", "chat")
     try:
@@ -179,28 +191,14 @@ def test_runs_another_process_awaits_verdicts_on_steer_this_ones_decisions(
             router.record(agent_id="weak", task_type="t", success=True,
                           quality=1.0 if i % 3 == 0 else 0.0)
         assert [router.select("t").agent_id for _ in range(5)] == ["newcomer"] * 5
-        sender = worker(surreal, "send", "newcomer", "t", "5")
-        try:
-            assert read_line(sender) == "sent"
-            assert sender.wait(timeout=30) == 0
-        finally:
-            if sender.poll() is None:
-                sender.kill()
-                sender.wait()
+        send(surreal, "newcomer", "t", 5)
         deadline = time.monotonic() + SYNC_DELAY_S + 30
         while router.profile("newcomer", "t").pending < 5:  # folded by the follow thread
             assert time.monotonic() < deadline, "the worker's runs never arrived"
             time.sleep(0.05)
         assert [router.select("t").agent_id for _ in range(5)] == ["leader"] * 5
         # runs it awaits verdicts on elsewhere ("u") reach the book's list the same way
-        sender = worker(surreal, "send", "newcomer", "u", "3")
-        try:
-            assert read_line(sender) == "sent"
-            assert sender.wait(timeout=30) == 0
-        finally:
-            if sender.poll() is None:
-                sender.kill()
-                sender.wait()
+        send(surreal, "newcomer", "u", 3)
         while router.book.pending_on("u") != {"newcomer": 3}:
             assert time.monotonic() < deadline + 30, "the runs on u never arrived"
             time.sleep(0.05)
