@@ -79,7 +79,7 @@ WORLDS: tuple[tuple[str, int, int], ...] = (  # label, agents, tasks per task ty
     ("80 x 100", 80, 100),
     ("40 x 300", 40, 300),
 )
-WORLD_SEEDS, WORLD_RUNS, WORLD_TYPES, WORLD_TARGET = (0, 1, 2), 3, 5, 85.0
+WORLD_SEEDS, WORLD_RUNS, WORLD_TYPES, WORLD_TARGET = tuple(range(12)), 1, 5, 85.0
 HALVING_TARGET = 30
 
 
@@ -174,7 +174,8 @@ def worlds_table(jobs: int) -> None:
                     columns.setdefault(name, {}).setdefault(label, []).append(value)
     table = Table(title=f"synthetic leaderboard worlds (agents x tasks per type, "
                         f"{WORLD_TYPES} types): % of oracle",
-                  caption=f"{len(WORLD_SEEDS)} worlds x {WORLD_RUNS} runs each; target "
+                  caption=f"{len(WORLD_SEEDS)} worlds x {WORLD_RUNS} run"
+                          f"{'s' if WORLD_RUNS > 1 else ''} each; target "
                           f">= {WORLD_TARGET:.0f} and ahead of thompson; red: below. "
                           "Below the line, on the same runs: the agent with the best "
                           "overall level (known), and a search that knows the population "
