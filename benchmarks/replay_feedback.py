@@ -101,7 +101,7 @@ def dev_log_table(jobs: int) -> None:
     console.print(table)
 
 
-def world_pct(specs: list[StrategySpec], agents: int, per_type: int, rate: float,
+def world_runs(specs: list[StrategySpec], agents: int, per_type: int, rate: float,
               delay: int, jobs: int) -> dict[str, list[float]]:
     """% of the oracle per strategy, one value per run, over the world seeds."""
     pcts: dict[str, list[float]] = {s.label: [] for s in specs}
@@ -131,7 +131,7 @@ def worlds_table(jobs: int) -> None:
         for rate, delay in WORLD_SETTINGS:
             with console.status(f"replaying world {agents} x {per_type}: {rate:.0%} "
                                 f"judged, {delay} tasks late ..."):
-                runs = world_pct(specs, agents, per_type, rate, delay, jobs)
+                runs = world_runs(specs, agents, per_type, rate, delay, jobs)
             pct = {label: float(np.mean(values)) for label, values in runs.items()}
             ours, eps = pct[DEFAULT.label], pct[EPSILON.label]
             shown = f"{ours:.1f}" if ours >= eps else f"[red]{ours:.1f}[/red]"
