@@ -209,6 +209,8 @@ def test_async_paths() -> None:
             answered = await rag.ainvoke(COVERED)
             handed = await rag.ainvoke(UNCOVERED)
             assert store.repository(HandoffRepository).decision_stats()[0]["decisions"] == 2
+            # the hook is delivered in the background (the default): wait for it
+            assert rag.dispatcher is not None and rag.dispatcher.join(10)
             return answered, handed
 
     answered, handed = asyncio.run(main())
