@@ -41,8 +41,8 @@ def thumbs_run(seed: int) -> tuple[int, float, float]:
 
 def test_users_thumbs_teach_the_router_which_agent_they_like() -> None:
     """Five runs. The disliked agent is given only the few tasks that show it is worse
-    (2 to 6), so its score is what a few verdicts say: <= 0.3 unless it was lucky on
-    them (3 of 6 approved scores 0.303; about 1 run in 10, docs/trust.md)."""
+    (2 to 15), so its score is what a few verdicts say: <= 0.3 unless it was lucky on
+    them (3 of 6 approved scores 0.303; 4 runs in 40, docs/trust.md)."""
     runs = [thumbs_run(seed) for seed in range(5)]
     for second_half, liked, disliked in runs:
         assert second_half >= 0.85 * 200

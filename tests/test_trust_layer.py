@@ -67,9 +67,9 @@ def _own(layer: TrustLayer, batch: list[tuple[ExecutionRecord, int]]) -> None:
     layer.fold(batch)
 
 
-def _deprecate(layer: TrustLayer, agent: str, rescuer: str) -> None:
-    """Three failures of ``agent``, each rescued by ``rescuer``: deprecated."""
-    layer.fold(_records(agent, [False] * 3, metadata={"task_id": "T", "attempt": 0}))
+def _deprecate(layer: TrustLayer, agent: str, rescuer: str, times: int = 3) -> None:
+    """``times`` failures of ``agent``, each rescued by ``rescuer``: deprecated."""
+    layer.fold(_records(agent, [False] * times, metadata={"task_id": "T", "attempt": 0}))
     layer.fold(_records(rescuer, [True], metadata={"task_id": "T", "attempt": 1}))
 
 
@@ -138,7 +138,7 @@ def test_fold_counts_outcomes_and_rescues_and_rebuild_reloads_them(store: Store)
 
 def test_admit_moves_deprecated_candidates_last_and_says_why(store: Store) -> None:
     layer = TrustLayer(store, "test")
-    _deprecate(layer, "a", "b")
+    _deprecate(layer, "a", "b", times=20)  # a complete record: the policy may exclude it
     ranked = layer.admit("code", [_cand("a", 0.9), _cand("b", 0.5)])
     assert [c.agent_id for c in ranked] == ["b", "a"]
     assert ranked[1].reason == "not selected: trust tier deprecated; ranked"

@@ -182,7 +182,7 @@ def test_calibration_map_learns_from_outcomes_and_is_restored(kv_url: str) -> No
 
 
 def test_deprecated_agents_are_not_selected_but_new_ones_explore(router: AgentRouter) -> None:
-    for _ in range(6):  # six failures, then a rescue each time -> contradictions
+    for _ in range(20):  # a complete record: 20 failures, each rescued -> contradictions
         task = str(uuid.uuid4())
         router.record(agent_id="a", task_type="code", success=False,
                       metadata={"task_id": task, "attempt": 0})
@@ -198,6 +198,32 @@ def test_deprecated_agents_are_not_selected_but_new_ones_explore(router: AgentRo
     assert "c" in router.select("code").ranking[:2]
     with pytest.raises(NoAgentAvailable, match="deprecated"):
         router.select("code", exclude=["b", "c"])
+
+
+def test_a_few_unlucky_verdicts_never_shut_a_good_agent_out() -> None:
+    """Users approve one agent 9 times in 10 and the other 2 in 10, but the good one's
+    first verdicts are 1 approval in 3: its composite is 0.19 (deprecated). The router
+    still comes back to it, and it wins its traffic."""
+    with AgentRouter(agents=["good", "bad"], store="mem://", seed=0,
+                     feedback={"wait_s": 3600, "default": "ignore"}) as r:
+        def judged(agent: str, approved: bool) -> None:
+            ref = r.record(agent_id=agent, task_type="chat", success=True).record_id
+            r.feedback(ref, approved=approved)
+
+        for approved in (True, False, False):
+            judged("good", approved)
+        for i in range(10):
+            judged("bad", i % 5 == 0)
+        assert r.trust("good", "chat").tier == Tier.DEPRECATED
+        chosen = []
+        for i in range(100):
+            d = r.select("chat")
+            r.record(d, success=True)
+            rate = 9 if d.agent_id == "good" else 2  # approvals in every 10 verdicts
+            r.feedback(d.decision_id, approved=i % 10 < rate)
+            chosen.append(d.agent_id)
+        assert chosen[50:].count("good") >= 45
+        assert r.trust("good", "chat").tier != Tier.DEPRECATED
 
 
 def test_one_unlucky_run_never_blocks_a_new_agent(router: AgentRouter) -> None:

@@ -3,10 +3,13 @@
 - deprecated pairs are not selected (the lifecycle retires them later);
 - in exploit-only mode, when some candidate is ``core`` or ``strong``, only those are
   chosen automatically (production traffic goes to proven agents);
-- deprecation never blocks exploration of a new profile: a pair with fewer than
-  ``new_profile_observations`` observations (3: still in the lowest frequency band,
-  where one unlucky run decides the tier) is not excluded as deprecated (exploit-only
-  mode, which explores nothing, still prefers proven agents to it).
+- deprecation waits for a complete record: a pair with fewer than
+  ``new_profile_observations`` observations (20, where a profile's confidence
+  ``min(1, n/20)`` is full) is not excluded as deprecated. Exclusion is final in
+  practice (a pair that is never chosen gets no evidence that could lift it again), and
+  a few runs can put a good agent below 0.2: one approval in three verdicts gives a
+  composite of 0.19. Until then the learning strategy, which can come back to an agent,
+  decides (exploit-only mode, which explores nothing, still prefers proven agents).
 
 Candidates that are not admitted stay in the decision, ranked last with the reason.
 """
@@ -31,7 +34,7 @@ class TierPolicy(Settings):
 
     exclude_deprecated: bool = True
     exploit_trusted_only: bool = True
-    new_profile_observations: int = Field(default=3, ge=0)
+    new_profile_observations: int = Field(default=20, ge=0)
 
     def admit(self, task_type: str, ranked: list[CandidateScore], book: TrustBook,
               exploit_only: bool) -> list[CandidateScore]:
