@@ -13,8 +13,13 @@ often abstained decisions failed. Target: ECE <= 0.05.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
 
 from trustroute.router.cli.trust import print_calibration
 from trustroute.router.replay import ReplayStep, load_outcomes, make_plans, replay_run
@@ -27,6 +32,7 @@ from trustroute.router.trust.calibration import calibration_report
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "alpaca_eval_gpt4" / \
     "outcomes.csv"
 TARGET_ECE = 0.05
+console = Console(width=80)
 SCENARIOS: tuple[tuple[str, int | None, int], ...] = (  # label, agents per run, runs
     ("8 random agents", 8, 8),
     ("all 53 agents", None, 2),
@@ -73,6 +79,33 @@ def _run(plan: RunPlan, into: Scenario) -> None:
         into.abstained.append(abstained)
 
 
+def summary_table(results: list[Scenario]) -> Table:
+    """One column per scenario: ECE and Brier score, raw and calibrated (fits 80 columns)."""
+    table = Table(title=f"calibration of decision.confidence, strategy {DEFAULT_STRATEGY!r}, "
+                        f"second half of each stream of {DATA.parent.name} (success = "
+                        "quality >= 0.5)", box=box.SIMPLE_HEAD)
+    table.add_column("measure")
+    for s in results:
+        table.add_column(s.label, justify="right")
+    rows: list[tuple[str, Callable[[Scenario], str]]] = [
+        ("decisions", lambda s: f"{len(s.confidence)}"),
+        ("ECE, raw success probability",
+         lambda s: f"{expected_calibration_error(s.raw, s.success):.4f}"),
+        ("ECE, calibrated confidence",
+         lambda s: f"{expected_calibration_error(s.confidence, s.success):.4f}"),
+        ("  per run: mean", lambda s: f"{sum(s.per_run_ece) / len(s.per_run_ece):.4f}"),
+        ("  per run: max", lambda s: f"{max(s.per_run_ece):.4f}"),
+        ("Brier, raw", lambda s: f"{brier_score(s.raw, s.success):.4f}"),
+        ("Brier, calibrated", lambda s: f"{brier_score(s.confidence, s.success):.4f}"),
+        (f"target: ECE <= {TARGET_ECE}",
+         lambda s: "met" if expected_calibration_error(s.confidence, s.success) <= TARGET_ECE
+         else "[red]MISSED[/red]"),
+    ]
+    for label, value in rows:
+        table.add_row(label, *(value(s) for s in results))
+    return table
+
+
 def main() -> None:
     """Replay each scenario and print calibration figures with the reliability table."""
     if not DATA.exists():
@@ -88,19 +121,8 @@ def main() -> None:
         scenario.seconds = time.perf_counter() - started
         results.append(scenario)
         print(f"  {label}: {runs} run(s) in {scenario.seconds:.1f} s", flush=True)
-    print(f"\ncalibration of decision.confidence, strategy {DEFAULT_STRATEGY!r}, second half of "
-          f"each stream of {DATA.parent.name} (success = quality >= 0.5)")
-    header = (f"{'scenario':<17}{'decisions':>10}{'ECE raw':>9}{'ECE':>8}{'per-run mean':>14}"
-              f"{'per-run max':>13}{'Brier raw':>11}{'Brier':>8}  target ECE <= {TARGET_ECE}")
-    print(header)
-    for s in results:
-        ece = expected_calibration_error(s.confidence, s.success)
-        verdict = "met" if ece <= TARGET_ECE else "MISSED"
-        print(f"{s.label:<17}{len(s.confidence):>10}"
-              f"{expected_calibration_error(s.raw, s.success):>9.4f}{ece:>8.4f}"
-              f"{sum(s.per_run_ece) / len(s.per_run_ece):>14.4f}{max(s.per_run_ece):>13.4f}"
-              f"{brier_score(s.raw, s.success):>11.4f}"
-              f"{brier_score(s.confidence, s.success):>8.4f}  {verdict}")
+    console.print()
+    console.print(summary_table(results))
     for s in results:
         report = calibration_report(zip(s.confidence, s.success, s.abstained, strict=True))
         print()
