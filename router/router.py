@@ -37,6 +37,7 @@ from trustroute.router.feedback.state import FeedbackState
 from trustroute.router.learner import Learner, ProfileSnapshots, StrategyLearner
 from trustroute.router.limits import LimitSettings
 from trustroute.router.load import InFlightTracker, Lease, discounted
+from trustroute.router.options import options_of
 from trustroute.router.people import TrustMethods
 from trustroute.router.projection import LogProjection
 from trustroute.router.recording import admit_all, build_record
@@ -80,17 +81,20 @@ class AgentRouter(TrustMethods):
         strategy: str | Strategy = DEFAULT_STRATEGY,
         strategy_params: Mapping[str, Any] | None = None,
         seed: int | None = None,
-        settings: ProfileSettings | None = None,
+        settings: ProfileSettings | Mapping[str, Any] | None = None,
         exploit_only: bool = False,
         store_options: Mapping[str, Any] | None = None,
-        trust: TrustOptions | None = None,
-        abstention: AbstentionPolicy | None = None,
+        trust: TrustOptions | Mapping[str, Any] | None = None,
+        abstention: AbstentionPolicy | Mapping[str, Any] | None = None,
         transfer: TransferDispatcher | None = None,
         unknown_agents: UnknownAgents = "warn",
-        limits: LimitSettings | None = None,
+        limits: LimitSettings | Mapping[str, Any] | None = None,
         feedback: FeedbackPolicy | Mapping[str, Any] | None = None,
     ) -> None:
-        self.settings = settings or ProfileSettings()
+        self.settings = options_of(ProfileSettings, settings, "settings")
+        self.limits = options_of(LimitSettings, limits, "limits")  # shared on a server
+        trust_options = options_of(TrustOptions, trust, "trust")
+        abstention_policy = options_of(AbstentionPolicy, abstention, "abstention")
         self._agents: dict[str, AgentSpec] = as_specs(agents)
         self.strategy: Strategy = make_strategy(strategy, **dict(strategy_params or {})) \
             if isinstance(strategy, str) else strategy
@@ -102,7 +106,6 @@ class AgentRouter(TrustMethods):
         self._owns_store = not isinstance(store, Store)
         self.store = store if isinstance(store, Store) else Store(
             store, **dict(store_options or {}))
-        self.limits = limits or LimitSettings()  # max_concurrent, rpm: shared on a server
         self.slots = InFlightTracker.for_store(self.store, self.limits)
         self.transfer = transfer  # hand-offs to a person: undeliverable ones kept pending
         with contextlib.ExitStack() as failed:  # a failed open leaves nothing locked/open
@@ -111,8 +114,8 @@ class AgentRouter(TrustMethods):
             self.book = ProfileBook(self.settings.recency.window_size)
             self.feedback_policy = FeedbackPolicy.of(feedback)  # docs/feedback.md
             verdicts = FeedbackState(self.feedback_policy)
-            self.trust_layer = TrustLayer(self.store, self.strategy.name, trust, abstention,
-                                          transfer, exploit_only=exploit_only,
+            self.trust_layer = TrustLayer(self.store, self.strategy.name, trust_options,
+                                          abstention_policy, transfer, exploit_only=exploit_only,
                                           feedback=verdicts)
             self.projection = LogProjection(  # the book and the learners, from the log
                 self.store, self.book, StrategyLearner(self.strategy, self.book, verdicts),

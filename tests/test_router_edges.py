@@ -83,6 +83,28 @@ def test_an_unlisted_agent_warns_or_is_refused() -> None:
         AgentRouter(["a"], store="mem://", unknown_agents="sometimes")  # type: ignore[arg-type]
 
 
+def test_options_may_be_mappings_and_bad_ones_say_which_key(tmp_path: Path) -> None:
+    """trust=, abstention=, limits= and settings= take their config section as a dict."""
+    with AgentRouter(["a", "b"], store="mem://",
+                     trust={"policy": {"new_profile_observations": 5}},
+                     abstention={"on_abstain": "raise"}, limits={"lease_ttl_s": 5},
+                     settings={"recency": {"window_size": 10}}) as r:
+        assert r.trust_layer.options.policy.new_profile_observations == 5
+        assert r.trust_layer.abstention.on_abstain == "raise"
+        assert r.limits.lease_ttl_s == 5 and r.settings.recency.window_size == 10
+    url = f"surrealkv://{tmp_path / 'db'}"
+    with pytest.raises(ValueError) as bad:
+        AgentRouter(["a"], store=url, trust={"policy": {"new_profile_observation": 5}})
+    message = str(bad.value)
+    assert "\n" not in message and "trust.policy.new_profile_observation" in message
+    with pytest.raises(ValueError, match=r"limits\.lease_ttl_s: .*greater than 0"):
+        AgentRouter(["a"], store=url, limits={"lease_ttl_s": -1})
+    with pytest.raises(TypeError, match="trust must be a TrustOptions or a mapping"):
+        AgentRouter(["a"], store=url, trust=5)  # type: ignore[arg-type]
+    with AgentRouter(["a"], store=url) as r:  # nothing was left open or locked
+        assert r.store.executions.count() == 0
+
+
 def test_a_store_opened_twice_in_one_process_says_so(tmp_path: Path) -> None:
     url = f"surrealkv://{tmp_path / 'db'}"
     with Store(url), pytest.raises(StoreLockedError, match="already open in this process"):
