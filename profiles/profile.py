@@ -23,13 +23,16 @@ from pydantic import BaseModel, ConfigDict, Field
 from trustroute.profiles.recency import RecencySettings, RecencySums, weighted_expertise
 from trustroute.profiles.records import ExecutionRecord, check_admissible
 
+#: Executions after which a profile's record is complete: its confidence is full.
+CONFIDENCE_RAMP = 20
+
 
 class ProfileSettings(BaseModel):
     """Parameters of the profile math (config key ``profiles``; reference values)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    confidence_ramp: int = Field(default=20, ge=1)
+    confidence_ramp: int = Field(default=CONFIDENCE_RAMP, ge=1)
     recency: RecencySettings = Field(default_factory=RecencySettings)
     #: How far ahead of this host's clock a record's timestamp may be. Clocks kept by
     #: NTP agree within milliseconds; five minutes is the tolerance Kerberos and the
@@ -48,7 +51,7 @@ class ProfileSettings(BaseModel):
                                 max_metadata_bytes=self.max_metadata_bytes, now=now)
 
 
-def ramp_confidence(executions: int, ramp: int = 20) -> float:
+def ramp_confidence(executions: int, ramp: int = CONFIDENCE_RAMP) -> float:
     """``min(1, executions / ramp)``: how much the evidence count lets us trust a mean."""
     return min(1.0, max(executions, 0) / ramp)
 

@@ -20,6 +20,7 @@ from dataclasses import replace
 
 from pydantic import Field
 
+from trustroute.profiles.profile import CONFIDENCE_RAMP
 from trustroute.router.decision import CandidateScore
 from trustroute.router.errors import NoAgentAvailable
 from trustroute.router.trust.book import TrustBook
@@ -34,7 +35,7 @@ class TierPolicy(Settings):
 
     exclude_deprecated: bool = True
     exploit_trusted_only: bool = True
-    new_profile_observations: int = Field(default=20, ge=0)
+    new_profile_observations: int = Field(default=CONFIDENCE_RAMP, ge=0)
 
     def admit(self, task_type: str, ranked: list[CandidateScore], book: TrustBook,
               exploit_only: bool) -> list[CandidateScore]:
