@@ -320,8 +320,9 @@ def main() -> None:
             p99 = converge.pct(values, 0.99)
             table.add_row(f"p50 visible - {name}", f"{converge.pct(values, 0.5):.0f} ms",
                           "", "")
-            table.add_row(f"p99 visible - {name}", f"{p99:.0f} ms", goal,
-                          verdict(p99 <= CONVERGE_GOAL_MS))
+            judged = values is converge.since_back_ms  # the other includes the downtime
+            table.add_row(f"p99 visible - {name}", f"{p99:.0f} ms", goal if judged else "",
+                          verdict(p99 <= CONVERGE_GOAL_MS) if judged else "")
             table.add_row(f"max visible - {name}", f"{max(values):.0f} ms", "", "")
     table.add_row("records seen / acknowledged", f"{seen} / {converge.acked}", "",
                   verdict(seen == converge.acked))
@@ -331,7 +332,7 @@ def main() -> None:
                   f"{RESTART_AFTER_S:g} s in and listened again {converge.down_s:.1f} s later. "
                   "A record acknowledged before the restart but not yet seen cannot be "
                   "seen while the server is down: the second measure counts it from when "
-                  "the server listened again. "
+                  "the server listened again, and the goal applies to it. "
                   f"sync_delay_s = {converge.sync_delay_s} (default): a router reads the "
                   f"writers' counters every {converge.sync_delay_s / 4:.2f} s.")
 
