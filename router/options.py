@@ -23,7 +23,7 @@ def options_of(model: type[M], value: M | Mapping[str, Any] | None, name: str) -
                         f"got {type(value).__name__}")
     try:
         return model.model_validate(dict(value))
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join([name, *map(str, err['loc'])])}: {err['msg']}" for err in exc.errors())
+    except ValidationError as exc:  # worded as the config file's section would be
+        from trustroute.router.config.loader import describe_problem  # (config builds routers)
+        problems = "; ".join(f"{name}.{describe_problem(err, model)}" for err in exc.errors())
         raise ValueError(f"bad {name} options: {problems}") from None

@@ -22,6 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from trustroute.profiles.records import check_finite
+from trustroute.router.options import options_of
 
 Default = Literal["outcome", "ignore"] | float
 #: The key of verdicts posted by a background evaluator (a model, not a person).
@@ -74,9 +75,7 @@ class FeedbackPolicy(BaseModel):
     @classmethod
     def of(cls, value: FeedbackPolicy | Mapping[str, Any] | None) -> FeedbackPolicy:
         """The policy given as a model, a mapping or None (the defaults)."""
-        if value is None:
-            return cls()
-        return value if isinstance(value, FeedbackPolicy) else cls.model_validate(dict(value))
+        return options_of(cls, value, "feedback")
 
     def key(self, name: str) -> KeyPolicy:
         """The policy of one key (the defaults when the key is not listed)."""
