@@ -2,9 +2,11 @@
 
 No network: the wheel is built with this environment's setuptools (no build isolation)
 and installed without dependencies; the clean environment finds the third-party
-dependencies through PYTHONPATH pointing at this environment's site-packages. A folder
-on PYTHONPATH is not scanned for ``.pth`` files, so the editable install of trustroute
-there stays invisible (checked below): what is imported is the wheel's copy.
+dependencies through PYTHONPATH pointing at a folder that holds only what
+``pyproject.toml`` declares (the core ``dependencies`` and what they require, linked
+from this environment), so a module that imports an undeclared package fails here as it
+would after ``pip install trustroute``. The folder is not a site directory, so no
+``.pth`` file is read from it: what is imported is the wheel's copy.
 """
 
 from __future__ import annotations
@@ -14,12 +16,16 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tomllib
 import zipfile
 from dataclasses import dataclass
+from importlib.metadata import distribution
 from pathlib import Path
 from typing import Any
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 pytestmark = pytest.mark.slow
 
@@ -28,15 +34,55 @@ SOURCES = ("pyproject.toml", "README.md", "MANIFEST.in", "__init__.py", "router"
            "integrations", "build_backend")
 
 
+# Modules that need an optional extra (pyproject's optional-dependencies), so they are
+# not imported with the core dependencies alone.
+EXTRA_MODULES = {"trustroute.integrations.langgraph": "langgraph",
+                 "trustroute.router.replay.plot": "plot",
+                 "trustroute.router.report.charts": "plot"}
+
+
+def declared_closure() -> set[str]:
+    """Distributions ``pip install trustroute`` brings: the core dependencies and, with
+    their markers evaluated here, everything they require (extras they name included)."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    todo = [(Requirement(text), "") for text in project["dependencies"]]
+    seen: set[tuple[str, str]] = set()  # (distribution, extra)
+    while todo:
+        req, extra = todo.pop()
+        if req.marker is not None and not req.marker.evaluate({"extra": extra}):
+            continue
+        name = canonicalize_name(req.name)
+        for wanted in ("", *sorted(req.extras)):
+            if (name, wanted) in seen:
+                continue
+            seen.add((name, wanted))
+            todo.extend((Requirement(t), wanted) for t in distribution(name).requires or [])
+    return {name for name, _ in seen}
+
+
+def link_declared(folder: Path) -> Path:
+    """``folder`` holding links to the top-level entries of every declared distribution."""
+    folder.mkdir()
+    for name in declared_closure():
+        dist = distribution(name)
+        assert dist.files is not None, f"{name} lists no files"
+        for top in {f.parts[0] for f in dist.files if not f.parts[0].startswith("..")}:
+            target = Path(str(dist.locate_file(top)))
+            if target.exists() and not (folder / top).exists():
+                (folder / top).symlink_to(target)
+    return folder
+
+
 @dataclass(frozen=True)
 class CleanEnv:
     wheel: Path
     python: Path
     site_packages: Path
     workdir: Path  # an empty folder to run in, so nothing is imported from the cwd
+    dependencies: Path  # the declared dependencies only (``link_declared``)
 
     def run(self, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-        env = {"PYTHONPATH": sysconfig.get_paths()["purelib"], "PATH": "/usr/bin:/bin",
+        env = {"PYTHONPATH": str(self.dependencies), "PATH": "/usr/bin:/bin",
                "PYTHONDONTWRITEBYTECODE": "1"}
         return subprocess.run([str(self.python), *args], cwd=cwd or self.workdir, env=env,
                               capture_output=True, text=True, timeout=120, check=False)
@@ -72,7 +118,7 @@ def clean_env(tmp_path_factory: pytest.TempPathFactory) -> CleanEnv:
         capture_output=True, text=True, check=True).stdout.strip()
     workdir = tmp / "empty"
     workdir.mkdir()
-    return CleanEnv(wheel, python, Path(site), workdir)
+    return CleanEnv(wheel, python, Path(site), workdir, link_declared(tmp / "dependencies"))
 
 
 def test_the_wheel_holds_only_trustroute(clean_env: CleanEnv) -> None:
@@ -104,6 +150,41 @@ def probe(clean_env: CleanEnv) -> dict[str, Any]:
     done = clean_env.run("-c", PROBE)
     assert done.returncode == 0, done.stderr
     return dict(json.loads(done.stdout))
+
+
+ALL_MODULES = """\
+import importlib, json, pkgutil, sys
+import trustroute
+extras = set(sys.argv[1:])
+failed = {}
+for module in pkgutil.walk_packages(trustroute.__path__, "trustroute."):
+    if module.name not in extras:
+        try:
+            importlib.import_module(module.name)
+        except Exception as exc:
+            failed[module.name] = f"{type(exc).__name__}: {exc}"
+print(json.dumps(failed))
+"""
+
+
+def test_every_module_imports_with_the_declared_dependencies_only(clean_env: CleanEnv
+                                                                  ) -> None:
+    # what `pip install trustroute` gives a user: a module that imports a package only
+    # the dev extra brings (as scipy once was) fails here
+    done = clean_env.run("-c", ALL_MODULES, *EXTRA_MODULES)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {}
+    cli = clean_env.run(str(clean_env.python.parent / "trustroute"), "--help")
+    assert cli.returncode == 0, cli.stderr
+    assert "Usage: trustroute" in cli.stdout
+
+
+def test_the_dependency_folder_lacks_what_only_extras_bring(clean_env: CleanEnv) -> None:
+    # the check above can fail: packages of the dev and plot extras are not there
+    done = clean_env.run("-c", "import pytest")
+    assert "No module named 'pytest'" in done.stderr
+    done = clean_env.run("-c", "import trustroute.router.replay.plot")
+    assert "No module named 'matplotlib'" in done.stderr
 
 
 def test_import_trustroute_uses_the_installed_copy(clean_env: CleanEnv,

@@ -223,6 +223,25 @@ def test_looking_ahead_values_an_arm_one_outcome_cannot_lift() -> None:
     assert knowledge_gradient_m(alpha, beta, 1) == pytest.approx(knowledge_gradient(alpha, beta))
 
 
+@pytest.mark.parametrize("m", [1, 2, 12, 40])
+def test_looking_ahead_is_the_exact_beta_binomial_expectation(m: int) -> None:
+    from scipy.stats import betabinom
+
+    from trustroute.router.strategies.knowledge_gradient import knowledge_gradient_m
+
+    alpha = np.array([1.3, 42.4, 0.1, 3.0, 250.5])
+    beta = np.array([1.2, 19.1, 30.0, 2.0, 90.25])
+    mean = alpha / (alpha + beta)
+    expected = []
+    for i in range(len(alpha)):
+        other = max(np.delete(mean, i))
+        k = np.arange(m + 1)
+        then = np.maximum((alpha[i] + k) / (alpha[i] + beta[i] + m), other)
+        value = float(np.dot(betabinom.pmf(k, m, alpha[i], beta[i]), then))
+        expected.append(max(value - max(mean[i], other), 0.0) / m)
+    assert knowledge_gradient_m(alpha, beta, m) == pytest.approx(expected, abs=1e-12)
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_the_demo_finds_each_task_types_specialist(seed: int) -> None:
     # `trustroute demo`: a generalist (0.7 everywhere) and specialists (0.9 on their

@@ -51,7 +51,6 @@ from functools import lru_cache
 
 import numpy as np
 from pydantic import Field
-from scipy.special import gammaln
 
 from trustroute.profiles.book import ProfileBook
 from trustroute.profiles.profile import WindowEntry
@@ -102,7 +101,14 @@ def knowledge_gradient(alpha: np.ndarray, beta: np.ndarray) -> np.ndarray:
 def _binomial(m: int) -> tuple[np.ndarray, np.ndarray]:
     """``k = 0..m`` and log C(m, k)."""
     k = np.arange(m + 1.0)
-    return k, gammaln(m + 1.0) - gammaln(k + 1.0) - gammaln(m - k + 1.0)
+    return k, np.array([math.lgamma(m + 1) - math.lgamma(i + 1) - math.lgamma(m - i + 1)
+                        for i in range(m + 1)])
+
+
+def _log_rising(x: np.ndarray, m: int) -> np.ndarray:
+    """Column ``k = 0..m``: log(x (x + 1) ... (x + k - 1)) = lgamma(x + k) - lgamma(x)."""
+    steps = np.log(x[:, None] + np.arange(m))
+    return np.concatenate([np.zeros((len(x), 1)), np.cumsum(steps, axis=1)], axis=1)
 
 
 def knowledge_gradient_m(alpha: np.ndarray, beta: np.ndarray, m: int) -> np.ndarray:
@@ -124,10 +130,12 @@ def knowledge_gradient_m(alpha: np.ndarray, beta: np.ndarray, m: int) -> np.ndar
         return gain
     alpha, beta, n, mean, other = alpha[can], beta[can], n[can], mean[can], other[can]
     good, log_choose = _binomial(m)
-    a, b = alpha[:, None], beta[:, None]
-    log_p = (log_choose + gammaln(a + good) + gammaln(b + m - good)
-             - (gammaln(n + m) + gammaln(alpha) + gammaln(beta) - gammaln(n))[:, None])
-    then = (np.exp(log_p) * np.maximum((a + good) / (n[:, None] + m), other[:, None])).sum(axis=1)
+    # P(k good of m) = C(m, k) B(alpha + k, beta + m - k) / B(alpha, beta), in rising
+    # factorials: alpha^(k) beta^(m - k) / n^(m)
+    log_p = (log_choose + _log_rising(alpha, m) + _log_rising(beta, m)[:, ::-1]
+             - _log_rising(n, m)[:, -1:])
+    then = (np.exp(log_p) * np.maximum((alpha[:, None] + good) / (n[:, None] + m),
+                                       other[:, None])).sum(axis=1)
     gain[can] = np.maximum(then - np.maximum(mean, other), 0.0) / m
     return gain
 
