@@ -11,6 +11,8 @@ from datetime import datetime
 from os import urandom
 from typing import TYPE_CHECKING, Any
 
+from trustroute.profiles.records import iso_z
+
 if TYPE_CHECKING:
     from trustroute.profiles.profile import TaskTypeProfile
     from trustroute.router.load import Lease
@@ -143,13 +145,13 @@ class RoutingDecision:
             self.lease.release()
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready form (datetimes as ISO strings)."""
+        """JSON-ready form (datetimes as ISO 8601 strings in UTC with ``Z``)."""
         return {
             "decision_id": self.decision_id,
             "task_type": self.task_type,
             "agent_id": self.agent_id,
             "strategy": self.strategy,
-            "created_at": self.created_at.isoformat(),
+            "created_at": iso_z(self.created_at),
             "confidence": self.confidence,
             "tier": self.tier,
             "abstained": self.abstained,

@@ -61,7 +61,7 @@ def test_json_times_are_iso_8601_utc_with_z(capsys: pytest.CaptureFixture[str],
                                            url: str) -> None:
     seen = []
     for argv in (["profiles"], ["trust"], ["handoffs", "--status", "all"],
-                 ["record", "coder", "code", "--success"]):
+                 ["record", "coder", "code", "--success"], ["route", "code"]):
         result = run(capsys, *argv, "--store", url, "--json")
         assert result.code == 0, result.err
         seen += times_in(result.json())
@@ -72,6 +72,9 @@ def test_latencies_use_a_unit_that_suits_them(capsys: pytest.CaptureFixture[str]
                                               url: str) -> None:
     out = run(capsys, "profiles", "--store", url).out
     assert "2 ms" in out and "0.00s" not in out
+    said = run(capsys, "record", "coder", "code", "--success", "--latency-ms", "90000",
+               "--store", url).out
+    assert "1.5 min" in said and "90,000" not in said
     assert [duration(v) for v in (0.4, 2.4, 350, 1234, 270_000, 7_200_000)] == [
         "0.4 ms", "2 ms", "350 ms", "1.2 s", "4.5 min", "2.0 h"]
 

@@ -63,6 +63,23 @@ def test_feedback_command_sets_the_quality(capsys: pytest.CaptureFixture[str]) -
     assert [r.get("comment") for r in verdicts()] == ["wrong answer", None]
 
 
+def test_a_run_awaiting_its_verdict_shows_no_quality_until_it_comes(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    said = run(capsys, "record", "a", "chat", "--success", "--record-id", "r1")
+    assert said.code == 0, said.err
+    assert "awaiting a verdict" in said.out and "quality 1.00" not in said.out
+    table = run(capsys, "profiles").out
+    row = next(line for line in table.splitlines() if line.startswith("a "))
+    assert row.split()[3] == "—"  # quality: a mean over no verdict
+    assert "awaiting a verdict, not in quality yet: a 1" in table
+    assert run(capsys, "feedback", "r1", "--score", "0.25").code == 0
+    table = run(capsys, "profiles").out
+    row = next(line for line in table.splitlines() if line.startswith("a "))
+    assert row.split()[3] == "0.25" and "awaiting a verdict" not in table
+    rated = run(capsys, "record", "a", "chat", "--success", "-q", "0.5", "--json").json()
+    assert rated["awaiting_verdict"] is False
+
+
 @pytest.mark.parametrize(("argv", "message"), [
     (["--score", "1.5"], "score must be <= 1.0"),
     (["--score", "nan"], "score must be a finite number"),

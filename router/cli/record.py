@@ -16,7 +16,7 @@ from trustroute.router.cli.base import (
     print_json,
     router_options,
 )
-from trustroute.router.cli.tables import num, plural
+from trustroute.router.cli.tables import duration, num, plural
 from trustroute.router.cli.text import shown
 from trustroute.router.recording import build_record
 
@@ -60,17 +60,23 @@ def record(agent: str, task_type: str, success: bool, failure: bool, quality: fl
         except DuplicateRecord:  # a retry of a stored id: done already
             stored = False
         profile = router.profile(agent, task_type)
+        # a success without a quality waits for feedback (docs/feedback.md): no quality yet
+        awaiting = (rec.success and not rec.quality_given
+                    and router.feedback_policy.wait_s > 0)
     if as_json:
-        print_json({"stored": stored, "record": rec.model_dump(mode="json"),
+        print_json({"stored": stored, "awaiting_verdict": awaiting,
+                    "record": rec.model_dump(mode="json"),
                     "profile": profile.model_dump(mode="json")})
         return
     if not stored:
         console.print(f"record {shown(rec.record_id)} was already stored; nothing changed")
     else:
         outcome = "[green]success[/]" if rec.success else "[red]failure[/]"
-        console.print(f"recorded {shown(agent)} on {shown(task_type)}: {outcome}, quality "
-                      f"{num(rec.quality, 2)}, {rec.latency_ms:,.0f} ms")
-    console.print(f"profile: {plural(profile.executions_total, 'run')}, success "
+        quality = "awaiting a verdict" if awaiting else f"quality {num(rec.quality, 2)}"
+        console.print(f"recorded {shown(agent)} on {shown(task_type)}: {outcome}, {quality}, "
+                      f"{duration(rec.latency_ms)}")
+    waiting = f", {profile.pending:,} awaiting a verdict" if profile.pending else ""
+    console.print(f"profile: {plural(profile.executions_total, 'run')}{waiting}, success "
                   f"{100 * profile.success_rate:.0f}%, expertise {num(profile.expertise)}, "
                   f"confidence {num(profile.confidence, 2)}, adjusted "
                   f"{num(profile.adjusted_score)}")
