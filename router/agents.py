@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from trustroute.profiles.records import check_identifier
+from trustroute.router.options import validated
 
 ANY_TASK = "*"
 
@@ -61,10 +62,11 @@ AgentLike = str | AgentSpec | Mapping[str, Any]
 def as_specs(agents: Iterable[AgentLike]) -> dict[str, AgentSpec]:
     """Normalise ids, dicts and specs into an ordered registry; duplicates are an error."""
     registry: dict[str, AgentSpec] = {}
-    for item in agents:
+    for n, item in enumerate(agents):
         if not isinstance(item, AgentSpec | str | Mapping):
             raise TypeError(f"an agent must be an id, a dict or an AgentSpec, got {item!r}")
-        spec = item if isinstance(item, AgentSpec) else AgentSpec.model_validate(item)
+        spec = item if isinstance(item, AgentSpec) else validated(
+            AgentSpec, item if isinstance(item, str) else dict(item), f"agents.{n}")
         if spec.id in registry:
             raise ValueError(f"agent {spec.id!r} is registered twice")
         registry[spec.id] = spec

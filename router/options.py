@@ -21,9 +21,15 @@ def options_of(model: type[M], value: M | Mapping[str, Any] | None, name: str) -
     if not isinstance(value, Mapping):
         raise TypeError(f"{name} must be a {model.__name__} or a mapping, "
                         f"got {type(value).__name__}")
+    return validated(model, dict(value), name, f"bad {name} options: ")
+
+
+def validated(model: type[M], value: Any, name: str, lead: str = "") -> M:
+    """``value`` validated into a ``model``, or ValueError on one line: ``lead`` and every
+    problem at its key path under ``name`` (as the config file's section would word it)."""
     try:
-        return model.model_validate(dict(value))
-    except ValidationError as exc:  # worded as the config file's section would be
+        return model.model_validate(value)
+    except ValidationError as exc:
         from trustroute.router.config.loader import describe_problem  # (config builds routers)
         problems = "; ".join(f"{name}.{describe_problem(err, model)}" for err in exc.errors())
-        raise ValueError(f"bad {name} options: {problems}") from None
+        raise ValueError(lead + problems) from None

@@ -105,6 +105,19 @@ def test_options_may_be_mappings_and_bad_ones_say_which_key(tmp_path: Path) -> N
         assert r.store.executions.count() == 0
 
 
+@pytest.mark.parametrize(("agents", "said"), [
+    ([{"id": "a", "max_concurent": 4}],
+     "agents.0.max_concurent: unknown key 'max_concurent' (did you mean 'max_concurrent'?)"),
+    (["a", "b\x1b"], "agents.1.id: agent id must not contain control characters"),
+    ([{"id": "a", "task_types": []}], "agents.0.task_types: task_types must name at least"),
+    ([{"max_concurrent": 3}], "agents.0.id: required key is missing"),
+])
+def test_a_bad_agent_spec_is_one_line_naming_its_key(agents: list[object], said: str) -> None:
+    with pytest.raises(ValueError) as bad:
+        AgentRouter(agents, store="mem://")  # type: ignore[arg-type]
+    assert "\n" not in str(bad.value) and said in str(bad.value)
+
+
 def test_a_store_opened_twice_in_one_process_says_so(tmp_path: Path) -> None:
     url = f"surrealkv://{tmp_path / 'db'}"
     with Store(url), pytest.raises(StoreLockedError, match="already open in this process"):
