@@ -32,19 +32,21 @@ def test_a_prompt_before_the_routed_runnable_is_an_error_not_a_task_type(
         router: AgentRouter, mode: str) -> None:
     chain = PROMPT | RoutedRunnable(router=router, agents=models(), task_type="kind")
     value = {"kind": "code", "question": "why?"}
-    with pytest.raises(TaskTypeError, match=r"task_type='kind'.*ChatPromptValue"):
+    with pytest.raises(TaskTypeError, match=r"task_type='kind'.*ChatPromptValue") as bad:
         if mode == "invoke":
             chain.invoke(value)
         elif mode == "ainvoke":
             asyncio.run(chain.ainvoke(value))
         else:
             chunks(chain, mode, value)
+    assert "fixed_task_type" not in str(bad.value)  # the prompt's place is the mistake
     assert router.store.executions.count() == 0  # nothing learned under "kind"
 
 
 def test_a_misspelt_key_is_an_error_naming_the_keys(router: AgentRouter) -> None:
     routed = RoutedRunnable(router=router, agents=models(), task_type="knd")
-    with pytest.raises(TaskTypeError, match=r"no key 'knd'.*'kind', 'question'"):
+    with pytest.raises(TaskTypeError, match=r"no key 'knd'.*'kind', 'question'.*if 'knd' "
+                       r"is the task type of every input, not a key"):
         routed.invoke({"kind": "code", "question": "why?"})
     assert router.store.executions.count() == 0
 

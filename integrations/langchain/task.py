@@ -88,11 +88,13 @@ def resolve_task_type(spec: TaskTypeSpec, input_: Any) -> str:
         value = input_[spec]
         origin = f"input key {spec!r}"
     else:
-        raise TaskTypeError(
-            f"task_type={spec!r} names the input key holding the task type, but "
-            + _describe(input_, spec)
-            + f"; for the same task type on every input pass "
-            f"task_type=fixed_task_type({spec!r})")
+        # a prompt value means the prompt came first; otherwise the string may have been
+        # meant as the task type itself, which fixed_task_type says
+        literal = ("" if hasattr(input_, "to_messages") else
+                   f"; if {spec!r} is the task type of every input, not a key, pass "
+                   f"task_type=fixed_task_type({spec!r})")
+        raise TaskTypeError(f"task_type={spec!r} names the input key holding the task type, "
+                            f"but {_describe(input_, spec)}{literal}")
     if not isinstance(value, str) or not value:
         raise TaskTypeError(f"{origin} gave {value!r}; a task type must be a non-empty string")
     return value
