@@ -106,6 +106,17 @@ def test_counts_are_singular_when_one(capsys: pytest.CaptureFixture[str],
     assert "1 agent, 1 task, 1 task type; 1 run x 1 agent" in " ".join(replayed.out.split())
 
 
+def test_profiles_show_the_hand_off_rate_of_an_app_that_routes_nothing(
+        capsys: pytest.CaptureFixture[str], kv_url: str) -> None:
+    with AgentRouter(["a"], store=kv_url) as router:  # HandoffRunnable logs, no routing
+        router.store.repository(HandoffRepository).record_decision(
+            task_type="billing", transferred=True, confidence=0.2, insufficient=False,
+            reason="low confidence")
+    out = run(capsys, "profiles", "--store", kv_url).out
+    assert out.startswith("no profiles in ")
+    assert "hand-off rate by task type" in out and "billing" in out
+
+
 def test_no_handoffs_of_any_status_reads_as_english(capsys: pytest.CaptureFixture[str],
                                                     kv_url: str) -> None:
     listed = run(capsys, "handoffs", "--status", "all", "--store", kv_url)

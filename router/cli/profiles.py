@@ -52,11 +52,11 @@ def show_profiles(task_type: str | None, agent: str | None, config: Path | None,
         scope = " matching the filters" if task_type or agent else ""
         console.print(f"no profiles{scope} in {shown(url)} yet; record outcomes with "
                       "`trustroute record`, `trustroute import` or `trustroute demo`")
-        return
-    console.print(f"profiles in {shown(url)}")
-    for table in profiles_tables(found):
-        console.print()
-        console.print(table)
-    console.print(PROFILES_LEGEND, style="dim")
-    if rates:  # logged by HandoffRunnable; details: trustroute handoffs --stats
+    else:
+        console.print(f"profiles in {shown(url)}")
+        for table in profiles_tables(found):
+            console.print()
+            console.print(table)
+        console.print(PROFILES_LEGEND, style="dim")
+    if rates:  # logged by HandoffRunnable (a RAG app may route nothing)
         console.print(stats_table(rates, "hand-off rate by task type"))
