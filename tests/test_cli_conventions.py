@@ -15,6 +15,7 @@ from trustroute import AgentRouter
 from trustroute.router.cli.app import main  # noqa: F401  (registers every command)
 from trustroute.router.cli.base import cli
 from trustroute.router.cli.tables import duration
+from trustroute.router.handoff.transfer import TransferRequest
 
 ISO_Z = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
 
@@ -102,3 +103,18 @@ def test_did_you_mean_for_agent_ids(capsys: pytest.CaptureFixture[str], url: str
     with AgentRouter(["coder", "writer"], store="mem://", unknown_agents="error") as router, \
             pytest.raises(KeyError, match=r"did you mean 'coder'"):
         router.record(agent_id="coderr", task_type="code", success=True)
+
+
+def test_a_hook_failing_during_a_command_is_one_warning_line(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    (tmp_path / "router.yaml").write_text(  # a receiver that refuses every connection
+        "store: surrealkv://db\nagents: [bot]\nhooks:\n  - type: webhook\n"
+        "    url: http://127.0.0.1:9/hand-off\n    timeout_s: 1\n    attempts: 1\n")
+    with AgentRouter.from_config(tmp_path / "router.yaml") as router:
+        assert router.transfer is not None
+        router.transfer.accept(TransferRequest(reason="nobody answers"))
+    retried = run(capsys, "handoffs", "--retry")
+    assert retried.code == 0 and "0 delivered, 1 still pending" in retried.out
+    lines = retried.err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("warning: transfer hook"), retried.err
+    assert "failed after 1 attempt" in lines[0]

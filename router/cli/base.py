@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import sys
@@ -74,6 +75,13 @@ def show_warning(message: Warning | str, category: type[Warning], filename: str,
     _one_line("[yellow]warning:[/]", str(message))
 
 
+class WarningLines(logging.Handler):
+    """trustroute's own log records while a command runs: one ``warning:`` line each."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        _one_line("[yellow]warning:[/]", record.getMessage())
+
+
 def exclusive(**given: bool) -> str | None:
     """The option given among mutually exclusive ones (``--name``), None when none is;
     two or more are a usage error (exit 2) raised before anything is done."""
@@ -88,10 +96,14 @@ def run_cli(argv: list[str]) -> int:
     """Run the group; expected errors become one line on stderr, never a traceback.
 
     Exit codes: 0 success, 1 aborted, 2 bad input (usage, config, data, store),
-    130 interrupted. Warnings are printed as one ``warning:`` line each.
+    130 interrupted. Warnings, and trustroute's log records of level WARNING and above,
+    are printed as one ``warning:`` line each.
     """
+    logs = logging.getLogger("trustroute")
+    lines = WarningLines(logging.WARNING)
     with warnings.catch_warnings():
         warnings.showwarning = show_warning
+        logs.addHandler(lines)
         try:
             cli.main(args=argv, prog_name="trustroute", standalone_mode=False)
         except click.exceptions.NoArgsIsHelpError as exc:  # bare `trustroute`: just help
@@ -119,6 +131,8 @@ def run_cli(argv: list[str]) -> int:
         except KeyboardInterrupt:
             err_console.print("interrupted")
             return 130
+        finally:
+            logs.removeHandler(lines)
         return 0
 
 
