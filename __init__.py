@@ -11,7 +11,7 @@ router.record(decision, success=True, quality=0.9)
 The LangChain runnables live in ``trustroute.integrations.langchain``.
 """
 
-from trustroute.profiles.records import ExecutionRecord
+from trustroute.profiles.records import ExecutionRecord, InvalidRecord
 from trustroute.profiles.store import DuplicateRecord, Store, StoreError
 from trustroute.router import (
     AgentAtCapacity,
@@ -47,6 +47,7 @@ __all__ = [
     "ConfidenceResult",
     "DuplicateRecord",
     "ExecutionRecord",
+    "InvalidRecord",
     "Lease",
     "LoggingHook",
     "NoAgentAvailable",

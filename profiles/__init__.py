@@ -10,10 +10,11 @@ from trustroute.profiles.profile import (
     ramp_confidence,
 )
 from trustroute.profiles.recency import RecencySettings, recency_weights, weighted_expertise
-from trustroute.profiles.records import ExecutionRecord
+from trustroute.profiles.records import ExecutionRecord, InvalidRecord
 
 __all__ = [
     "ExecutionRecord",
+    "InvalidRecord",
     "ProfileBook",
     "ProfileSettings",
     "ProfileState",

@@ -59,6 +59,11 @@ class FieldTypeError(TypeError, ValueError):
     """
 
 
+class InvalidRecord(ValueError):
+    """An execution given to ``record()`` with a field that is not acceptable (one line
+    naming each such field)."""
+
+
 def check_identifier(value: str, field: str) -> str:
     """Reject empty or over-long identifiers with an error that names the field."""
     if not isinstance(value, str):
@@ -69,8 +74,13 @@ def check_identifier(value: str, field: str) -> str:
         raise ValueError(f"{field} must not contain a NUL character")
     if len(value) > MAX_ID_LENGTH:
         raise ValueError(f"{field} is {len(value)} characters long; the limit is {MAX_ID_LENGTH}")
+    if value.isspace():  # as a file's blank cell reads: missing
+        raise ValueError(f"{field} must not be empty (it is only white space)")
     if not value.isprintable():  # fast path: printable text has no control of any kind
         for at, char in enumerate(value):
+            if unicodedata.category(char) == "Cs":  # no UTF-8 form: the store cannot keep it
+                raise ValueError(f"{field} must not contain a lone surrogate "
+                                 f"(U+{ord(char):04X} at position {at})")
             if is_control(char):
                 kind = "bidi-control" if char in BIDI_CONTROLS else "control"
                 raise ValueError(f"{field} must not contain {kind} characters "
@@ -177,6 +187,36 @@ class ExecutionRecord(BaseModel):
         return 1.0 if self.quality is None and self.success else float(self.quality or 0.0)
 
 
+MAX_COMMENT = 10_000  # characters of a comment kept with a verdict or a review
+
+
+def check_text(value: Any, field: str, limit: int = MAX_COMMENT) -> str:
+    """Free text people give (a comment): a string of at most ``limit`` characters that
+    the store can keep and send back (no NUL, no lone surrogate); the error names it."""
+    if not isinstance(value, str):
+        raise FieldTypeError(f"{field} must be a string, got {type(value).__name__}")
+    if "\x00" in value:
+        raise ValueError(f"{field} must not contain a NUL character")
+    if len(value) > limit:
+        raise ValueError(f"{field} is {len(value):,} characters long; the limit is {limit:,}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"{field} holds a lone surrogate, which has no UTF-8 form") from None
+    return value
+
+
+def check_not_ahead(moment: datetime, field: str, max_clock_skew_s: float,
+                    now: datetime | None = None) -> datetime:
+    """Refuse ``moment`` more than ``max_clock_skew_s`` ahead of ``now``: it would stay
+    the newest for ever (recent evidence, or the verdict that stands)."""
+    ahead = (moment - (now or utc_now())).total_seconds()
+    if ahead > max_clock_skew_s:
+        raise ValueError(f"{field}: {iso_z(moment)} is {_span(ahead)} ahead of now; at most "
+                         f"{max_clock_skew_s:g} s is accepted (profiles.max_clock_skew_s)")
+    return moment
+
+
 def check_metadata(value: Any, where: str, depth: int) -> None:
     """Reject what the store cannot keep exactly: nesting deeper than
     ``MAX_METADATA_DEPTH``, integers past 64 bits, non-finite numbers, non-string keys
@@ -198,6 +238,9 @@ def check_metadata(value: Any, where: str, depth: int) -> None:
         raise ValueError(f"{where}: {value} is not a finite number")
     elif isinstance(value, str) and "\x00" in value:
         raise ValueError(f"{where}: strings must not contain a NUL character")
+    elif not isinstance(value, str | int | float | datetime | None):  # bool is an int
+        raise ValueError(f"{where}: a {type(value).__name__} is not kept; use text, "
+                         "numbers, true/false, null, lists and mappings")
 
 
 def metadata_bytes(metadata: dict[str, Any]) -> int:
@@ -212,12 +255,7 @@ def check_admissible(record: ExecutionRecord, *, max_clock_skew_s: float,
     """Refuse, naming the field and the setting, a record stamped more than
     ``max_clock_skew_s`` ahead of ``now`` (it would stay "recent" for ever) or whose
     metadata encodes to more than ``max_metadata_bytes``."""
-    now = now or utc_now()
-    ahead = (record.timestamp - now).total_seconds()
-    if ahead > max_clock_skew_s:
-        raise ValueError(f"timestamp: {record.timestamp.isoformat()} is {_span(ahead)} ahead "
-                         f"of now; at most {max_clock_skew_s:g} s is accepted "
-                         "(profiles.max_clock_skew_s)")
+    check_not_ahead(record.timestamp, "timestamp", max_clock_skew_s, now)
     if record.metadata and (size := metadata_bytes(record.metadata)) > max_metadata_bytes:
         raise ValueError(f"metadata: {size:,} bytes once encoded as JSON; the limit is "
                          f"{max_metadata_bytes:,} (profiles.max_metadata_bytes)")

@@ -24,12 +24,14 @@ def options_of(model: type[M], value: M | Mapping[str, Any] | None, name: str) -
     return validated(model, dict(value), name, f"bad {name} options: ")
 
 
-def validated(model: type[M], value: Any, name: str, lead: str = "") -> M:
-    """``value`` validated into a ``model``, or ValueError on one line: ``lead`` and every
+def validated(model: type[M], value: Any, name: str = "", lead: str = "",
+              error: type[ValueError] = ValueError) -> M:
+    """``value`` validated into a ``model``, or ``error`` on one line: ``lead`` and every
     problem at its key path under ``name`` (as the config file's section would word it)."""
     try:
         return model.model_validate(value)
     except ValidationError as exc:
         from trustroute.router.config.loader import describe_problem  # (config builds routers)
-        problems = "; ".join(f"{name}.{describe_problem(err, model)}" for err in exc.errors())
-        raise ValueError(lead + problems) from None
+        under = f"{name}." if name else ""
+        problems = "; ".join(under + describe_problem(err, model) for err in exc.errors())
+        raise error(lead + problems) from None

@@ -3,7 +3,8 @@
 A caller may pass the decision from ``select`` (its agent, task type and id are used, and
 must not be contradicted), or the agent and task type (and a decision id) directly; a
 missing cost falls back to the agent's configured ``cost_per_call``. Validation itself (ranges, ids,
-timestamps) is ExecutionRecord's job; what depends on the router's settings (how far
+timestamps) is ExecutionRecord's job, and a failure is one ``InvalidRecord`` line naming
+each field; what depends on the router's settings (how far
 ahead of now a timestamp may be, how large metadata may grow) is ``ProfileSettings.admit``.
 """
 
@@ -14,9 +15,10 @@ from datetime import datetime
 from typing import Any
 
 from trustroute.profiles.profile import ProfileSettings
-from trustroute.profiles.records import ExecutionRecord, utc_now
+from trustroute.profiles.records import ExecutionRecord, InvalidRecord, utc_now
 from trustroute.router.agents import AgentSpec
 from trustroute.router.decision import RoutingDecision
+from trustroute.router.options import validated
 
 
 def build_record(decision: RoutingDecision | None, agents: Mapping[str, AgentSpec], *,
@@ -43,14 +45,17 @@ def build_record(decision: RoutingDecision | None, agents: Mapping[str, AgentSpe
         raise ValueError("record() needs success=True or success=False")
     if cost is None and agent_id in agents:
         cost = agents[agent_id].cost_per_call
+    if metadata is not None and not isinstance(metadata, Mapping):
+        raise InvalidRecord(f"metadata must be a mapping, got {type(metadata).__name__}")
     # left out when None: the record makes its own (now, a new id)
     defaulted: dict[str, Any] = {"timestamp": timestamp, "record_id": record_id}
-    return ExecutionRecord(
-        agent_id=agent_id, task_type=task_type, success=success, quality=quality,
-        latency_ms=latency_ms, cost=cost,
-        decision_id=decision.decision_id if decision else decision_id,
-        metadata=dict(metadata or {}), run_ids=run_ids,  # type: ignore[arg-type]
-        **{name: value for name, value in defaulted.items() if value is not None})
+    return validated(ExecutionRecord, {
+        "agent_id": agent_id, "task_type": task_type, "success": success,
+        "quality": quality, "latency_ms": latency_ms, "cost": cost,
+        "decision_id": decision.decision_id if decision else decision_id,
+        "metadata": dict(metadata or {}), "run_ids": run_ids,
+        **{name: value for name, value in defaulted.items() if value is not None}},
+        error=InvalidRecord)
 
 
 def admit_all(records: Sequence[ExecutionRecord], settings: ProfileSettings,

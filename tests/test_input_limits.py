@@ -114,12 +114,12 @@ def test_record_refuses_control_characters_in_identifiers(router: AgentRouter, f
     value, code, kind = HOSTILE[name]
     fields: dict[str, Any] = {"agent_id": "a", "task_type": "code", "success": True,
                               field: value}
-    with pytest.raises(ValidationError) as info:
+    with pytest.raises(ValueError) as info:  # InvalidRecord, or pydantic's for the model
         if field == "decision_id":  # record() takes it through a decision or a record
             router.record(ExecutionRecord(**fields))
         router.record(**fields)
     message = one_line(info.value)
-    assert message.startswith(f"{field} must not contain {kind} characters ({code} at")
+    assert f"{field} must not contain {kind} characters ({code} at" in message
     assert router.store.executions.count() == 0
 
 
@@ -190,7 +190,7 @@ GOOD = {"agent_id": "a", "task_type": "code", "success": True,
 
 @pytest.mark.parametrize(("bad", "expected"), [
     ({"timestamp": "9999-01-01T00:00:00Z"},
-     "line 3: timestamp: 9999-01-01T00:00:00+00:00 is"),
+     "line 3: timestamp: 9999-01-01T00:00:00Z is"),
     ({"timestamp": (utc_now() + timedelta(hours=1)).timestamp()}, "line 3: timestamp: "),
     ({"agent_id": "\x1b]0;pwned\x07"},
      "line 3: agent_id: agent_id must not contain control characters (U+001B at position 0)"),

@@ -1,9 +1,9 @@
 """One connection to SurrealDB through the official SDK, embedded or remote.
 
 Every statement goes through ``run``: parameters are always bound (``$name``), never
-interpolated; statement errors become ``QueryFailed`` with the database's own message.
-The same SurrealQL runs embedded and against a server. Faults, all retried with tenacity
-and all bounded:
+interpolated, and hold no text the store could not send back (``params``); statement
+errors become ``QueryFailed`` with the database's own message. The same SurrealQL runs
+embedded and against a server. Faults, all retried with tenacity and all bounded:
 
 - a query with a statement that lost a read or write conflict ("This transaction can be
   retried") runs again whole (later statements may have failed only because of it),
@@ -21,8 +21,7 @@ and all bounded:
   again would only double the wait), its socket is dropped, and the next call opens a
   new one. Opening a connection is bounded the same way, and ``close()`` too (see
   ``wire``, which also keeps credentials out of the ``websockets`` DEBUG logs);
-- a connection opened before ``os.fork()`` refuses to run in the child
-  (``StoreForkedError``) instead of hanging there.
+- a connection opened before ``os.fork()`` fails in the child (``StoreForkedError``).
 """
 
 from __future__ import annotations
@@ -59,6 +58,7 @@ from trustroute.profiles.store.errors import (
     StoreUnavailableError,
 )
 from trustroute.profiles.store.location import StoreLocation, redact_credentials
+from trustroute.profiles.store.params import check_params
 from trustroute.profiles.store.settings import StoreSettings
 from trustroute.profiles.store.wire import (
     DeadlineHttp,
@@ -223,7 +223,7 @@ class Connection:
             ) -> list[Any]:
         """Run SurrealQL with bound ``params``; returns each statement's result. ``rows``:
         how many rows it moves beyond those it is given (its deadline grows with them)."""
-        bound = params or {}
+        check_params(bound := params or {})  # before anything is sent (see ``params``)
         # a dropped connection is re-opened only for a server; embedded, it is a real failure
         retryable: tuple[type[BaseException], ...] = (
             RetryableConflict, *(TRANSIENT_ERRORS if self.location.is_remote else ()))

@@ -27,6 +27,7 @@ from datetime import datetime
 from typing import Any
 
 from trustroute.profiles.store.connection import Connection
+from trustroute.profiles.store.params import storable
 
 PENDING_STATUSES = ("pending", "delivered", "resolved")  # the order a row moves in
 _ROW = "type::thing('handoff_pending', [$rid, $hook])"
@@ -99,10 +100,11 @@ DEFINE FIELD IF NOT EXISTS created_at ON handoff_calibration TYPE datetime;
             {
                 "rid": str(request["request_id"]),
                 "hook": hook,
-                "request": json.dumps(dict(request), default=str, ensure_ascii=False),
-                "reason": str(request.get("reason") or ""),
+                "request": storable(json.dumps(dict(request), default=str,
+                                               ensure_ascii=False)),
+                "reason": storable(str(request.get("reason") or "")),
                 "task_type": request.get("task_type"),
-                "error": error,
+                "error": storable(error),
                 "attempts": int(attempts),
             },
         )[0]
@@ -114,7 +116,7 @@ DEFINE FIELD IF NOT EXISTS created_at ON handoff_calibration TYPE datetime;
         return self._update(
             request_id, hook, "pending",
             "error = $error, attempts += $attempts, updated_at = time::now()",
-            {"error": error, "attempts": int(attempts)},
+            {"error": storable(error), "attempts": int(attempts)},
         )
 
     def mark_delivered(self, request_id: str, hook: str, attempts: int = 0) -> bool:
@@ -217,7 +219,7 @@ DEFINE FIELD IF NOT EXISTS created_at ON handoff_calibration TYPE datetime;
                 "transferred": bool(transferred),
                 "confidence": None if confidence is None else float(confidence),
                 "insufficient": bool(insufficient),
-                "reason": reason,
+                "reason": None if reason is None else storable(reason),
                 "source": source,
                 "run_id": run_id,
                 "request_id": request_id,

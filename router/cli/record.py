@@ -72,8 +72,8 @@ def record(agent: str, task_type: str, success: bool, failure: bool, quality: fl
         console.print(f"record {shown(rec.record_id)} was already stored; nothing changed")
     else:
         outcome = "[green]success[/]" if rec.success else "[red]failure[/]"
-        quality = "awaiting a verdict" if awaiting else f"quality {num(rec.quality, 2)}"
-        console.print(f"recorded {shown(agent)} on {shown(task_type)}: {outcome}, {quality}, "
+        given = "awaiting a verdict" if awaiting else f"quality {num(rec.quality, 2)}"
+        console.print(f"recorded {shown(agent)} on {shown(task_type)}: {outcome}, {given}, "
                       f"{duration(rec.latency_ms)}")
     waiting = f", {profile.pending:,} awaiting a verdict" if profile.pending else ""
     console.print(f"profile: {plural(profile.executions_total, 'run')}{waiting}, success "

@@ -14,14 +14,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from trustroute.profiles.records import check_identifier, utc_now
+from trustroute.profiles.records import check_identifier, check_text, utc_now
 from trustroute.profiles.store.executions import ExecutionRepository
 from trustroute.router.errors import UnknownDecision
 from trustroute.router.feedback.policy import FeedbackPolicy
 from trustroute.router.feedback.state import FeedbackState
 from trustroute.router.trust.decision_log import DecisionLog
-
-MAX_COMMENT = 10_000  # characters of a comment kept with a verdict
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,11 +47,7 @@ def check_verdict(policy: FeedbackPolicy, approved: bool | None, score: float | 
     if score is not None:
         policy.normalise(key, score)  # a finite number within the key's scale
     if comment is not None:
-        if not isinstance(comment, str):
-            raise TypeError(f"comment must be a string, got {type(comment).__name__}")
-        if len(comment) > MAX_COMMENT:
-            raise ValueError(f"comment is {len(comment)} characters long; "
-                             f"the limit is {MAX_COMMENT}")
+        check_text(comment, "comment")
 
 
 def resolve(ref: str, state: FeedbackState, executions: ExecutionRepository,

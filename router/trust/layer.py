@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from trustroute.profiles.records import ExecutionRecord, check_identifier, utc_now
+from trustroute.profiles.records import ExecutionRecord, check_identifier, check_text, utc_now
 from trustroute.profiles.store import Store
 from trustroute.profiles.store.decisions import DecisionRepository
 from trustroute.profiles.store.executions import origin_of
@@ -330,7 +330,11 @@ class TrustLayer:
                comment: str | None = None) -> TrustScores:
         """An explicit review of a pair (approval pins the human score at 0.95)."""
         pair = (check_identifier(agent_id, "agent_id"), check_identifier(task_type, "task_type"))
-        return self._say(pair, "review", approved=bool(approved), comment=comment)
+        if not isinstance(approved, bool):  # "false" or None is no verdict
+            raise TypeError(f"approved must be True or False, got {type(approved).__name__}")
+        if comment is not None:
+            check_text(comment, "comment")
+        return self._say(pair, "review", approved=approved, comment=comment)
 
     def signal(self, agent_id: str, task_type: str, name: str) -> TrustScores:
         """A named signal (see ``scores.SIGNALS``); stored before it returns."""
