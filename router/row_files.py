@@ -29,16 +29,39 @@ class RowFileError(PicklableError, ValueError):
         super().__init__(f"{path}:{line}: {problem}" if line else f"{path}: {problem}")
 
 
+def text_cell(value: Any, name: str) -> str:
+    """A cell that names something (an agent, a task type, an id): text, or a whole number
+    written without quotes; a list, an object or true/false is a mistake, not a name."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    shown = "true/false" if isinstance(value, bool) else type(value).__name__
+    raise ValueError(f"{name}: expected text, got {shown}")
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are all different (json keeps the last one silently)."""
+    row = dict(pairs)
+    if len(row) < len(pairs):
+        twice = next(k for i, (k, _) in enumerate(pairs) if k in dict(pairs[:i]))
+        raise ValueError(f"key {twice!r} is given twice")
+    return row
+
+
 def jsonl_rows(path: Path) -> Iterator[Row]:
-    """Each non-blank line's JSON object with its line number."""
+    """Each non-blank line's JSON object with its line number (a key given twice in one
+    object is an error: which value was meant?)."""
     with _open(path) as handle:
         for line_no, text in enumerate(handle, start=1):
             if not text.strip():
                 continue
             try:
-                row = json.loads(text)
+                row = json.loads(text, object_pairs_hook=_unique_keys)
             except json.JSONDecodeError as exc:
                 raise RowFileError(path, line_no, f"not valid JSON: {exc.msg}") from None
+            except ValueError as exc:  # a key given twice
+                raise RowFileError(path, line_no, str(exc)) from None
             except RecursionError:  # past the parser's ~1,000 levels; no row needs 10
                 raise RowFileError(path, line_no, "nested too deeply to read") from None
             if not isinstance(row, dict):
@@ -51,7 +74,8 @@ def csv_rows(path: Path, delimiter: str = ",",
              check_header: Callable[[Sequence[str]], None] | None = None) -> Iterator[Row]:
     """Each data row as ``{column: value}`` with the line it ends on.
 
-    Header names are stripped of surrounding blanks. ``check_header`` sees them before
+    Header names are stripped of surrounding blanks, and none may repeat (which column
+    would count?). ``check_header`` sees them before
     any row and raises ValueError saying what is wrong (reported at line 1). A row with
     more values than the header has columns is an error, not a silently dropped value.
     """
@@ -59,6 +83,8 @@ def csv_rows(path: Path, delimiter: str = ",",
         reader = csv.DictReader(handle, delimiter=delimiter)
         try:
             header = [name.strip() for name in reader.fieldnames or []]
+            if twice := next((n for i, n in enumerate(header) if n in header[:i]), None):
+                raise RowFileError(path, 1, f"{twice}: column named twice")
             if check_header is not None:
                 try:
                     check_header(header)

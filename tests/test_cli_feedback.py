@@ -145,5 +145,16 @@ def test_import_feedback_checks_the_whole_file_first(
     unknown = run(capsys, "import-feedback", str(path))
     assert unknown.code == 2 and "unknown ref 'elsewhere'" in unknown.error_line
     assert verdicts() == []
+    ref = json.dumps(runs[0][2])
+    for line, said in ((f'{{"run_id": [{ref}], "score": 1}}', ":1: run_id: expected text"),
+                       (f'{{"run_id": {ref}, "score": 1, "created_at": "9999-12-31T00:00:00Z"}}',
+                        ":1: created_at: 9999-12-31T00:00:00Z is "),
+                       (f'{{"run_id": {ref}, "score": 1, "score": 0}}',
+                        ":1: key 'score' is given twice")):
+        bad = workdir / "bad.jsonl"
+        bad.write_text(line + "\n")
+        refused = run(capsys, "import-feedback", str(bad))
+        assert refused.code == 2 and said in refused.error_line, refused.err
+    assert verdicts() == []
     skipped = run(capsys, "import-feedback", str(path), "--skip-unknown", "--json")
     assert skipped.json()["imported"] == 1 and skipped.json()["unknown_skipped"] == 1

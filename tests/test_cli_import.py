@@ -104,6 +104,18 @@ def test_csv_import_with_small_batches_and_excel_bom(
      "line 2: metadata: expected a JSON object"),
     ("bad.csv", "agent_id,task_type,success\na,,true\n", "line 2: task_type: missing"),
     ("bad.txt", "agent_id,task_type,success\n", "use .jsonl or .csv, or pass --format"),
+    ("ids.jsonl", '{"agent_id": ["coder"], "task_type": "t", "success": true}\n',
+     "line 1: agent_id: expected text, got list"),
+    ("ids.jsonl", '{"agent": {"name": "c"}, "task_type": "t", "success": true}\n',
+     "line 1: agent: expected text, got dict"),
+    ("ids.jsonl", '{"agent_id": "a", "task_type": true, "success": true}\n',
+     "line 1: task_type: expected text, got true/false"),
+    ("ids.jsonl", '{"agent_id": "a", "task_type": "t", "success": true, "record_id": [1]}\n',
+     "line 1: record_id: expected text, got list"),
+    ("twice.jsonl", '{"agent_id": "a", "task_type": "t", "success": true, "success": false}\n',
+     "line 1: key 'success' is given twice"),
+    ("twice.csv", "agent_id,task_type,success,quality,quality\na,t,true,0.9,0.1\n",
+     "line 1: quality: column named twice"),
 ])
 def test_a_bad_row_names_line_and_field_and_writes_nothing(
         capsys: pytest.CaptureFixture[str], workdir: Path, kv_url: str, name: str, text: str,
@@ -115,6 +127,14 @@ def test_a_bad_row_names_line_and_field_and_writes_nothing(
     assert result.error_line.startswith(f"{path}: ")
     assert expected in result.error_line
     assert stored(kv_url) == {}  # the good rows before the bad one were not written either
+
+
+def test_a_number_without_quotes_is_a_name_too(capsys: pytest.CaptureFixture[str],
+                                               workdir: Path, kv_url: str) -> None:
+    path = jsonl(workdir / "n.jsonl", [{"agent_id": 7, "task_type": "t", "success": True,
+                                        "record_id": 12}])
+    assert run(capsys, "import", str(path), "--store", kv_url).code == 0
+    assert stored(kv_url) == {("7", "t"): 1}
 
 
 def test_format_option_overrides_the_extension(capsys: pytest.CaptureFixture[str],

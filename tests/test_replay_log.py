@@ -74,6 +74,10 @@ def test_bad_files(tmp_path: Path) -> None:
     with pytest.raises(OutcomeLogError, match=r"log.jsonl:1: not valid JSON"):
         load_outcomes(bad)
     bad.write_text("[1, 2]\n")
+    path = tmp_path / "ids.jsonl"
+    path.write_text('{"agent": ["a"], "task": "t1", "task_type": "x", "quality": 1}\n')
+    with pytest.raises(OutcomeLogError, match=r"ids.jsonl:1: agent: expected text, got list"):
+        load_outcomes(path)
     with pytest.raises(OutcomeLogError, match="expected a JSON object"):
         load_outcomes(bad)
 

@@ -28,7 +28,7 @@ from pydantic import ValidationError
 
 from trustroute.profiles.records import MAX_METADATA_DEPTH, ExecutionRecord
 from trustroute.router.config.loader import describe_problem
-from trustroute.router.row_files import RowFileError, csv_rows, jsonl_rows
+from trustroute.router.row_files import RowFileError, csv_rows, jsonl_rows, text_cell
 
 REQUIRED = ("task_type", "success")
 OPTIONAL = ("quality", "latency_ms", "cost", "timestamp", "record_id", "decision_id",
@@ -101,7 +101,7 @@ def _timestamp(value: Any) -> Any:
         raise ValueError(f"{value} POSIX seconds is out of range") from None
 
 
-# Other columns are text.
+# Other columns name something: text.
 _CONVERT: dict[str, Callable[[Any], Any]] = {
     "success": _success, "quality": _number, "latency_ms": _number, "cost": _number,
     "metadata": _metadata, "timestamp": _timestamp}
@@ -122,12 +122,16 @@ def row_to_record(row: Mapping[str, Any], seen: Counter[bytes]) -> ExecutionReco
         if _blank(value):
             continue
         if name in AGENT_COLUMNS:
+            value = text_cell(value, name)
             if agent is not None and agent != value:
                 raise ValueError("agent_id: agent_id and agent disagree")
             agent = value
             continue
+        if name not in _CONVERT:
+            fields[name] = text_cell(value, name)
+            continue
         try:
-            fields[name] = _CONVERT.get(name, str)(value)
+            fields[name] = _CONVERT[name](value)
         except ValueError as exc:
             raise ValueError(f"{name}: {exc}") from None
     if agent is None:

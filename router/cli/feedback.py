@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from trustroute.profiles.records import check_not_ahead
 from trustroute.router.cli.base import (
     CliError,
     cli,
@@ -106,6 +107,8 @@ def _check(router: AgentRouter, file: Path, rows: list[FeedbackRow], skip_unknow
         try:
             giving.check_verdict(router.feedback_policy, row.approved, row.score, row.key,
                                  row.comment, row.feedback_id)
+            if row.at is not None:  # a verdict from the future would stand for ever
+                check_not_ahead(row.at, "created_at", router.settings.max_clock_skew_s)
             _resolve(router, row.ref)
         except UnknownDecision:
             if not skip_unknown:

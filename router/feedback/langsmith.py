@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from trustroute.router.row_files import Row, RowFileError, csv_rows, jsonl_rows
+from trustroute.router.row_files import Row, RowFileError, csv_rows, jsonl_rows, text_cell
 
 REFS = ("run_id", "decision_id", "record_id")
 _TRUE, _FALSE = {"true", "yes"}, {"false", "no"}
@@ -48,21 +48,19 @@ def read_rows(path: Path) -> Iterator[FeedbackRow]:
 
 def parse(line: int, row: dict[str, Any]) -> FeedbackRow:
     """One row as a verdict; ValueError says what is wrong."""
-    refs = [name for name in REFS if _text(row.get(name))]
+    refs = [name for name in REFS if _text(row, name)]
     if not refs:
         raise ValueError("needs run_id (or decision_id or record_id)")
     approved, score = _verdict(row.get("score"), row.get("value"))
-    return FeedbackRow(line, _text(row.get("id")), str(row[refs[0]]).strip(),
-                       _text(row.get("key")) or "user", approved, score,
-                       _text(row.get("comment")), _moment(row.get("created_at")))
+    return FeedbackRow(line, _text(row, "id"), _text(row, refs[0]) or "",
+                       _text(row, "key") or "user", approved, score,
+                       _text(row, "comment"), _moment(_text(row, "created_at")))
 
 
-def _text(value: Any) -> str | None:
-    """A non-empty string value (CSV gives '' for a missing one), else None."""
-    if value is None:
-        return None
-    text = str(value).strip()
-    return text or None
+def _text(row: dict[str, Any], name: str) -> str | None:
+    """The non-empty text under ``name`` (CSV gives '' for a missing one), else None."""
+    value = row.get(name)
+    return None if value is None else text_cell(value, name).strip() or None
 
 
 def _verdict(score: Any, value: Any) -> tuple[bool | None, float | None]:
@@ -93,9 +91,8 @@ def _scalar(value: Any) -> Any:
         return value
 
 
-def _moment(value: Any) -> datetime | None:
+def _moment(text: str | None) -> datetime | None:
     """``created_at`` as an aware UTC datetime (ISO 8601; no zone means UTC)."""
-    text = _text(value)
     if text is None:
         return None
     try:

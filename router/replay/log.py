@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from trustroute.router.row_files import RowFileError, csv_rows, jsonl_rows
+from trustroute.router.row_files import RowFileError, csv_rows, jsonl_rows, text_cell
 
 REQUIRED_COLUMNS = ("agent", "task_type", "task", "quality")
 OPTIONAL_COLUMNS = ("cost", "latency_ms")
@@ -101,7 +101,11 @@ def outcomes_from_rows(rows: Iterator[tuple[int, Mapping[str, Any]]] | list[Mapp
         missing = [c for c in REQUIRED_COLUMNS if row.get(c) in (None, "")]
         if missing:
             raise OutcomeLogError(f"{where}: missing {', '.join(missing)}")
-        agent, task, task_type = (str(row["agent"]), str(row["task"]), str(row["task_type"]))
+        try:
+            agent, task, task_type = (text_cell(row[c], c) for c in ("agent", "task",
+                                                                      "task_type"))
+        except ValueError as exc:
+            raise OutcomeLogError(f"{where}: {exc}") from None
         values = (_number(row["quality"], "quality", where, 0.0, 1.0),
                   *(math.nan if row.get(name) in (None, "") else
                     _number(row[name], name, where, 0.0, None) for name in OPTIONAL_COLUMNS))
