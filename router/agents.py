@@ -61,6 +61,9 @@ AgentLike = str | AgentSpec | Mapping[str, Any]
 
 def as_specs(agents: Iterable[AgentLike]) -> dict[str, AgentSpec]:
     """Normalise ids, dicts and specs into an ordered registry; duplicates are an error."""
+    if isinstance(agents, str | Mapping | AgentSpec):  # one agent, not a list of them
+        raise TypeError(f"agents must be a list of ids or specs, not the "
+                        f"{type(agents).__name__} {agents!r}; e.g. agents=[{agents!r}]")
     registry: dict[str, AgentSpec] = {}
     for n, item in enumerate(agents):
         if not isinstance(item, AgentSpec | str | Mapping):

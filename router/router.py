@@ -360,6 +360,8 @@ class AgentRouter(TrustMethods):
         """Bulk-write any iterable, one transaction per batch drawn; returns how many
         were new. Records are checked as ``record`` checks them, a list or tuple whole
         before anything is written, any other iterable batch by batch."""
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a whole number >= 1, got {batch_size!r}")
         whole = isinstance(records, list | tuple)
         if isinstance(records, list | tuple):
             admit_all(records, self.settings, self.check_agent)

@@ -153,6 +153,13 @@ def test_labelled_variants_and_bad_requests() -> None:
             "half_life_executions": 0}})
     with pytest.raises(ValueError, match="jobs=1"):
         replay(log, ["random"], runs=1, jobs=2, observer=lambda step: None)
+    with pytest.raises(ValueError, match=r"strategy_params names 'thompsn', which is not "
+                                         r"among the replayed strategies \(thompson\)"):
+        replay(log, ["thompson"], runs=1, strategy_params={"thompsn": {"pooling": False}})
+    with pytest.raises(ValueError, match="jobs must be a whole number >= 1, got -3"):
+        replay(log, ["random"], runs=1, jobs=-3)
+    with pytest.raises(TypeError, match="strategies must be a list, not the string 'random'"):
+        replay(log, "random", runs=1)  # type: ignore[arg-type]
 
 
 def counting_factory(routers: list[AgentRouter], feedback: Feedback | None = None

@@ -118,6 +118,19 @@ def test_a_bad_agent_spec_is_one_line_naming_its_key(agents: list[object], said:
     assert "\n" not in str(bad.value) and said in str(bad.value)
 
 
+def test_one_agent_is_not_a_list_of_agents_nor_a_batch_size_of_zero() -> None:
+    with pytest.raises(TypeError, match=r"agents must be a list of ids or specs, not the "
+                                        r"str 'coder'; e.g. agents=\['coder'\]"):
+        AgentRouter("coder", store="mem://")  # type: ignore[arg-type]
+    with AgentRouter(["a"], store="mem://") as router:
+        rows = [ExecutionRecord(agent_id="a", task_type="t", success=True)]
+        for size in (0, -1, 2.5):
+            with pytest.raises(ValueError, match="batch_size must be a whole number >= 1"):
+                router.record_many(rows, batch_size=size)  # type: ignore[arg-type]
+        assert router.store.executions.count() == 0
+        assert router.record_many(rows, batch_size=1) == 1
+
+
 def test_a_store_opened_twice_in_one_process_says_so(tmp_path: Path) -> None:
     url = f"surrealkv://{tmp_path / 'db'}"
     with Store(url), pytest.raises(StoreLockedError, match="already open in this process"):

@@ -84,12 +84,20 @@ def replay(log: OutcomeLog, strategies: Sequence[str | StrategySpec | tuple[str,
     at decision time. The rest are never judged.
     """
     feedback = Feedback(float(feedback_rate), int(feedback_delay))
+    if isinstance(strategies, str):  # one name, not its letters
+        raise TypeError(f"strategies must be a list, not the string {strategies!r}; "
+                        f"e.g. [{strategies!r}]")
     specs = [StrategySpec.of(s, strategy_params) for s in strategies]
     if not specs:
         raise ValueError("name at least one strategy to replay")
     labels = [s.label for s in specs]
     if len(set(labels)) != len(labels):
         raise ValueError(f"strategy labels must be distinct, got {', '.join(labels)}")
+    if stray := sorted(set(strategy_params or {}) - {s.name for s in specs} - set(labels)):
+        raise ValueError(f"strategy_params names {', '.join(map(repr, stray))}, which is not "
+                         f"among the replayed strategies ({', '.join(labels)})")
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs must be a whole number >= 1, got {jobs!r}")
     if not 0.0 <= success_threshold <= 1.0:
         raise ValueError(f"success_threshold must be in [0, 1], got {success_threshold}")
     if jobs > 1 and (observer is not None or router_factory is not None):
