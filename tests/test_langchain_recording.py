@@ -7,6 +7,7 @@ import asyncio
 import time
 from typing import Any
 
+import numpy as np
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.output_parsers import StrOutputParser
@@ -118,6 +119,12 @@ def test_evaluator_verdicts(router: AgentRouter) -> None:
     assert [(r["success"], r["quality"]) for r in rows] == \
         [(True, 1.0), (False, 0.0), (False, 0.3), (True, 0.8)]
     assert router.store.executions.count() == 24  # no fallback on an evaluator failure
+    numpy_judged = RoutedRunnable(  # a judge computing with numpy returns numpy scalars
+        router=router, agents=agents, task_type=fixed_task_type("t"),
+        evaluator=lambda i, o: np.float64(0.7) if i == "x" else np.bool_(False))
+    assert numpy_judged.invoke("x") == "a:x" and numpy_judged.invoke("y") == "a:y"
+    assert [(r["success"], r["quality"]) for r in executions(router)[-2:]] == \
+        [(True, 0.7), (False, 0.0)]
 
 
 def test_async_evaluator_and_bad_verdicts(router: AgentRouter) -> None:

@@ -18,8 +18,10 @@ import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from numbers import Real
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from langchain_core.callbacks import (
     AsyncCallbackManagerForChainRun,
     BaseCallbackHandler,
@@ -124,12 +126,13 @@ def run_cost(spec: AgentSpec, tokens: tuple[int, int] | None) -> float | None:
 
 def _verdict(value: Any, threshold: float) -> tuple[bool, float | None]:
     """(success, quality) from an evaluator's verdict: a bool is the success; a number in
-    [0, 1] is the quality, a success at ``threshold`` or above. Quality None leaves the
+    [0, 1] (any real number type, numpy's included) is the quality, a success at
+    ``threshold`` or above. Quality None leaves the
     record's default (1.0 on success, 0.0 on failure)."""
-    if isinstance(value, bool):
-        return value, None
-    if isinstance(value, int | float) and math.isfinite(value) and 0.0 <= value <= 1.0:
-        return value >= threshold, float(value)
+    if isinstance(value, bool | np.bool_):  # numpy's too: judges often compute with it
+        return bool(value), None
+    if isinstance(value, Real) and math.isfinite(score := float(value)) and 0 <= score <= 1:
+        return score >= threshold, score
     raise ValueError(f"evaluator must return a bool or a number in [0, 1], got {value!r}")
 
 
