@@ -78,6 +78,20 @@ def test_fresh_evidence_lifts_decay_and_recent_pairs_are_not_decayed() -> None:
         assert r.trust("good", "code") == fresh
 
 
+def test_a_run_back_in_time_is_refused_so_no_pair_skips_its_grace(kv_url: str) -> None:
+    with AgentRouter(agents=["good", "bad"], store=kv_url, seed=0) as r:
+        seed_good_and_bad(r)
+        with pytest.raises(ValueError, match=r"now: 2025-01-01T00:00:00Z is before the "
+                                             r"newest evidence \(2025-03-03T09:24:00Z\)"):
+            run_decay(r, now=datetime(2025, 1, 1, tzinfo=UTC))  # marks dated before it
+        assert run_decay(r, now=T0 + timedelta(days=8)).deprecated == 1
+        with pytest.raises(ValueError, match="before the last decay run"):
+            run_decay(r, now=T0 + timedelta(days=6))  # the week before
+        assert run_decay(r, now=T0 + timedelta(days=9)).deleted == 0  # forward is fine
+        assert r.trust("bad", "code").tier == Tier.DEPRECATED  # still within its grace
+    assert _cli("decay", "--now", "2024-06-01T00:00:00Z", "-s", kv_url) == 2
+
+
 def test_deprecated_too_long_is_deleted_and_its_history_archived(kv_url: str) -> None:
     with AgentRouter(agents=["good", "bad"], store=kv_url, seed=0) as r:
         seed_good_and_bad(r)

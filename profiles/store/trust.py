@@ -256,6 +256,11 @@ class TrustRepository:
         rows = self._conn.run("SELECT * FROM ONLY type::thing('trust_run', $w);", {"w": week})
         return rows[0] if rows and rows[0] else None
 
+    def last_run_at(self) -> datetime | None:
+        """The moment the latest decay run was made as of (None before the first)."""
+        rows = self._conn.run("SELECT at FROM trust_run ORDER BY at DESC LIMIT 1;")[0]
+        return rows[0]["at"] if rows else None
+
     def decay(self, week: str, at: datetime, changes: Iterable[dict[str, Any]],
               marks: Iterable[dict[str, Any]], history: Iterable[dict[str, Any]]) -> None:
         """Set the decay offsets of the pairs in ``changes`` (``decay``: their new

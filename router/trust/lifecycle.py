@@ -13,10 +13,11 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
-from trustroute.profiles.records import utc_now
+from trustroute.profiles.records import iso_z, utc_now
 from trustroute.profiles.store import Store
 from trustroute.profiles.store.trust import TrustRepository
 from trustroute.router.router import AgentRouter
+from trustroute.router.trust.book import TrustBook
 from trustroute.router.trust.decay import (
     decay_once,
     due_for_deletion,
@@ -64,6 +65,7 @@ def run_decay(target: AgentRouter | Store, *, now: datetime | None = None,
         report.already_applied = True
         return report
     book, settings = router.trust_layer.book, router.trust_layer.options.decay
+    _check_forward(now, repo.last_run_at(), book, router.settings.max_clock_skew_s)
     changes, marks, history, doomed = [], [], [], []
     for (agent_id, task_type), counts in sorted(book.all_counts().items()):  # copies
         pair = {"agent_id": agent_id, "task_type": task_type}
@@ -107,3 +109,16 @@ def run_decay(target: AgentRouter | Store, *, now: datetime | None = None,
     repo.record_run(report.week, report.decayed, report.deprecated, report.deleted, now)
     router.refresh()
     return report
+
+
+def _check_forward(now: datetime, last_run: datetime | None, book: TrustBook,
+                   skew_s: float) -> None:
+    """Refuse a run as of a moment before the last run or the newest evidence (beyond
+    clock skew): its deprecation marks would be dated in the past, and the next run would
+    delete those pairs without the grace period the marks promise."""
+    seen = [c.last_seen for c in book.all_counts().values() if c.last_seen is not None]
+    for what, moment in (("the last decay run", last_run), ("the newest evidence",
+                                                            max(seen, default=None))):
+        if moment is not None and (moment - now).total_seconds() > skew_s:
+            raise ValueError(f"now: {iso_z(now)} is before {what} ({iso_z(moment)}); the "
+                             "lifecycle only runs forward")
