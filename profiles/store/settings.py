@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from trustroute.profiles.records import check_identifier
 from trustroute.profiles.store.location import DEFAULT_STORE_URL, redact_credentials
 
 
@@ -63,6 +64,12 @@ class StoreSettings(BaseModel):
     #: files on a background thread, so the interval bounds that I/O: once a minute is
     #: fresh enough to inspect a live app and cheap next to the writes themselves.
     snapshot_interval_s: float = Field(default=60.0, ge=0, allow_inf_nan=False)
+
+    @field_validator("namespace", "database")
+    @classmethod
+    def _name(cls, value: str, info: Any) -> str:
+        # a NUL or control character is kept in SurrealDB's keys and breaks every read
+        return check_identifier(value, info.field_name)
 
     @field_validator("sync_lookback_s")
     @classmethod
