@@ -10,6 +10,7 @@ import re
 import struct
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -154,6 +155,19 @@ def test_since_in_the_future_leaves_the_charts_over_time_empty(
     page = report(capsys, demo_store, tmp_path / "r.html", "--since", "2999-01-01")
     assert "since the given date" in section(page, "routing")
     assert "<table" in section(page, "leaderboard")  # the whole store, as `profiles`
+
+
+def test_times_at_the_ends_of_the_calendar_still_draw(
+        kv_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # the store accepts any time from year 1 (an import) and a decay run as of any
+    # later moment; matplotlib's axes end at years 1 and 9999
+    with AgentRouter(["a", "b"], store=kv_url) as router:
+        router.record(agent_id="a", task_type="t", success=True, quality=0.8)
+        router.record(agent_id="b", task_type="t", success=False,
+                      timestamp=datetime(1, 1, 1, tzinfo=UTC))
+        router.decay(now=datetime(9999, 12, 31, tzinfo=UTC))
+    page = report(capsys, kv_url, tmp_path / "r.html")
+    assert "<img" in section(page, "trend")
 
 
 def test_a_bad_since_is_one_error_line(

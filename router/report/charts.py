@@ -10,6 +10,7 @@ import base64
 import io
 import math
 from collections.abc import Sequence
+from datetime import UTC, datetime
 
 from matplotlib.axes import Axes
 from matplotlib.dates import AutoDateFormatter, AutoDateLocator, date2num
@@ -25,8 +26,20 @@ TIER_BANDS = (("deprecated", 0.0, 0.2, "#f4cccc"), ("tentative", 0.2, 0.4, "#fce
               ("core", 0.8, 1.0, "#b6d7a8"))
 
 
+# matplotlib's dates run from year 1 to 9999, and an axis padded past either end cannot be
+# drawn: times the store accepts at those ends (an import stamped 0001-01-01) are pinned
+# inside this span, and the time axes have no padding.
+DATE_SPAN = (date2num(datetime(1, 1, 2, tzinfo=UTC)), date2num(datetime(9999, 12, 30, tzinfo=UTC)))
+
+
+def date_numbers(times: Sequence[datetime]) -> list[float]:
+    """``times`` as matplotlib date numbers, pinned inside ``DATE_SPAN``."""
+    return [min(max(x, DATE_SPAN[0]), DATE_SPAN[1]) for x in date2num(list(times))]
+
+
 def time_axis(ax: Axes) -> None:
-    """Dates on the x axis (the values are matplotlib date numbers)."""
+    """Dates on the x axis (the values are ``date_numbers``), without padding."""
+    ax.margins(x=0)
     locator = AutoDateLocator()
     ax.xaxis.set_major_locator(locator)
     ax.xaxis.set_major_formatter(AutoDateFormatter(locator))
@@ -95,7 +108,7 @@ def trend_chart(series: Sequence[TrendSeries]) -> str:
         ax.text(1.01, (lo + hi) / 2, name, transform=ax.get_yaxis_transform(), fontsize=7,
                 va="center")
     for s in series:
-        ax.step(date2num(s.times), s.composites, where="post", label=s.agent_id)
+        ax.step(date_numbers(s.times), s.composites, where="post", label=s.agent_id)
     ax.set_ylim(0, 1)
     ax.set_ylabel("composite trust")
     time_axis(ax)
@@ -128,7 +141,7 @@ def handoff_chart(rates: dict[str, list[RateBucket]],
     the rates: 3-7% on a 0-1 axis looks flat)."""
     fig, ax = _figure()
     for task_type, buckets in rates.items():
-        ax.plot(date2num([b.start for b in buckets]),
+        ax.plot(date_numbers([b.start for b in buckets]),
                 [math.nan if b.rate is None else b.rate for b in buckets],
                 marker="o", label=task_type)
     ax.set_ylim(*y_range)
