@@ -72,6 +72,7 @@ def test_replay_errors_are_one_line(small_log: Path, args: list[str], needle: st
     assert code == 2
     assert needle in err
     assert "Traceback" not in err
+    assert err.startswith("error: ") and err.count("\n") == 1, err  # exactly one line
 
 
 def test_replay_of_a_bad_log_names_the_line(tmp_path: Path,

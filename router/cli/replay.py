@@ -94,7 +94,7 @@ def replay_command(file: Path, strategies: str, runs: int, seed: int, agents: in
     total = total_steps(log, len(names), runs)
     with Progress(TextColumn("replaying"), BarColumn(), MofNCompleteColumn(),
                   TimeRemainingColumn(), console=err_console, transient=True,
-                  disable=as_json) as progress:
+                  disable=as_json or not err_console.is_terminal) as progress:
         task = progress.add_task("replay", total=total)
         report = replay(log, names, runs=runs, seed=seed, agents=agents, drift=drift,
                         strategy_params=strategy_params, success_threshold=success_threshold,

@@ -45,7 +45,7 @@ def report(out: Path, task_type: str | None, since: datetime | None, config: Pat
         source = store_label(router)
         with Progress(TextColumn("reading executions"), BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn(), console=err_console, transient=True,
-                      disable=as_json) as progress:
+                      disable=as_json or not err_console.is_terminal) as progress:
             bar = progress.add_task("report", total=total)
             path = write_report(router, out, task_type=task_type, since=since,
                                 source=source, progress=lambda n: progress.advance(bar, n))
