@@ -23,6 +23,7 @@ from langchain_core.messages import AIMessage
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import Runnable, RunnableBranch, RunnableLambda
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -90,9 +91,9 @@ class AgentNames(BaseCallbackHandler):
 
 
 def profile_table(router: AgentRouter) -> Table:
-    table = Table(title="learned profiles")
-    for header in ("task type", "agent", "runs", "success", "expertise", "confidence",
-                   "adjusted", "avg cost $"):
+    table = Table(title="learned profiles", box=box.SIMPLE_HEAD)  # fits 80 columns
+    for header in ("task type", "agent", "runs", "success", "expertise", "conf.",
+                   "adjusted", "cost $"):
         table.add_column(header, justify="left" if header in ("task type", "agent") else "right")
     for p in router.profiles():
         table.add_row(p.task_type, p.agent_id, str(p.executions_total), f"{p.success_rate:.0%}",
@@ -102,7 +103,7 @@ def profile_table(router: AgentRouter) -> Table:
 
 
 def main() -> None:
-    console = Console(width=100)
+    console = Console()
     agents = [
         {"id": "coder", "price_per_1k_input_tokens": 0.15, "price_per_1k_output_tokens": 0.6},
         {"id": "writer", "price_per_1k_input_tokens": 0.5, "price_per_1k_output_tokens": 1.5},

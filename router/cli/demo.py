@@ -51,8 +51,8 @@ def _report(summary: DemoSummary, store_url: str, store_given: bool) -> None:
                   f"hidden best agent got {pct(s.best_pick_rate)} of the tasks")
     if store_url != "mem://":
         hint = f" --store {store_url}" if store_given else ""
-        console.print(f"profiles are stored in {shown(store_url)}; see them with "
-                      f"`trustroute profiles{shown(hint)}`", soft_wrap=True)
+        console.print(f"profiles are stored in {shown(store_url)}; see them with:")
+        console.print(f"  trustroute profiles{shown(hint)}", soft_wrap=True)  # one line
 
 
 @cli.command()
