@@ -213,7 +213,7 @@ def resolve_id(repo: HandoffRepository, given: str) -> str:
     raise CliError(f"{given!r} matches {len(matches)} requests; give more of the id")
 
 
-def stats_table(rows: list[dict[str, Any]], title: str) -> Table:
+def stats_table(rows: list[dict[str, Any]], title: str | None = None) -> Table:
     """Hand-off rate per task type."""
     headers = ("task type", "decisions", "handed off", "rate", "mean confidence")
     table = compact_table(headers, title=title)
@@ -279,7 +279,8 @@ def handoffs(
             if as_json:
                 print_json(rows)
             elif rows:
-                console.print(stats_table(rows, f"hand-off rate by task type in {shown(url)}"))
+                console.print(f"[i]hand-off rate by task type in {shown(url)}[/]")  # not
+                console.print(stats_table(rows))  # cut at the table's width
             else:
                 console.print(f"no hand-off decisions recorded in {shown(url)} yet")
             return

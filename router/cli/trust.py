@@ -89,11 +89,12 @@ def decay(now: datetime | None, dry_run: bool, config: Path | None, store: str |
 
 def print_calibration(report: CalibrationReport, title: str) -> None:
     """Reliability table and the summary figures, as ``trustroute calibration`` shows."""
-    table = compact_table(("bucket", "predicted", "realised", "count", "gap"), title=title)
+    table = compact_table(("bucket", "predicted", "realised", "count", "gap"))
     for row in report.table:
         table.add_row(row.label, f"{row.predicted:.3f}", f"{row.realised:.3f}",
                       str(row.count), f"{row.gap:+.3f}")
-    console.print(table)
+    console.print(f"[i]{title}[/]")  # above, not as the title: it wraps at the terminal's
+    console.print(table)  # width, so a store URL is never cut at the narrow table's
     if report.abstained_with_outcome:
         failed = (f"abstained that failed {100 * report.abstained_failure_rate:.1f}% "
                   f"(vs {100 * report.answered_failure_rate:.1f}% of the others)")
