@@ -96,11 +96,18 @@ class AgentRouter(TrustMethods):
         trust_options = options_of(TrustOptions, trust, "trust")
         abstention_policy = options_of(AbstentionPolicy, abstention, "abstention")
         self._agents: dict[str, AgentSpec] = as_specs(agents)
+        if not isinstance(strategy, str | Strategy):
+            raise TypeError(f"strategy must be a name or a Strategy, got {strategy!r}")
+        if not isinstance(strategy_params, Mapping | None):
+            raise TypeError(f"strategy_params must be a mapping, got {strategy_params!r}")
         self.strategy: Strategy = make_strategy(strategy, **dict(strategy_params or {})) \
             if isinstance(strategy, str) else strategy
         if unknown_agents not in ("warn", "error", "allow"):
             raise ValueError(f"unknown_agents must be warn, error or allow: {unknown_agents!r}")
         self.unknown_agents: UnknownAgents = unknown_agents  # record() of an unlisted agent
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)
+                                 or seed < 0):
+            raise ValueError(f"seed must be a whole number >= 0 or None, got {seed!r}")
         self._rng = np.random.default_rng(seed)
         self._lock = threading.RLock()
         self._owns_store = not isinstance(store, Store)
@@ -212,6 +219,8 @@ class AgentRouter(TrustMethods):
     def profile(self, agent_id: str, task_type: str, *, now: datetime | None = None
                 ) -> TaskTypeProfile:
         """What has been learned about one pair (an empty profile when nothing has)."""
+        if not isinstance(now, datetime | None) or (now is not None and now.tzinfo is None):
+            raise TypeError(f"now must be a timezone-aware datetime or None, got {now!r}")
         self.trust_layer.settle_due(now or utc_now())  # runs whose wait for feedback is over
         state = self.book.get(agent_id, task_type)
         if state is None:
@@ -290,8 +299,9 @@ class AgentRouter(TrustMethods):
               busy: set[str]) -> tuple[list[Arm], list[float]]:
         """Enabled agents accepting ``task_type``, not excluded, full nor ``busy``, with
         their loads; NoAgentAvailable says why when there is none."""
-        if isinstance(exclude, str):
-            raise TypeError(f"exclude must be a list of agent ids, not the string {exclude!r}")
+        if isinstance(exclude, str) or not isinstance(exclude, Iterable):
+            kind = "the string " if isinstance(exclude, str) else ""
+            raise TypeError(f"exclude must be a list of agent ids, not {kind}{exclude!r}")
         arms, loads, excluded, full = [], [], 0, 0
         in_flight, gated = self.slots.counts, bool(busy) or self.slots.gated
         stamp = now.timestamp()  # one moment for every candidate's snapshot

@@ -51,6 +51,12 @@ def test_bad_outcomes_are_refused_naming_what_is_wrong(
 def test_exclude_must_be_a_list_not_a_string(router: AgentRouter) -> None:
     with pytest.raises(TypeError, match="not the string 'ab'"):
         router.select("code", exclude="ab")
+    with pytest.raises(TypeError, match="exclude must be a list of agent ids, not None"):
+        router.select("code", exclude=None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="now must be a timezone-aware datetime or None"):
+        router.profile("a", "code", now="2025-01-01")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="now must be a timezone-aware datetime, got '20"):
+        router.decay(now="2025-01-01")  # type: ignore[arg-type]
 
 
 def test_no_agent_available_says_the_caller_excluded_them(router: AgentRouter) -> None:
@@ -116,6 +122,19 @@ def test_a_bad_agent_spec_is_one_line_naming_its_key(agents: list[object], said:
     with pytest.raises(ValueError) as bad:
         AgentRouter(agents, store="mem://")  # type: ignore[arg-type]
     assert "\n" not in str(bad.value) and said in str(bad.value)
+
+
+@pytest.mark.parametrize(("options", "said"), [
+    ({"strategy": None}, "strategy must be a name or a Strategy, got None"),
+    ({"strategy_params": [1]}, "strategy_params must be a mapping, got [1]"),
+    ({"seed": "x"}, "seed must be a whole number >= 0 or None, got 'x'"),
+    ({"seed": -1}, "seed must be a whole number >= 0 or None, got -1"),
+    ({"store": 5}, "store must be a URL (mem://, surrealkv://PATH, ws://HOST:PORT) or a Store"),
+])
+def test_a_wrong_argument_is_named(options: dict[str, object], said: str) -> None:
+    with pytest.raises((TypeError, ValueError)) as bad:
+        AgentRouter(["a"], **{"store": "mem://", **options})  # type: ignore[arg-type]
+    assert said in str(bad.value) and "\n" not in str(bad.value)
 
 
 def test_one_agent_is_not_a_list_of_agents_nor_a_batch_size_of_zero() -> None:

@@ -41,6 +41,9 @@ class Store:
                  **options: Any) -> None:
         """Open ``url`` (default: the embedded store in ``.trustroute/``); ``options``
         are the other ``StoreSettings`` fields (namespace, credentials, retries)."""
+        if not isinstance(url, str | None):
+            raise TypeError(f"store must be a URL (mem://, surrealkv://PATH, ws://HOST:PORT) "
+                            f"or a Store, got {type(url).__name__}")
         self.settings = StoreSettings(**options) if url is None else \
             StoreSettings(url=url, **options)
         self.location: StoreLocation = parse_store_url(self.settings.url, base_dir=base_dir)

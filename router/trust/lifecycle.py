@@ -55,8 +55,8 @@ def run_decay(target: AgentRouter | Store, *, now: datetime | None = None,
         with AgentRouter(store=target, unknown_agents="allow") as router:
             return run_decay(router, now=now, dry_run=dry_run)
     now = now or utc_now()
-    if now.tzinfo is None:
-        raise ValueError("now must be timezone-aware")
+    if not isinstance(now, datetime) or now.tzinfo is None:
+        raise TypeError(f"now must be a timezone-aware datetime, got {now!r}")
     router = target
     router.flush()
     repo = router.store.repository(TrustRepository)
