@@ -10,7 +10,7 @@ from cli_helpers import Result, isolate, run
 
 from trustroute import AgentRouter
 from trustroute.profiles.store.handoffs import HandoffRepository
-from trustroute.router.handoff.transfer import TransferDispatcher, TransferRequest
+from trustroute.router.handoff.transfer import CallableHook, TransferDispatcher, TransferRequest
 
 LONG_AGENT = "a-rather-long-agent-name-x"  # 26 characters
 LONG_TASK = "customer-support-escalation"  # 27 characters
@@ -115,6 +115,20 @@ def test_profiles_show_the_hand_off_rate_of_an_app_that_routes_nothing(
     out = run(capsys, "profiles", "--store", kv_url).out
     assert out.startswith("no profiles in ")
     assert "hand-off rate by task type" in out and "billing" in out
+
+
+def test_a_long_hook_error_is_shown_cut_with_an_ellipsis(
+        capsys: pytest.CaptureFixture[str], kv_url: str) -> None:
+    def refuse(request: TransferRequest) -> None:
+        raise RuntimeError("the desk is closed " * 20)
+
+    with AgentRouter(["a"], store=kv_url) as router:
+        TransferDispatcher([CallableHook(refuse, name="desk")], store=router.store,
+                           attempts=1, delivery="sync").dispatch(TransferRequest(reason="r"))
+    listed = run(capsys, "handoffs", "--store", kv_url, "--json").json()
+    assert len(listed[0]["error"]) > 160  # kept whole
+    out = " ".join(run(capsys, "handoffs", "--store", kv_url).out.split())
+    assert "the desk is closed" in out and "…" in out
 
 
 def test_no_handoffs_of_any_status_reads_as_english(capsys: pytest.CaptureFixture[str],

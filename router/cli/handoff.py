@@ -178,10 +178,16 @@ def pending_table(rows: list[dict[str, Any]], title: str) -> Table:
             shown(r["hook"]),
             shown(r.get("task_type") or "—"),
             str(r.get("attempts", 0)),
-            shown(f"{_state(r)}{(r.get('reason') or '')[:100]}") + "\n"
-            + shown((r.get("error") or "")[:160]),
+            shown(f"{_state(r)}{clipped(r.get('reason'), 100)}") + "\n"
+            + shown(clipped(r.get("error"), 160)),
         )
     return table
+
+
+def clipped(text: str | None, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, with "…" when cut (--json has it whole)."""
+    text = text or ""
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def _state(row: dict[str, Any]) -> str:
