@@ -110,5 +110,18 @@ def _open(path: Path, newline: str | None = None) -> Iterator[TextIO]:
     with handle:
         try:
             yield handle
-        except UnicodeDecodeError as exc:
-            raise RowFileError(path, 0, f"not UTF-8 text (byte {exc.start})") from None
+        except UnicodeDecodeError:  # its offset is within the decoder's chunk: find the line
+            line, column = _first_undecodable(path)
+            raise RowFileError(path, line, f"not UTF-8 text (byte {column} of the line)"
+                               ) from None
+
+
+def _first_undecodable(path: Path) -> tuple[int, int]:
+    """(line, 1-based byte within it) of the first bytes that are not UTF-8."""
+    with path.open("rb") as raw:
+        for line_no, data in enumerate(raw, start=1):
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                return line_no, exc.start + 1
+    return 0, 0  # pragma: no cover (the text decoder found one)

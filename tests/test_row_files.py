@@ -57,3 +57,7 @@ def test_unreadable_files_are_row_file_errors(
     latin.write_bytes(b'{"a": "caf\xe9"}\n')
     with pytest.raises(RowFileError, match="not UTF-8 text"):
         list(reader(latin))
+    late = tmp_path / "late"  # past the decoder's first chunk: the line, not its offset
+    late.write_bytes(b'{"a": "b"}\n' * 2000 + b'{"a": "caf\xe9"}\n')
+    with pytest.raises(RowFileError, match=r":2001: not UTF-8 text \(byte 11 of the line\)"):
+        list(reader(late))
