@@ -77,10 +77,11 @@ def csv_rows(path: Path, delimiter: str = ",",
     Header names are stripped of surrounding blanks, and none may repeat (which column
     would count?). ``check_header`` sees them before
     any row and raises ValueError saying what is wrong (reported at line 1). A row with
-    more values than the header has columns is an error, not a silently dropped value.
+    more values than the header has columns is an error, not a silently dropped value, and
+    so is a quote never closed (which would swallow the rest of the file as one field).
     """
     with _open(path, newline="") as handle:
-        reader = csv.DictReader(handle, delimiter=delimiter)
+        reader = csv.DictReader(handle, delimiter=delimiter, strict=True)
         try:
             header = [name.strip() for name in reader.fieldnames or []]
             if twice := next((n for i, n in enumerate(header) if n in header[:i]), None):
@@ -97,6 +98,9 @@ def csv_rows(path: Path, delimiter: str = ",",
                                                               f"{len(header)} header columns")
                 yield reader.line_num, row
         except csv.Error as exc:
+            if "unexpected end of data" in str(exc):  # the record that never ended
+                raise RowFileError(path, reader.line_num + 1, "not valid CSV: a quote opened "
+                                   "here is never closed") from None
             raise RowFileError(path, reader.line_num, f"not valid CSV: {exc}") from None
 
 

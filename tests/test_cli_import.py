@@ -116,6 +116,8 @@ def test_csv_import_with_small_batches_and_excel_bom(
      "line 1: key 'success' is given twice"),
     ("twice.csv", "agent_id,task_type,success,quality,quality\na,t,true,0.9,0.1\n",
      "line 1: quality: column named twice"),
+    ("quote.csv", 'agent_id,task_type,success\na,t,true\n"b,t,true\nc,t,true\n',
+     "line 3: not valid CSV: a quote opened here is never closed"),
 ])
 def test_a_bad_row_names_line_and_field_and_writes_nothing(
         capsys: pytest.CaptureFixture[str], workdir: Path, kv_url: str, name: str, text: str,
