@@ -76,6 +76,9 @@ def test_calibrate_with_name_saves_for_the_config(
     assert named.config.score_threshold == pytest.approx(
         RetrievalConfidence.calibrate(synthetic(300, 21)).config.score_threshold
     )
+    odd = run(capsys, "calibrate-handoff", str(examples), "-c", str(config), "--name", "k\x1bb")
+    assert odd.code == 2
+    assert "calibration name must not contain control characters" in odd.error_line
 
 
 @pytest.mark.parametrize(

@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from trustroute.profiles.records import check_identifier
 from trustroute.profiles.store.connection import Connection
 from trustroute.profiles.store.params import storable
 
@@ -254,8 +255,7 @@ DEFINE FIELD IF NOT EXISTS created_at ON handoff_calibration TYPE datetime;
         self, name: str, settings: Mapping[str, Any], report: Mapping[str, Any] | None
     ) -> None:
         """Save (or replace) the calibration ``name``."""
-        if not isinstance(name, str) or not name or len(name) > 256:
-            raise ValueError("a calibration name must be 1 to 256 characters")
+        check_identifier(name, "calibration name")  # a name shown and typed, like an id
         self._conn.run(
             "UPSERT type::thing('handoff_calibration', $name) CONTENT { name: $name, "
             "settings: $settings, report: $report, created_at: time::now() };",
