@@ -31,6 +31,12 @@ from langchain_core.messages import AIMessage
 from langchain_core.outputs import LLMResult
 from langchain_core.runnables import Runnable, RunnableConfig, patch_config
 
+try:  # LangGraph's interrupt() and parent commands are control flow (an optional extra)
+    from langgraph.errors import GraphBubbleUp
+    CONTROL_FLOW: tuple[type[BaseException], ...] = (GraphBubbleUp,)
+except ImportError:  # pragma: no cover (without langgraph nothing raises them)
+    CONTROL_FLOW = ()
+
 from trustroute.integrations.langchain.background import Job
 from trustroute.integrations.langchain.callbacks import MAX_STEP_CHARS, TraceCollector
 from trustroute.integrations.langchain.task import RoutedTask
@@ -237,14 +243,26 @@ class Attempt:
 
     def failed(self, error: BaseException, *, streamed: bool = False) -> None:
         """Record an attempt whose agent raised ``error`` (tokens spent still cost), and
-        log it; ``streamed``: chunks already reached the caller."""
+        log it; ``streamed``: chunks already reached the caller. LangGraph's control
+        flow is raised on, unrecorded (``passed_up``)."""
+        self.passed_up(error)
         self.routed.router.record(self.decision, success=False, **self._fields(None))
         self._failed(error, streamed)
 
     async def afailed(self, error: BaseException, *, streamed: bool = False) -> None:
         """Async ``failed``."""
+        self.passed_up(error)
         await self.routed.router.arecord(self.decision, success=False, **self._fields(None))
         self._failed(error, streamed)
+
+    def passed_up(self, error: BaseException) -> None:
+        """Raise ``error`` on when it is LangGraph's control flow (``interrupt()``, a
+        ``Command`` for the parent graph): the agent pausing its graph, as LangGraph's
+        own retries and fallbacks treat it, not failing. Nothing is recorded and no
+        other agent is tried; like a cancelled run, the decision has no outcome."""
+        if isinstance(error, CONTROL_FLOW):
+            self.not_handled(error, "LangGraph control flow: raised to the graph, not recorded")
+            raise error
 
     def _failed(self, error: BaseException, streamed: bool) -> None:
         self.task.failed(self.decision, error)
@@ -254,12 +272,12 @@ class Attempt:
         self.routed.failures.failed(self.decision.agent_id, self.task.task_type, error,
                                     recorded=True, then=then)
 
-    def not_handled(self, error: BaseException) -> None:
+    def not_handled(self, error: BaseException, then: str = "not in exceptions_to_handle: "
+                    "raised to the caller, not recorded") -> None:
         """The agent raised ``error``, outside ``exceptions_to_handle``: logged at DEBUG
         only (it reaches the caller at once, unrecorded)."""
         self.routed.failures.failed(
-            self.decision.agent_id, self.task.task_type, error, recorded=False,
-            then="not in exceptions_to_handle: raised to the caller, not recorded")
+            self.decision.agent_id, self.task.task_type, error, recorded=False, then=then)
 
     def _credit(self) -> None:
         """The routed run's metadata names this agent as the one whose output it returns:

@@ -1,0 +1,75 @@
+"""A routed agent inside a LangGraph graph: its ``interrupt()`` pauses the graph, as it
+would without routing, instead of counting as the agent's failure."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, TypedDict
+
+import pytest
+from langchain_core.runnables import RunnableLambda
+
+from trustroute.integrations.langchain import RoutedRunnable, fixed_task_type
+from trustroute.router import AgentRouter
+
+pytest.importorskip("langgraph")
+
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Command, interrupt
+
+
+class State(TypedDict, total=False):
+    question: str
+    answer: str
+
+
+def asking(name: str) -> RunnableLambda[Any, str]:
+    """An agent that asks a person to approve before it answers."""
+    def answer(question: str) -> str:
+        approved = interrupt({"agent": name, "question": question})
+        return f"{name}: {question} ({approved})"
+
+    async def aanswer(question: str) -> str:
+        return answer(question)
+
+    return RunnableLambda(answer, afunc=aanswer, name=name)
+
+
+def graph_of(routed: RoutedRunnable, asynchronous: bool) -> Any:
+    def respond(state: State) -> State:
+        return {"answer": routed.invoke(state["question"])}
+
+    async def arespond(state: State) -> State:
+        return {"answer": await routed.ainvoke(state["question"])}
+
+    graph = StateGraph(State)
+    graph.add_node("respond", arespond if asynchronous else respond)
+    graph.add_edge(START, "respond")
+    graph.add_edge("respond", END)
+    return graph.compile(checkpointer=InMemorySaver())
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_an_interrupt_pauses_the_graph_and_is_no_failure(asynchronous: bool) -> None:
+    with AgentRouter(["a", "b"], store="mem://", seed=0) as router:
+        routed = RoutedRunnable(router=router, agents={"a": asking("a"), "b": asking("b")},
+                                task_type=fixed_task_type("support"))
+        app = graph_of(routed, asynchronous)
+        thread = {"configurable": {"thread_id": "t-1"}}
+
+        def run(value: Any) -> Any:
+            if asynchronous:
+                return asyncio.run(app.ainvoke(value, thread))
+            return app.invoke(value, thread)
+
+        paused = run({"question": "refund?"})
+        (pause,) = paused["__interrupt__"]
+        assert pause.value["question"] == "refund?"  # one agent asked; none fell back
+        assert router.store.executions.count() == 0  # asking is not failing
+        assert all(p.executions_total == 0 for p in router.profiles())
+        done = run(Command(resume="approved"))
+        assert done["answer"].endswith(": refund? (approved)")
+        (profile,) = [p for p in router.profiles() if p.executions_total]
+        assert (profile.executions_total, profile.executions_successful) == (1, 1)
+        assert done["answer"].startswith(profile.agent_id)
