@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 import pytest
-from langchain_core.runnables import RunnableLambda
+from langchain_core.runnables import ConfigurableField, RunnableLambda
 from langchain_helpers import RunLog, chunks, failing, prefer, tagged
 from surreal_fixtures import Target, serve
 
@@ -137,6 +137,25 @@ def test_a_slow_evaluator_does_not_delay_the_reply_and_its_verdict_reaches_the_p
         assert [row["key"] for row in rows] == ["evaluator"]
         router.feedback(str(run_id), approved=True)  # a user's thumbs up joins the judge's
         assert router.profile("a", "t").avg_quality == pytest.approx(0.25)  # (3x0 + 1) / 4
+        assert routed.close() == 0
+
+
+def test_configured_copies_share_one_background_queue() -> None:
+    # LangChain builds a new RoutedRunnable for every call with configurable fields; each
+    # used to start its own evaluator threads, which the caller could not flush or close
+    judge = Judge(score=0.5)
+    before = set(threading.enumerate())
+    with AgentRouter(agents=["a"], store="mem://", feedback=PENDING) as router:
+        routed = background(router, judge, evaluate_workers=2)
+        configurable = routed.configurable_fields(
+            max_attempts=ConfigurableField(id="attempts"))
+        for _ in range(5):
+            assert configurable.invoke("x", {"configurable": {"attempts": 1}}) == "a:x"
+        workers = [t for t in set(threading.enumerate()) - before
+                   if t.name.startswith("trustroute-evaluator-")]
+        assert len(workers) <= 2
+        assert routed.flush(timeout=30) and judge.judged == ["a:x"] * 5
+        assert router.profile("a", "t").pending == 0
         assert routed.close() == 0
 
 

@@ -85,6 +85,11 @@ class RoutedRunnable(RunnableSerializable[Any, Any]):
     novelty_cache: NoveltyCache = Field(default_factory=NoveltyCache)
     trace_weights: TraceWeights | None = None
     capacity_timeout: float | None = Field(default=30.0, ge=0.0)
+    #: The queue of outputs awaiting the evaluator (``evaluate="background"``), made on
+    #: construction. LangChain hands it to the copies it builds for configurable fields,
+    #: so they share this queue and its workers (and ``flush``/``close``) with you.
+    background_queue: BackgroundEvaluations | None = Field(default=None, exclude=True,
+                                                           repr=False)
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
     _single_thought_seen: bool = PrivateAttr(default=False)
@@ -101,9 +106,13 @@ class RoutedRunnable(RunnableSerializable[Any, Any]):
             if self.evaluator is None:
                 raise ValueError("evaluate='background' runs the evaluator after the reply; "
                                  "pass evaluator= too")
-            self._background = BackgroundEvaluations(
-                self.router, self.evaluator, max_queue=self.evaluate_queue_size,
-                workers=self.evaluate_workers, log_interval_s=self.failure_log_interval_s)
+            shared = self.background_queue
+            if shared is None or (shared.router, shared.evaluator) != (self.router,
+                                                                        self.evaluator):
+                shared = BackgroundEvaluations(
+                    self.router, self.evaluator, max_queue=self.evaluate_queue_size,
+                    workers=self.evaluate_workers, log_interval_s=self.failure_log_interval_s)
+            self._background = self.background_queue = shared
 
     @property
     def failures(self) -> FailureLog:
