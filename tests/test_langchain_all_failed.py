@@ -54,6 +54,24 @@ def test_the_first_agents_error_is_raised_with_its_own_type(router: AgentRouter,
     assert "b: RateLimited: b is rate limited" in notes
 
 
+def test_an_exception_object_raised_again_carries_one_summary(router: AgentRouter) -> None:
+    shared = RateLimited("quota exhausted")  # some clients raise a cached error object
+
+    def out_of_quota(x: Any) -> Any:
+        raise shared
+
+    routed = RoutedRunnable(router=router, task_type=lambda _: "code",
+                            agents={"a": RunnableLambda(out_of_quota),
+                                    "b": RunnableLambda(out_of_quota)})
+    for _ in range(3):
+        with pytest.raises(RateLimited) as info:
+            routed.invoke("x")
+        assert info.value is shared
+    assert len(shared.__notes__) == 1  # it grew by one summary per task
+    summary = AllAgentsFailed.of(shared)
+    assert summary is not None and sorted(summary.errors) == ["a", "b"]
+
+
 def test_the_others_are_attached_as_all_agents_failed(router: AgentRouter) -> None:
     with pytest.raises(RateLimited) as info:
         both_limited(router).invoke("x")

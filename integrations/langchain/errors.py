@@ -51,6 +51,9 @@ class AllAgentsFailed(RouterError):
         if not self.errors:
             return self
         first = next(iter(self.errors.values()))
+        earlier = getattr(first, _ATTACHED, None)  # an exception object raised again
+        if earlier is not None and str(earlier) in getattr(first, "__notes__", ()):
+            first.__notes__.remove(str(earlier))  # one summary: this task's
         setattr(first, _ATTACHED, self)
         first.add_note(str(self))
         return first
