@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
@@ -14,7 +15,7 @@ from langchain_core.documents import Document
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import PromptTemplate
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.runnables import RunnableLambda
+from langchain_core.runnables import RunnableGenerator, RunnableLambda
 from langchain_core.vectorstores import VectorStore
 from langchain_helpers import RunLog
 
@@ -92,6 +93,39 @@ def test_uncovered_question_fires_the_hooks_and_returns_a_handoff() -> None:
     assert req.run_id == str(run_id) and req.task_type == "cards"
     assert req.diagnostics["max_score"] == pytest.approx(out.request.diagnostics["max_score"])
     assert req.metadata["query"] == UNCOVERED
+
+
+@pytest.mark.parametrize("mode", ["stream", "astream"])
+def test_an_answer_streams_as_the_chain_streams_it_and_a_handoff_is_one_chunk(
+        mode: str) -> None:
+    def said(inputs: Iterator[Any]) -> Iterator[str]:
+        for _ in inputs:
+            pass
+        yield from ["Cards ", "arrive ", "soon."]
+
+    async def asaid(inputs: AsyncIterator[Any]) -> AsyncIterator[str]:
+        async for _ in inputs:
+            pass
+        for word in ["Cards ", "arrive ", "soon."]:
+            yield word
+
+    words = RunnableGenerator(said, asaid)  # an answer chain that streams word by word
+
+    def chunks(rag: HandoffRunnable, question: str) -> list[Any]:
+        if mode == "stream":
+            return list(rag.stream(question))
+
+        async def collect() -> list[Any]:
+            return [c async for c in rag.astream(question)]
+        return asyncio.run(collect())
+
+    with Store("mem://") as store:
+        rag = HandoffRunnable(faq_store(), words, confidence=CONFIDENCE, store=store)
+        assert chunks(rag, COVERED) == ["Cards ", "arrive ", "soon."]  # as they come
+        (handed,) = chunks(rag, UNCOVERED)
+        assert isinstance(handed, HandoffResult)
+        stats = store.repository(HandoffRepository).decision_stats()
+    assert (stats[0]["decisions"], stats[0]["transferred"]) == (2, 1)
 
 
 def test_handoff_rate_per_task_type_in_the_store_and_cli(

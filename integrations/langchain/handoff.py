@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 from uuid import UUID
 
@@ -28,8 +28,8 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig, patch_config
 from langchain_core.runnables.base import coerce_to_runnable
 from langchain_core.vectorstores import InMemoryVectorStore
-from pydantic import BaseModel, ConfigDict, Field
 
+from trustroute.integrations.langchain.handoff_result import HandoffResult
 from trustroute.integrations.langchain.task import (
     TaskTypeSpec,
     check_task_type,
@@ -52,25 +52,6 @@ log = logging.getLogger(__name__)
 QUERY_KEYS = ("question", "query", "input")
 DEFAULT_TASK_TYPE = fixed_task_type("rag")
 HANDOFF_OUTPUTS = ("result", "text")
-
-
-class HandoffResult(BaseModel):
-    """What a HandoffRunnable returns instead of an answer when it hands over."""
-
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
-
-    message: str
-    reason: str
-    confidence: float
-    request: TransferRequest
-    documents: list[Document] = Field(default_factory=list)
-    outcome: TransferOutcome | None = None
-    human_response: Any = None
-
-    @property
-    def handed_off(self) -> bool:
-        """Always True: lets callers test ``getattr(out, "handed_off", False)``."""
-        return True
 
 
 def estimate_tokens(text: str) -> int:
@@ -320,18 +301,12 @@ class HandoffRunnable(Runnable[Any, Any]):
         except Exception:  # the answer or hand-off itself must not fail on the log
             log.exception("could not record the hand-off decision for task type %s", task_type)
 
-    # -- invoke ----------------------------------------------------------------------
-    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        """Retrieve, evaluate, then answer with the chain or hand over (HandoffResult)."""
-        return self._call_with_config(self._invoke, input, config, **kwargs)
-
-    def _invoke(
-        self,
-        input_: Any,
-        run_manager: CallbackManagerForChainRun,
-        config: RunnableConfig,
-        **kwargs: Any,
-    ) -> Any:
+    # -- invoke and stream ------------------------------------------------------------
+    def _run(self, input_: Any, run_manager: CallbackManagerForChainRun,
+             config: RunnableConfig, answer: Callable[[Any, RunnableConfig], Any]
+             ) -> tuple[bool, Any]:
+        """Retrieve and judge; then (True, ``answer(chain input, child config)``), or
+        (False, the hand-off) after dispatching it."""
         query = _query_of(input_, self.input_key)
         task_type = resolve_task_type(self.task_type, input_)
         child = patch_config(config, callbacks=run_manager.get_child())
@@ -339,25 +314,16 @@ class HandoffRunnable(Runnable[Any, Any]):
         result, request = self._decide(input_, query, task_type, docs, scores, run_manager.run_id)
         if request is None:
             self._record(task_type, result, run_manager.run_id, None)
-            return self.answer_chain.invoke(
-                self._chain_input(input_, query, docs, result), child, **kwargs
-            )
+            return True, answer(self._chain_input(input_, query, docs, result), child)
         outcome = self.dispatcher.dispatch(request) if self.dispatcher else None
         request = outcome.request if outcome else request  # its id as the hooks saw it
         self._record(task_type, result, run_manager.run_id, request)
-        return self._handoff_result(request, result, docs, outcome)
+        return False, self._handoff_result(request, result, docs, outcome)
 
-    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        """Async ``invoke``: async retrieval, hooks and chain; store writes off the loop."""
-        return await self._acall_with_config(self._ainvoke, input, config, **kwargs)
-
-    async def _ainvoke(
-        self,
-        input_: Any,
-        run_manager: AsyncCallbackManagerForChainRun,
-        config: RunnableConfig,
-        **kwargs: Any,
-    ) -> Any:
+    async def _arun(self, input_: Any, run_manager: AsyncCallbackManagerForChainRun,
+                    config: RunnableConfig, answer: Callable[[Any, RunnableConfig], Any]
+                    ) -> tuple[bool, Any]:
+        """Async ``_run``: async retrieval and hooks, store writes off the loop."""
         query = _query_of(input_, self.input_key)
         task_type = resolve_task_type(self.task_type, input_)
         child = patch_config(config, callbacks=run_manager.get_child())
@@ -365,10 +331,61 @@ class HandoffRunnable(Runnable[Any, Any]):
         result, request = self._decide(input_, query, task_type, docs, scores, run_manager.run_id)
         if request is None:
             await asyncio.to_thread(self._record, task_type, result, run_manager.run_id, None)
-            return await self.answer_chain.ainvoke(
-                self._chain_input(input_, query, docs, result), child, **kwargs
-            )
+            return True, answer(self._chain_input(input_, query, docs, result), child)
         outcome = await self.dispatcher.adispatch(request) if self.dispatcher else None
         request = outcome.request if outcome else request  # its id as the hooks saw it
         await asyncio.to_thread(self._record, task_type, result, run_manager.run_id, request)
-        return self._handoff_result(request, result, docs, outcome)
+        return False, self._handoff_result(request, result, docs, outcome)
+
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        """Retrieve, evaluate, then answer with the chain or hand over (HandoffResult)."""
+        return self._call_with_config(self._invoke, input, config, **kwargs)
+
+    def _invoke(self, input_: Any, run_manager: CallbackManagerForChainRun,
+                config: RunnableConfig, **kwargs: Any) -> Any:
+        return self._run(input_, run_manager, config,
+                         lambda x, c: self.answer_chain.invoke(x, c, **kwargs))[1]
+
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        """Async ``invoke``."""
+        return await self._acall_with_config(self._ainvoke, input, config, **kwargs)
+
+    async def _ainvoke(self, input_: Any, run_manager: AsyncCallbackManagerForChainRun,
+                       config: RunnableConfig, **kwargs: Any) -> Any:
+        answered, out = await self._arun(input_, run_manager, config,
+                                         lambda x, c: self.answer_chain.ainvoke(x, c, **kwargs))
+        return await out if answered else out
+
+    def stream(self, input: Any, config: RunnableConfig | None = None,
+               **kwargs: Any) -> Iterator[Any]:
+        """The answer chain's chunks as it streams them, or the hand-off as one chunk."""
+        yield from self._transform_stream_with_config(iter([input]), self._stream, config,
+                                                      **kwargs)
+
+    def _stream(self, inputs: Iterator[Any], run_manager: CallbackManagerForChainRun,
+                config: RunnableConfig, **kwargs: Any) -> Iterator[Any]:
+        answered, out = self._run(next(inputs), run_manager, config,
+                                  lambda x, c: self.answer_chain.stream(x, c, **kwargs))
+        yield from out if answered else [out]
+
+    async def astream(self, input: Any, config: RunnableConfig | None = None,
+                      **kwargs: Any) -> AsyncIterator[Any]:
+        """Async ``stream``."""
+        async for chunk in self._atransform_stream_with_config(
+                _one(input), self._astream, config, **kwargs):
+            yield chunk
+
+    async def _astream(self, inputs: AsyncIterator[Any],
+                       run_manager: AsyncCallbackManagerForChainRun, config: RunnableConfig,
+                       **kwargs: Any) -> AsyncIterator[Any]:
+        answered, out = await self._arun(await anext(inputs), run_manager, config,
+                                         lambda x, c: self.answer_chain.astream(x, c, **kwargs))
+        if not answered:
+            yield out
+            return
+        async for chunk in out:
+            yield chunk
+
+
+async def _one(value: Any) -> AsyncIterator[Any]:
+    yield value
