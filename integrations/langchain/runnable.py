@@ -14,6 +14,7 @@ through a server store; ``router.arecord`` writes from a worker thread).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping
 from contextlib import aclosing
 from functools import partial
@@ -161,10 +162,15 @@ class RoutedRunnable(RunnableSerializable[Any, Any]):
         return get_unique_config_specs(
             spec for agent in self.agents.values() for spec in agent.config_specs)
 
-    def _task(self, input_: Any) -> RoutedTask:
+    def _task(self, input_: Any, sync: bool = False) -> RoutedTask:
         """The task of ``input_``. A task type that cannot be read is kept as the task's
-        ``problem``: the run raises it once started, so tracers record the error."""
+        ``problem``: the run raises it once started, so tracers record the error; so is
+        an async evaluator on a sync call, before any agent works for nothing."""
         try:
+            if sync and self.evaluate == "inline" and inspect.iscoroutinefunction(
+                    self.evaluator):
+                raise TypeError("the evaluator is async, so judge inline with ainvoke or "
+                                "astream, or pass evaluate='background' or a sync evaluator")
             task_type, problem = resolve_task_type(self.task_type, input_), None
             if self.exception_key is not None and not isinstance(input_, dict):
                 raise ValueError(f"exception_key={self.exception_key!r} passes an agent's "
@@ -184,7 +190,7 @@ class RoutedRunnable(RunnableSerializable[Any, Any]):
     # -- invoke ----------------------------------------------------------------------
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         """Run the input on the chosen agent (falling back on errors); record the outcome."""
-        with self._task(input) as task:
+        with self._task(input, sync=True) as task:
             return self._call_with_config(partial(self._invoke_task, task=task), input,
                                           task.run_config(config), **kwargs)
 
@@ -236,7 +242,7 @@ class RoutedRunnable(RunnableSerializable[Any, Any]):
     def stream(self, input: Any, config: RunnableConfig | None = None,
                **kwargs: Any) -> Iterator[Any]:
         """Stream the chosen agent's chunks; falls back only before the first chunk."""
-        with self._task(input) as task:
+        with self._task(input, sync=True) as task:
             yield from self._transform_stream_with_config(
                 iter([input]), partial(self._stream_task, task=task), task.run_config(config),
                 **kwargs)
