@@ -4,10 +4,12 @@ each call stores exactly one execution."""
 from __future__ import annotations
 
 import asyncio
+import warnings
 from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, AIMessageChunk
+from langchain_core.prompts import PromptTemplate
 from langchain_core.runnables import RunnableLambda
 from langchain_core.runnables.base import RunnableSerializable
 from langchain_helpers import chat, chunks, executions, prefer, run, tagged, word_stream
@@ -144,3 +146,19 @@ def test_agents_missing_from_a_config_router(tmp_path: Any) -> None:
                                                   "careful": tagged("careful")},
                                 task_type=fixed_task_type("t"))
         assert routed.invoke("go") in ("fast:go", "careful:go")
+
+
+def test_the_schemas_are_the_agents_so_as_tool_has_their_arguments(router: AgentRouter
+                                                                   ) -> None:
+    prompt = PromptTemplate.from_template("Q: {question}")
+    agents = {name: prompt | RunnableLambda(lambda p, n=name: f"{n}: {p.to_string()}")
+              for name in ("a", "b")}
+    routed = RoutedRunnable(router=router, agents=agents, task_type=fixed_task_type("t"))
+    assert routed.get_input_schema().model_json_schema()["required"] == ["question"]
+    assert routed.get_output_schema().model_json_schema() == \
+        agents["a"].get_output_schema().model_json_schema()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # as_tool is a beta API of langchain-core
+        tool = routed.as_tool(name="ask", description="Ask the routed agents")
+    assert list(tool.args) == ["question"]
+    assert tool.invoke({"question": "why?"}).endswith("Q: why?")

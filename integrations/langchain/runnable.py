@@ -27,7 +27,7 @@ from langchain_core.callbacks import (
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableSerializable
 from langchain_core.runnables.base import coerce_to_runnable
 from langchain_core.runnables.utils import ConfigurableFieldSpec, get_unique_config_specs
-from pydantic import ConfigDict, Field, PrivateAttr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 from trustroute.integrations.langchain.background import BackgroundEvaluations
 from trustroute.integrations.langchain.errors import AgentsMismatch
@@ -161,6 +161,15 @@ class RoutedRunnable(RunnableSerializable[Any, Any]):
         """Configurable fields of every agent (so ``configurable`` reaches them)."""
         return get_unique_config_specs(
             spec for agent in self.agents.values() for spec in agent.config_specs)
+
+    def get_input_schema(self, config: RunnableConfig | None = None) -> type[BaseModel]:
+        """The agents' input schema (they all take the same input), as LangChain's
+        ``with_fallbacks`` takes its primary's: ``as_tool`` and graphs see its fields."""
+        return cast(type[BaseModel], next(iter(self.agents.values())).get_input_schema(config))
+
+    def get_output_schema(self, config: RunnableConfig | None = None) -> type[BaseModel]:
+        """The agents' output schema (the first agent's)."""
+        return cast(type[BaseModel], next(iter(self.agents.values())).get_output_schema(config))
 
     def _task(self, input_: Any, sync: bool = False) -> RoutedTask:
         """The task of ``input_``. A task type that cannot be read is kept as the task's
