@@ -12,10 +12,11 @@ from cli_helpers import run
 from handoff_helpers import ScoredRetriever, faq_store
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
+from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import PromptTemplate
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.runnables import RunnableGenerator, RunnableLambda
+from langchain_core.runnables import ConfigurableField, RunnableGenerator, RunnableLambda
 from langchain_core.vectorstores import VectorStore
 from langchain_helpers import RunLog
 
@@ -126,6 +127,17 @@ def test_an_answer_streams_as_the_chain_streams_it_and_a_handoff_is_one_chunk(
         assert isinstance(handed, HandoffResult)
         stats = store.repository(HandoffRepository).decision_stats()
     assert (stats[0]["decisions"], stats[0]["transferred"]) == (2, 1)
+
+
+def test_configurable_fields_of_the_answer_chain_reach_it() -> None:
+    model = FakeListChatModel(responses=["plain"]).configurable_fields(
+        responses=ConfigurableField(id="style"))
+    answer = RunnableLambda(lambda x: x["question"]) | model | StrOutputParser()
+    with Store("mem://") as store:
+        rag = HandoffRunnable(faq_store(), answer, confidence=CONFIDENCE, store=store)
+        assert [spec.id for spec in rag.config_specs] == ["style"]
+        formal = rag.with_config(configurable={"style": ["formal"]})
+        assert (rag.invoke(COVERED), formal.invoke(COVERED)) == ("plain", "formal")
 
 
 def test_handoff_rate_per_task_type_in_the_store_and_cli(

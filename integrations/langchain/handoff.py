@@ -27,6 +27,7 @@ from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig, patch_config
 from langchain_core.runnables.base import coerce_to_runnable
+from langchain_core.runnables.utils import ConfigurableFieldSpec
 from langchain_core.vectorstores import InMemoryVectorStore
 
 from trustroute.integrations.langchain.handoff_result import HandoffResult
@@ -139,6 +140,11 @@ class HandoffRunnable(Runnable[Any, Any]):
         )
         self.name = name or "HandoffRunnable"
         self.handoff_output = handoff_output
+
+    @property
+    def config_specs(self) -> list[ConfigurableFieldSpec]:
+        """The answer chain's configurable fields (so ``configurable`` reaches it)."""
+        return self.answer_chain.config_specs
 
     def close(self, timeout_s: float | None = None) -> bool:
         """Finish the background deliveries of the hooks given as ``hooks=`` (at most
