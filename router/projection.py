@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from trustroute.profiles.book import Judge, ProfileBook
 from trustroute.profiles.profile import WindowEntry
 from trustroute.profiles.records import ExecutionRecord, utc_now
-from trustroute.profiles.store import Store
+from trustroute.profiles.store import Store, StoreUnavailableError
 from trustroute.profiles.store.executions import ExecutionRepository, LogKey, LogRow
 from trustroute.profiles.store.projections import ProjectionRepository
 from trustroute.profiles.store.trust import PEOPLE, TrustRepository
@@ -244,20 +244,21 @@ class LogProjection:
             return False
         return True
 
-    def save(self) -> None:
+    def save(self) -> bool:
         """Write what this router folded as the store's cached projection (when it
         folded anything since it read or wrote one). Against a server it looks once
         more first. It records, per writer and log table, how far it folded: the next
-        router to open checks that against the log and folds what came after."""
+        router to open checks that against the log and folds what came after. False when
+        the store did not answer (it is a cache: only logged)."""
         if not self._since_cached:
-            return
+            return True
         try:
             self.recall()
             if self.store.location.is_remote:
                 self._look()
             with self._writing, self._lock:
                 if self.book.stale:
-                    return  # a rebuild is due: the next open reads the log
+                    return True  # a rebuild is due: the next open reads the log
                 states, clocks, tails = self.book.export()
                 frontiers = {EXECUTION: self.frontier.export(), **self.trust.frontiers()}
                 settled = checkpoint.horizon(tails)
@@ -270,6 +271,8 @@ class LogProjection:
                 self._since_cached = 0
         except Exception as exc:  # a cache: the next open reads the log instead
             log.warning("could not write the cached projection: %s", exc)
+            return not isinstance(exc, StoreUnavailableError)
+        return True
 
     def catch_up(self, *, rebuild: bool = True) -> int:
         """Fold what other processes stored since the last look; returns how many

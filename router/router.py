@@ -149,12 +149,13 @@ class AgentRouter(TrustMethods):
     arefresh = in_thread(refresh)
 
     def close(self) -> None:
-        """Write the buffered decision log; close the store if this router opened it."""
+        """Write the buffered decision log; close the store if this router opened it.
+        A server that does not answer is waited for once, not once per write."""
         try:
             self.slots.close()  # give back shared leases (they would expire anyway)
             self.projection.stop()
-            self.projection.save()  # the next router opens from it
-            self.trust_layer.close()
+            answered = self.projection.save()  # the next router opens from it
+            self.trust_layer.close(flush=answered)
         finally:
             if self._owns_store:
                 self.store.close()
@@ -218,10 +219,12 @@ class AgentRouter(TrustMethods):
     # -- profiles --------------------------------------------------------------------
     def profile(self, agent_id: str, task_type: str, *, now: datetime | None = None
                 ) -> TaskTypeProfile:
-        """What has been learned about one pair (an empty profile when nothing has)."""
+        """What has been learned about one pair (an empty profile when nothing has);
+        ``now``: the moment its recency is measured at. Runs awaiting a verdict are settled
+        by the clock, never by ``now``: a read must not change what every router holds."""
         if not isinstance(now, datetime | None) or (now is not None and now.tzinfo is None):
             raise TypeError(f"now must be a timezone-aware datetime or None, got {now!r}")
-        self.trust_layer.settle_due(now or utc_now())  # runs whose wait for feedback is over
+        self.trust_layer.settle_due(utc_now())  # runs whose wait for feedback is over
         state = self.book.get(agent_id, task_type)
         if state is None:
             return empty_profile(agent_id, task_type)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 import logging
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -167,6 +168,19 @@ def test_a_store_with_verdicts_and_pending_runs_opens_from_the_cache(
         router.refresh()  # the whole log
         assert rounded(view(router)) == amended
     assert "reading the whole log" not in caplog.text
+
+
+def test_reading_a_profile_as_of_a_later_moment_settles_nothing(kv_url: str) -> None:
+    later = datetime(2030, 1, 1, tzinfo=UTC)
+    with AgentRouter(agents=AGENTS, store=kv_url, feedback=WAITING) as router:
+        for _ in range(3):
+            router.record(agent_id=AGENTS[0], task_type="t", success=True)  # awaiting
+        assert router.profile(AGENTS[0], "t", now=later).pending == 3
+        assert router.profile(AGENTS[0], "t").pending == 3  # the read changed nothing
+    with AgentRouter(agents=AGENTS, store=kv_url, feedback=WAITING) as router:
+        assert router.profile(AGENTS[0], "t").pending == 3  # from the cache
+        router.refresh()
+        assert router.profile(AGENTS[0], "t").pending == 3  # from the log: the same
 
 
 def test_a_cache_folded_under_another_feedback_policy_is_not_used(

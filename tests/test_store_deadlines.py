@@ -10,9 +10,9 @@ tests are small so that the tests stay fast."""
 from __future__ import annotations
 
 import base64
-import contextlib
 import logging
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -156,8 +156,9 @@ def test_a_router_on_a_hung_server_fails_by_the_deadline(
         surreal: Target, caplog: pytest.LogCaptureFixture) -> None:
     """A router whose server stops answering: record() raises StoreUnavailableError by
     its deadline, select() still answers from what the router folded, its log follower
-    reports the server within the deadline, and close() ends within its bound (raising
-    what it could not write); the reader it followed through is closed with it."""
+    reports the server within the deadline, and close() waits for the server once, not
+    once per write, and warns of what it could not write instead of raising; the reader
+    it followed through is closed with it."""
     server = surreal.fixture
     router = AgentRouter(agents=AGENTS, store=surreal.url,
                          store_options=surreal.options(request_timeout_s=0.5))
@@ -171,10 +172,14 @@ def test_a_router_on_a_hung_server_fails_by_the_deadline(
     with caplog.at_level(logging.WARNING, logger="trustroute.router.projection"):
         time.sleep(1.5)  # a look (every 0.25 s) that waits 0.5 s for its answer, then fails
     assert "could not read other processes' records" in caplog.text
+    caplog.clear()
     started = time.monotonic()
-    with contextlib.suppress(StoreUnavailableError):
+    with caplog.at_level(logging.WARNING):
         router.close()
-    assert time.monotonic() - started < 8.0  # a few requests of 0.5 s each at most
+    took = time.monotonic() - started
+    assert took < 3 * 0.5 + 1.5, took  # the follower's look and the cache's, 0.5 s each
+    assert "could not write the cached projection" in caplog.text
+    assert re.search(r"the store did not answer: \d+ buffered rows not written", caplog.text)
     with pytest.raises(StoreError, match="closed"):
         router.store.reader()
 

@@ -385,12 +385,15 @@ class TrustLayer:
                         self._history[pair] = h
                 raise
 
-    def close(self) -> None:
-        """Flush, wait for hand-offs in flight at most the dispatcher's
-        ``dispatch_close_timeout_s`` and stop their worker (idempotent); what is not
-        delivered by then stays pending in the store (``trustroute handoffs --retry``)."""
+    def close(self, flush: bool = True) -> None:
+        """Flush (``flush=False``: the store did not answer; a warning counts what is
+        lost), give hand-offs in flight ``dispatch_close_timeout_s`` and stop their worker
+        (idempotent); undelivered ones stay pending (``trustroute handoffs --retry``)."""
         try:
-            self.flush()
+            if flush:
+                self.flush()
+            elif lost := len(self._history) + self.decisions.backlog:
+                log.warning("the store did not answer: %d buffered rows not written", lost)
         finally:
             self._handoffs.close(0.0 if self.transfer is None
                                  else self.transfer.settings.dispatch_close_timeout_s)
