@@ -30,14 +30,11 @@ def check_params(params: dict[str, Any]) -> None:
 
 def _check(value: Any, where: str) -> None:
     if isinstance(value, str):
-        if "\x00" in value:
-            raise UnstorableText(f"{where} must not contain a NUL character")
-        if not value.isascii():
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError as exc:
-                raise UnstorableText(f"{where} holds {value[exc.start]!r}, a lone surrogate "
-                                     "that has no UTF-8 form") from None
+        if found := _UNSTORABLE.search(value):
+            if found.group() == "\x00":
+                raise UnstorableText(f"{where} must not contain a NUL character")
+            raise UnstorableText(f"{where} holds {found.group()!r}, a lone surrogate that "
+                                 "has no UTF-8 form")
     elif isinstance(value, dict):
         for key, item in value.items():
             _check(key, f"{where} key")

@@ -60,9 +60,8 @@ def record(agent: str, task_type: str, success: bool, failure: bool, quality: fl
         except DuplicateRecord:  # a retry of a stored id: done already
             stored = False
         profile = router.profile(agent, task_type)
-        # a success without a quality waits for feedback (docs/feedback.md): no quality yet
-        awaiting = (rec.success and not rec.quality_given
-                    and router.feedback_policy.wait_s > 0)
+        run = router.projection.feedback.run(rec.record_id)  # as the router placed it
+        awaiting = run is not None and run.pending  # no quality yet (docs/feedback.md)
     if as_json:
         print_json({"stored": stored, "awaiting_verdict": awaiting,
                     "record": rec.model_dump(mode="json"),
