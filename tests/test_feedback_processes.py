@@ -203,3 +203,33 @@ def test_runs_another_process_awaits_verdicts_on_steer_this_ones_decisions(
             assert time.monotonic() < deadline + 30, "the runs on u never arrived"
             time.sleep(0.05)
         assert router.select("t").agent_id == "leader"
+
+
+def test_a_read_as_of_a_later_moment_settles_nothing_in_any_process(surreal: Target
+                                                                    ) -> None:
+    """Another OS process records runs awaiting verdicts and reads their profile as of
+    2030, behind slow replies and a database clock stepped an hour ahead, then the
+    server restarts: neither the router that followed it all nor one opened after counts
+    those runs settled (settlement follows this process's clock, never a read's)."""
+    server = surreal.fixture
+    with open_router(surreal) as live:
+        server.shift_clock(3600.0)
+        server.delay_replies(0.05)
+        try:
+            peeker = worker(surreal, "peek", "c", "chat", "3")
+            assert read_line(peeker) == "peeked 3"
+            assert peeker.wait(timeout=60) == 0
+        finally:
+            server.delay_replies(0.0)
+            server.shift_clock(0.0)
+        server.stop()
+        server.start()
+        deadline = time.monotonic() + 30
+        while live.profile("c", "chat").executions_total < 3:
+            assert time.monotonic() < deadline, "the follower never saw the runs"
+            time.sleep(0.05)
+        assert live.profile("c", "chat").pending == 3
+    with open_router(surreal) as fresh:  # from the cache the worker wrote at close
+        assert fresh.profile("c", "chat").pending == 3
+        fresh.refresh()  # from the log
+        assert fresh.profile("c", "chat").pending == 3
