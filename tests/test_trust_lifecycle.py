@@ -90,6 +90,12 @@ def test_a_run_back_in_time_is_refused_so_no_pair_skips_its_grace(kv_url: str) -
         assert run_decay(r, now=T0 + timedelta(days=9)).deleted == 0  # forward is fine
         assert r.trust("bad", "code").tier == Tier.DEPRECATED  # still within its grace
     assert _cli("decay", "--now", "2024-06-01T00:00:00Z", "-s", kv_url) == 2
+    with AgentRouter(agents=["good"], store="mem://") as r:
+        stamp = datetime.now(UTC)
+        r.record(agent_id="good", task_type="code", success=True,  # admitted: within
+                 timestamp=stamp + timedelta(seconds=290))  # max_clock_skew_s (300)
+        # run by a process whose clock is 100 s behind the writer's: not refused
+        assert not run_decay(r, now=stamp - timedelta(seconds=100)).already_applied
 
 
 def test_deprecated_too_long_is_deleted_and_its_history_archived(kv_url: str) -> None:

@@ -115,10 +115,12 @@ def _check_forward(now: datetime, last_run: datetime | None, book: TrustBook,
                    skew_s: float) -> None:
     """Refuse a run as of a moment before the last run or the newest evidence (beyond
     clock skew): its deprecation marks would be dated in the past, and the next run would
-    delete those pairs without the grace period the marks promise."""
+    delete those pairs without the grace period the marks promise. Evidence may be
+    stamped ``skew_s`` ahead of its writer's clock, which may itself run ``skew_s`` ahead
+    of this one's: twice that is allowed there."""
     seen = [c.last_seen for c in book.all_counts().values() if c.last_seen is not None]
-    for what, moment in (("the last decay run", last_run), ("the newest evidence",
-                                                            max(seen, default=None))):
-        if moment is not None and (moment - now).total_seconds() > skew_s:
+    for what, moment, allowed in (("the last decay run", last_run, skew_s),
+                                  ("the newest evidence", max(seen, default=None), 2 * skew_s)):
+        if moment is not None and (moment - now).total_seconds() > allowed:
             raise ValueError(f"now: {iso_z(now)} is before {what} ({iso_z(moment)}); the "
                              "lifecycle only runs forward")
