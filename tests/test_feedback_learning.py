@@ -41,14 +41,11 @@ def thumbs_run(seed: int) -> tuple[int, float, float]:
 
 def test_users_thumbs_teach_the_router_which_agent_they_like() -> None:
     """Five runs. The disliked agent is given only the few tasks that show it is worse
-    (2 to 15), so its score is what a few verdicts say: <= 0.3 unless it was lucky on
-    them (3 of 6 approved scores 0.303; 4 runs in 40, docs/trust.md)."""
-    runs = [thumbs_run(seed) for seed in range(5)]
-    for second_half, liked, disliked in runs:
+    (2 to 15), so its score is what a few verdicts say (docs/trust.md)."""
+    for second_half, liked, disliked in (thumbs_run(seed) for seed in range(5)):
         assert second_half >= 0.85 * 200
         assert liked >= 0.8
-        assert disliked < 0.35
-    assert sum(disliked <= 0.3 for _, _, disliked in runs) >= 4
+        assert disliked <= 0.3
 
 
 def test_the_human_score_reflects_the_approval_rate_in_any_order() -> None:

@@ -40,8 +40,6 @@ CONTRADICTION_PENALTY = 0.1
 NEUTRAL_SCORE = 0.5  # effectiveness and human score with no evidence
 REVIEWED_SCORE = 0.95  # human score after an explicit approving review
 HUMAN_STEP = 0.15  # the reference: each approval closes 15% of the gap to 1; rejection 15%
-#: Verdicts after which the approval rate weighs as much as the reference update.
-HUMAN_PRIOR = 1.0 / HUMAN_STEP - 1.0
 POSITIVE_QUALITY = 0.5  # a success counts as positive at this quality or above
 
 # (upper bound of observations, base score), lowest first.
@@ -107,27 +105,29 @@ def effectiveness_score(positive: int, negative: int, neutral: int = 0) -> float
 
 def human_score(approvals: int, rejections: int, reviewed: bool = False) -> float:
     """What people said: 0.95 after an explicit approving review; else the reference
-    update blended into the Wilson 95% lower bound of the approval rate as verdicts
+    update handing over to the Wilson 95% lower bound of the approval rate as verdicts
     accumulate.
 
     ``h = w x reference + (1 - w) x wilson(a / n, n)`` with ``n = a + r`` verdicts and
-    ``w = s / (n + s)``, ``s = 1/0.15 - 1`` (about 5.67: the number of verdicts whose
-    mean the reference's 15% step weighs one new verdict against). The reference
+    ``w = 0.85 ** n``: the share of the reference's own score that is still its starting
+    belief (each of its steps keeps 85% of what was there). The reference
     (``reference_human_score``: 0.5, each approval closing 15% of the gap to 1, then each
-    rejection taking 15%) has the most say while verdicts are few. Its steps compound,
-    so at volume it collapses (180 of 200 approved: 0.039); the approval rate's lower
-    bound takes over: 90% of 200 scores 0.83, 20% 0.15. The bound is the evidence
-    standard ``effectiveness_score`` uses: trust is earned by what the verdicts show
-    with 95% confidence, so a few verdicts move the score down more readily than up
-    (one approval 0.52, one rejection 0.36, 3 of 6 approved 0.30). Both parts are
-    functions of the counts, so the order verdicts arrive in does not matter.
+    rejection taking 15%) speaks while it is mostly its prior, i.e. while verdicts are
+    few. Once it is mostly evidence it weighs that evidence by compounding steps, which
+    collapse at volume (180 of 200 approved: 0.039) at the same geometric pace, so it
+    hands over at that pace to the approval rate's lower bound: 90% of 200 scores 0.85,
+    20% 0.15. The bound is the evidence standard ``effectiveness_score`` uses: trust is
+    earned by what the verdicts show with 95% confidence, so a few verdicts move the
+    score down more readily than up (one approval 0.52, one rejection 0.36, 3 of 6
+    approved 0.28). Both parts are functions of the counts, so the order verdicts arrive
+    in does not matter.
     """
     a = _count(approvals, "approvals")
     r = _count(rejections, "rejections")
     if reviewed:
         return REVIEWED_SCORE
     n = a + r
-    w = HUMAN_PRIOR / (n + HUMAN_PRIOR)
+    w = (1.0 - HUMAN_STEP) ** n
     rate = wilson_lower_bound(a / n, n, WILSON_Z) if n else NEUTRAL_SCORE
     return w * reference_human_score(a, r) + (1.0 - w) * rate
 
