@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from trustroute.profiles.records import check_identifier
-from trustroute.router.options import validated
+from trustroute.profiles.validation import validated
 
 ANY_TASK = "*"
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
+
+from trustroute.profiles.validation import validated
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -22,16 +24,3 @@ def options_of(model: type[M], value: M | Mapping[str, Any] | None, name: str) -
         raise TypeError(f"{name} must be a {model.__name__} or a mapping, "
                         f"got {type(value).__name__}")
     return validated(model, dict(value), name, f"bad {name} options: ")
-
-
-def validated(model: type[M], value: Any, name: str = "", lead: str = "",
-              error: type[ValueError] = ValueError) -> M:
-    """``value`` validated into a ``model``, or ``error`` on one line: ``lead`` and every
-    problem at its key path under ``name`` (as the config file's section would word it)."""
-    try:
-        return model.model_validate(value)
-    except ValidationError as exc:
-        from trustroute.router.config.loader import describe_problem  # (config builds routers)
-        under = f"{name}." if name else ""
-        problems = "; ".join(under + describe_problem(err, model) for err in exc.errors())
-        raise error(lead + problems) from None

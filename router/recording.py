@@ -16,9 +16,9 @@ from typing import Any
 
 from trustroute.profiles.profile import ProfileSettings
 from trustroute.profiles.records import ExecutionRecord, InvalidRecord, utc_now
+from trustroute.profiles.validation import validated
 from trustroute.router.agents import AgentSpec
 from trustroute.router.decision import RoutingDecision
-from trustroute.router.options import validated
 
 
 def build_record(decision: RoutingDecision | None, agents: Mapping[str, AgentSpec], *,

@@ -81,6 +81,19 @@ def test_retry_bounds_are_settings() -> None:
         StoreSettings(reconnect_timeout_s=-1)
 
 
+def test_bad_store_options_are_one_line_naming_each_key() -> None:
+    with pytest.raises(ValueError) as caught:
+        Store("mem://", request_timeout_s=-1, retry_atempts=3)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert "store.request_timeout_s: expected a value greater than 0, got -1" in message
+    assert "store.retry_atempts: unknown key 'retry_atempts' (did you mean " \
+        "'retry_attempts'?)" in message
+    with pytest.raises(ValueError, match=r"store\.password") as caught:
+        Store("mem://", password=["hunter22"])
+    assert "hunter22" not in str(caught.value)
+
+
 def test_credentials_never_appear_in_messages() -> None:
     loc = parse_store_url("wss://root:s3cret@db.example.com:8000/rpc")
     assert "s3cret" not in loc.redacted()

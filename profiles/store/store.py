@@ -22,6 +22,7 @@ from trustroute.profiles.store.lock import PathLock
 from trustroute.profiles.store.schema import ensure_schema
 from trustroute.profiles.store.settings import StoreSettings
 from trustroute.profiles.store.snapshot import SnapshotWriter
+from trustroute.profiles.validation import validated
 
 SCHEMA_PARTS: list[str] = [EXECUTIONS_SCHEMA]
 
@@ -40,12 +41,13 @@ class Store:
     def __init__(self, url: str | None = None, *, base_dir: Path | None = None,
                  **options: Any) -> None:
         """Open ``url`` (default: the embedded store in ``.trustroute/``); ``options``
-        are the other ``StoreSettings`` fields (namespace, credentials, retries)."""
+        are the other ``StoreSettings`` fields (namespace, credentials, retries). Bad
+        options raise ValueError on one line naming each key."""
         if not isinstance(url, str | None):
             raise TypeError(f"store must be a URL (mem://, surrealkv://PATH, ws://HOST:PORT) "
                             f"or a Store, got {type(url).__name__}")
-        self.settings = StoreSettings(**options) if url is None else \
-            StoreSettings(url=url, **options)
+        given = options if url is None else {**options, "url": url}
+        self.settings = validated(StoreSettings, given, "store", "bad store options: ")
         self.location: StoreLocation = parse_store_url(self.settings.url, base_dir=base_dir)
         self._lock = PathLock(self.location.path) if self.location.path else None
         self.conn = Connection(self.location, self.settings)

@@ -23,9 +23,9 @@ from rich.console import Console
 from trustroute.profiles.records import iso_z
 from trustroute.profiles.store import Store, StoreError, StoreLockedError, parse_store_url
 from trustroute.profiles.store.snapshot import copy_latest
+from trustroute.profiles.validation import describe_validation_error
 from trustroute.router.cli.text import shown
 from trustroute.router.config import RouterConfig, load_config
-from trustroute.router.config.loader import describe_validation_error
 from trustroute.router.config.secrets import mask_credentials
 from trustroute.router.errors import RouterError
 from trustroute.router.router import AgentRouter

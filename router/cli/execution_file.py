@@ -27,7 +27,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from trustroute.profiles.records import MAX_METADATA_DEPTH, ExecutionRecord
-from trustroute.router.config.loader import describe_problem
+from trustroute.profiles.validation import describe_problem
 from trustroute.router.row_files import RowFileError, csv_rows, jsonl_rows, text_cell
 
 REQUIRED = ("task_type", "success")

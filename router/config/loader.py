@@ -12,7 +12,6 @@ converted by validation ("4" -> 4, "true" -> True).
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 import re
@@ -22,11 +21,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ValidationError
 
 from trustroute.profiles.store.location import redact_credentials
+from trustroute.profiles.validation import is_secret_key, key_path
 from trustroute.router.config.parsing import MAX_CONFIG_BYTES, ParseError, parse
-from trustroute.router.config.secrets import is_secret_key
 
 _ENV = re.compile(r"\$(\$?)\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
@@ -41,11 +39,6 @@ class ConfigError(ValueError):
 
     def __init__(self, message: str) -> None:
         super().__init__(redact_credentials(message))
-
-
-def key_path(parts: tuple[Any, ...] | list[Any]) -> str:
-    """``('agents', 0, 'id')`` -> ``agents.0.id`` (``<root>`` for the whole file)."""
-    return ".".join(str(p) for p in parts) or "<root>"
 
 
 def substitute_env(value: Any, path: str | Path, where: tuple[Any, ...] = (),
@@ -132,60 +125,3 @@ def read_mapping(path: str | Path, secrets: set[str] | None = None) -> dict[str,
         raise ConfigError(f"{p}: <root>: expected a mapping of keys, got "
                           f"{type(data).__name__}")
     return typing.cast(dict[str, Any], substitute_env(data, p, secrets=secrets))
-
-
-# -- validation errors ----------------------------------------------------------------
-def _model_at(model: type[BaseModel] | None, parts: tuple[Any, ...]) -> type[BaseModel] | None:
-    """The model whose keys live at ``parts`` (list indices are stepped over)."""
-    for part in parts:
-        if model is None or isinstance(part, int):
-            continue
-        field = model.model_fields.get(str(part))
-        model = next(iter(_models_in(field.annotation)), None) if field else None
-    return model
-
-
-def _models_in(annotation: Any) -> list[type[BaseModel]]:
-    """The pydantic models an annotation can hold (through lists, unions, dicts)."""
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return [annotation]
-    return [m for arg in typing.get_args(annotation) for m in _models_in(arg)]
-
-
-def _shown(value: Any) -> str:
-    if isinstance(value, dict | list | tuple):
-        return f"a {type(value).__name__}"
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def describe_problem(err: Any, model: type[BaseModel] | None = None) -> str:
-    """One pydantic error as ``key.path: expected ..., got ...``."""
-    loc = tuple(err["loc"])
-    if err["type"] == "extra_forbidden":
-        key = str(loc[-1]) if loc else "?"
-        parent = _model_at(model, loc[:-1])
-        if parent is None:
-            return f"{key_path(loc)}: unknown key {key!r}"
-        allowed = sorted(parent.model_fields)
-        close = difflib.get_close_matches(key, allowed, n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        return (f"{key_path(loc)}: unknown key {key!r}{hint}; allowed here: "
-                f"{', '.join(allowed)}")
-    if err["type"] == "missing":
-        return f"{key_path(loc)}: required key is missing"
-    msg = str(err["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
-    if msg.startswith("Input should be "):
-        msg = msg[len("Input should be "):]
-        if msg.startswith(("greater", "less")):
-            msg = "a value " + msg
-        msg = "expected " + msg
-    if "input" in err and not is_secret_key(loc) and err["type"] != "value_error":
-        msg = f"{msg}, got {_shown(err['input'])}"
-    return f"{key_path(loc)}: {msg}"
-
-
-def describe_validation_error(exc: ValidationError, model: type[BaseModel] | None = None
-                              ) -> str:
-    """Every problem on one line: ``key.path: expected ...; other.key: ...``."""
-    return "; ".join(describe_problem(err, model) for err in exc.errors())

@@ -25,8 +25,9 @@ from trustroute.profiles.profile import ProfileSettings
 from trustroute.profiles.store.errors import InvalidStoreURL
 from trustroute.profiles.store.location import parse_store_url
 from trustroute.profiles.store.settings import StoreSettings
+from trustroute.profiles.validation import describe_validation_error
 from trustroute.router.agents import AgentSpec
-from trustroute.router.config.loader import ConfigError, describe_validation_error, read_mapping
+from trustroute.router.config.loader import ConfigError, read_mapping
 from trustroute.router.config.secrets import mask_credentials, secret_values
 from trustroute.router.errors import RouterError
 from trustroute.router.feedback.policy import FeedbackPolicy

@@ -20,17 +20,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from trustroute.profiles.store.location import redact_credentials
+from trustroute.profiles.validation import is_secret_key
 
-#: Key names (any part of a key path, any case) whose values are secrets.
-SECRET_MARKERS = ("password", "passwd", "secret", "token", "credential", "api_key", "apikey",
-                  "authorization", "private_key")
 MIN_SECRET_LENGTH = 4
 MASK = "***"
-
-
-def is_secret_key(parts: Iterable[Any]) -> bool:
-    """True when a key path names a secret (``store.password``, ``headers.Authorization``)."""
-    return any(m in str(p).lower() for p in parts for m in SECRET_MARKERS)
 
 
 def secret_values(value: Any, where: tuple[Any, ...] = ()) -> set[str]:

@@ -1,0 +1,99 @@
+"""Settings that do not validate, described on one line.
+
+Every problem is named at its key path, as a config file's section would word it
+(``store.request_timeout_s: expected a value greater than 0, got -1``), so the person
+reading it knows where to look. The values of secret keys are never echoed.
+"""
+
+from __future__ import annotations
+
+import difflib
+import typing
+from collections.abc import Iterable
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+M = TypeVar("M", bound=BaseModel)
+
+#: Key names (any part of a key path, any case) whose values are secrets.
+SECRET_MARKERS = ("password", "passwd", "secret", "token", "credential", "api_key", "apikey",
+                  "authorization", "private_key")
+
+
+def is_secret_key(parts: Iterable[Any]) -> bool:
+    """True when a key path names a secret (``store.password``, ``headers.Authorization``)."""
+    return any(m in str(p).lower() for p in parts for m in SECRET_MARKERS)
+
+
+def key_path(parts: tuple[Any, ...] | list[Any]) -> str:
+    """``('agents', 0, 'id')`` -> ``agents.0.id`` (``<root>`` for the whole file)."""
+    return ".".join(str(p) for p in parts) or "<root>"
+
+
+def _model_at(model: type[BaseModel] | None, parts: tuple[Any, ...]) -> type[BaseModel] | None:
+    """The model whose keys live at ``parts`` (list indices are stepped over)."""
+    for part in parts:
+        if model is None or isinstance(part, int):
+            continue
+        field = model.model_fields.get(str(part))
+        model = next(iter(_models_in(field.annotation)), None) if field else None
+    return model
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    """The pydantic models an annotation can hold (through lists, unions, dicts)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [m for arg in typing.get_args(annotation) for m in _models_in(arg)]
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, dict | list | tuple):
+        return f"a {type(value).__name__}"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def describe_problem(err: Any, model: type[BaseModel] | None = None) -> str:
+    """One pydantic error as ``key.path: expected ..., got ...``."""
+    loc = tuple(err["loc"])
+    if err["type"] == "extra_forbidden":
+        key = str(loc[-1]) if loc else "?"
+        parent = _model_at(model, loc[:-1])
+        if parent is None:
+            return f"{key_path(loc)}: unknown key {key!r}"
+        allowed = sorted(parent.model_fields)
+        close = difflib.get_close_matches(key, allowed, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        return (f"{key_path(loc)}: unknown key {key!r}{hint}; allowed here: "
+                f"{', '.join(allowed)}")
+    if err["type"] == "missing":
+        return f"{key_path(loc)}: required key is missing"
+    msg = str(err["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
+    if msg.startswith("Input should be "):
+        msg = msg[len("Input should be "):]
+        if msg.startswith(("greater", "less")):
+            msg = "a value " + msg
+        msg = "expected " + msg
+    if "input" in err and not is_secret_key(loc) and err["type"] != "value_error":
+        msg = f"{msg}, got {_shown(err['input'])}"
+    return f"{key_path(loc)}: {msg}"
+
+
+def describe_validation_error(exc: ValidationError, model: type[BaseModel] | None = None
+                              ) -> str:
+    """Every problem on one line: ``key.path: expected ...; other.key: ...``."""
+    return "; ".join(describe_problem(err, model) for err in exc.errors())
+
+
+def validated(model: type[M], value: Any, name: str = "", lead: str = "",
+              error: type[ValueError] = ValueError) -> M:
+    """``value`` validated into a ``model``, or ``error`` on one line: ``lead`` and every
+    problem at its key path under ``name`` (as the config file's section would word it)."""
+    try:
+        return model.model_validate(value)
+    except ValidationError as exc:
+        under = f"{name}." if name else ""
+        problems = "; ".join(under + describe_problem(err, model) for err in exc.errors())
+        raise error(lead + problems) from None
