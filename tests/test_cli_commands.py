@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import pytest
@@ -85,6 +86,28 @@ def test_route_is_a_preview_that_logs_no_decision(capsys: pytest.CaptureFixture[
         r.select("code")
     with Store(kv_url) as store:
         assert store.repository(DecisionRepository).count() == 1
+
+
+@pytest.mark.parametrize("on_abstain", ["human", "raise"])
+def test_route_and_demo_hand_nothing_to_a_person(capsys: pytest.CaptureFixture[str],
+                                                  workdir: Path, on_abstain: str) -> None:
+    """A preview and a simulation show an abstention; they do not carry it out."""
+    config = workdir / "router.yaml"
+    config.write_text(f"store: surrealkv://db\nagents: [a, b]\nabstention:\n"
+                      f"  on_abstain: {on_abstain}\n  sparse_evidence: {{enabled: true}}\n"
+                      "hooks:\n  - type: logging\n")
+    preview = run(capsys, "route", "code", "-c", str(config))
+    assert preview.code == 0, preview.err
+    assert "The router abstains (sparse_evidence)" in " ".join(preview.out.split())
+    assert run(capsys, "route", "code", "-c", str(config), "--json").json()["abstained"]
+    assert run(capsys, "demo", "-c", str(config), "--tasks", "30").code == 0
+    every = run(capsys, "handoffs", "-c", str(config), "--status", "all", "--json")
+    assert every.code == 0 and every.json() == []
+    with AgentRouter(agents=["a", "b"], store="mem://", abstention={
+            "on_abstain": on_abstain, "sparse_evidence": {"enabled": True}}) as r:
+        with pytest.raises(Exception, match="sparse_evidence") if on_abstain == "raise" \
+                else contextlib.nullcontext():  # whereas select() carries it out
+            assert r.select("code").abstained
 
 
 def test_route_with_explicit_agents_and_no_config(capsys: pytest.CaptureFixture[str]) -> None:

@@ -151,11 +151,13 @@ def load_router_config(config: Path | None, store: str | None) -> RouterConfig:
 READ_COMMANDS = "profiles, trust, report, handoffs, calibration, route"
 
 
-def open_router(config: Path | None, store: str | None, **overrides: Any) -> AgentRouter:
-    """Build the router the user's options describe, for a command that writes: an
-    embedded store held by another process is an error saying that writes need it."""
+def open_router(config: Path | None, store: str | None, settings: RouterConfig | None = None,
+                **overrides: Any) -> AgentRouter:
+    """Build the router the user's options describe (``settings``, when already loaded),
+    for a command that writes: an embedded store held by another process is an error
+    saying that writes need it."""
     try:
-        return load_router_config(config, store).build_router(**overrides)
+        return (settings or load_router_config(config, store)).build_router(**overrides)
     except StoreLockedError as exc:
         ctx = click.get_current_context(silent=True)
         command = ctx.command_path if ctx is not None else "this command"

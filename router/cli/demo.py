@@ -18,6 +18,7 @@ from trustroute.router.cli.base import (
     console,
     err_console,
     json_option,
+    load_router_config,
     open_router,
     print_json,
     router_options,
@@ -77,7 +78,8 @@ def demo(tasks: int, seed: int, strategy: str | None, config: Path | None, store
     workload = DEFAULT_WORKLOAD
     overrides: dict[str, Any] = {"agents": workload.agent_specs(), "seed": seed,
                                  **strategy_overrides(strategy)}
-    with open_router(config, store, **overrides) as router:
+    settings = load_router_config(config, store).without_handoffs()  # simulated tasks
+    with open_router(config, store, settings, transfer=None, **overrides) as router:
         url = router.store.url
         if not as_json:
             console.print(f"[bold]trustroute demo[/]: {plural(tasks, 'simulated task')} over "

@@ -23,6 +23,10 @@ from trustroute.router.cli.text import shown
 from trustroute.router.errors import did_you_mean
 from trustroute.router.router import AgentRouter
 
+#: what select() does on an abstention, by ``abstention.on_abstain`` (a preview does none)
+ON_ABSTAIN = {"route_anyway": "routes it anyway", "human": "hands the task to a person",
+              "raise": "raises Abstained"}
+
 
 def adopt_known_agents(router: AgentRouter) -> None:
     """With no agents configured, route among the agents the store has profiles for.
@@ -54,17 +58,20 @@ def route(task_type: str, agents: tuple[str, ...], exclude: tuple[str, ...],
     """Choose the agent for a task of TASK_TYPE and show the ranked candidates.
 
     Each candidate shows its score components (expertise, confidence, adjusted score,
-    load, final score) and a one-line reason. Nothing is recorded: this is the decision
-    `select()` would make now. Agents come from the config, --agent, or else every agent
+    load, final score) and a one-line reason. Nothing is recorded and nobody is handed
+    the task: this is the decision `select()` would make now, and an abstention is shown,
+    not carried out. Agents come from the config, --agent, or else every agent
     the store has profiles for.
     """
     overrides = strategy_overrides(strategy)
     if agents:
         overrides["agents"] = list(agents)
     settings = load_router_config(config, store)
-    # a preview: no decision log entry awaiting an outcome
+    on_abstain = settings.abstention.on_abstain
+    # a preview: no decision log entry awaiting an outcome, no hand-off to a person
+    settings = settings.without_handoffs()
     settings.trust = settings.trust.model_copy(update={"log_decisions": False})
-    with open_reader(config, store, settings, **overrides) as router:
+    with open_reader(config, store, settings, transfer=None, **overrides) as router:
         adopt_known_agents(router)
         for agent_id in exclude:  # a typo would exclude nothing and route anyway
             if agent_id not in router.agents:
@@ -81,3 +88,6 @@ def route(task_type: str, agents: tuple[str, ...], exclude: tuple[str, ...],
     console.print(decision_table(decision))
     for rank, c in enumerate(decision.candidates, start=1):
         console.print(f"{rank}. {shown(c.agent_id)}: {shown(c.reason)}")
+    if decision.abstained:
+        console.print(f"The router abstains ({shown(decision.abstain_reason or '')}): with "
+                      f"abstention.on_abstain: {on_abstain}, select() {ON_ABSTAIN[on_abstain]}.")

@@ -112,6 +112,14 @@ class RouterConfig(Section):
             raise ValueError(f"agent {twice[0]!r} is listed twice")
         return value
 
+    def without_handoffs(self) -> RouterConfig:
+        """This config for decisions that reach nobody (a preview, a simulation): an
+        abstention routes anyway, its decision still saying it abstained, and no hook is
+        built, so no hand-off is stored or delivered to a person."""
+        return self.model_copy(update={
+            "hooks": [],
+            "abstention": self.abstention.model_copy(update={"on_abstain": "route_anyway"})})
+
     def build_router(self, **overrides: Any) -> AgentRouter:
         """An AgentRouter configured by this file (keyword overrides win)."""
         kwargs: dict[str, Any] = {
