@@ -21,7 +21,8 @@ from trustroute.router.agents import AgentSpec
 from trustroute.router.decision import RoutingDecision
 
 
-def build_record(decision: RoutingDecision | None, agents: Mapping[str, AgentSpec], *,
+def build_record(decision: RoutingDecision | ExecutionRecord | None,
+                 agents: Mapping[str, AgentSpec], *,
                  agent_id: str | None = None, task_type: str | None = None,
                  success: bool | None = None, quality: float | None = None,
                  latency_ms: float = 0.0, cost: float | None = None,
@@ -29,7 +30,21 @@ def build_record(decision: RoutingDecision | None, agents: Mapping[str, AgentSpe
                  decision_id: str | None = None,
                  metadata: Mapping[str, Any] | None = None,
                  run_ids: Sequence[str] = ()) -> ExecutionRecord:
-    """The ExecutionRecord ``record()`` stores; ValueError names what is missing or wrong."""
+    """The ExecutionRecord ``record()`` stores; ValueError names what is missing or wrong.
+    A ready ExecutionRecord is stored as it is, so any other field given with it is a
+    TypeError (it would be ignored)."""
+    if isinstance(decision, ExecutionRecord):
+        given = [name for name, value in (
+            ("agent_id", agent_id), ("task_type", task_type), ("success", success),
+            ("quality", quality), ("latency_ms", latency_ms or None), ("cost", cost),
+            ("timestamp", timestamp), ("record_id", record_id),
+            ("decision_id", decision_id), ("metadata", metadata),
+            ("run_ids", run_ids or None)) if value is not None]
+        if given:
+            raise TypeError(f"record() stores an ExecutionRecord as it is: give "
+                            f"{', '.join(given)} when building the record, or pass them "
+                            "without one")
+        return decision
     if decision is not None and not isinstance(decision, RoutingDecision):
         raise TypeError("record() takes the RoutingDecision from select() or an "
                         f"ExecutionRecord, got {type(decision).__name__}")

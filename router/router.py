@@ -342,19 +342,17 @@ class AgentRouter(TrustMethods):
 
         Pass the decision from ``select`` (its agent and task type are used and its
         lease released), or ``agent_id`` and ``task_type`` directly, or a ready
-        ``ExecutionRecord``. A ``record_id`` this router has already folded raises
-        ``DuplicateRecord`` and changes nothing; the same record stored by an earlier
-        try whose answer was lost is folded now, once. An agent this router does not
+        ``ExecutionRecord`` (stored as it is: other fields with it are a TypeError). A
+        ``record_id`` this router has already folded raises ``DuplicateRecord`` and
+        changes nothing; the same record stored by an earlier try whose answer was lost
+        is folded now, once. An agent this router does not
         list is recorded, with a warning or an error as ``unknown_agents`` says.
         ``run_ids``: its LangChain run ids, refs for ``feedback`` (docs/feedback.md).
         """
-        if isinstance(decision, ExecutionRecord):
-            rec = decision
-        else:
-            rec = build_record(decision, self._agents, agent_id=agent_id,
-                               task_type=task_type, success=success, quality=quality,
-                               latency_ms=latency_ms, cost=cost, timestamp=timestamp,
-                               record_id=record_id, metadata=metadata, run_ids=run_ids)
+        rec = build_record(decision, self._agents, agent_id=agent_id, task_type=task_type,
+                           success=success, quality=quality, latency_ms=latency_ms,
+                           cost=cost, timestamp=timestamp, record_id=record_id,
+                           metadata=metadata, run_ids=run_ids)
         try:
             self.settings.admit(rec)
             self.check_agent(rec.agent_id)

@@ -225,3 +225,12 @@ def test_record_of_something_else_than_a_decision_says_so(router: AgentRouter) -
                                         r"ExecutionRecord, got str"):
         router.record("a-decision-id", success=True)  # type: ignore[arg-type]
     assert router.store.executions.count() == 0
+
+
+def test_a_ready_record_with_other_fields_is_refused_not_half_used(router: AgentRouter) -> None:
+    rec = ExecutionRecord(agent_id="a", task_type="code", success=True, quality=0.9)
+    with pytest.raises(TypeError, match=r"as it is: give success, quality when building"):
+        router.record(rec, success=False, quality=0.1)
+    assert router.store.executions.count() == 0
+    assert router.record(rec).quality == 0.9
+    assert router.store.executions.count() == 1
