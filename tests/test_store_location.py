@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import warnings
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -213,3 +214,14 @@ def test_closed_port_raises_after_bounded_retries(monkeypatch: pytest.MonkeyPatc
     message = str(info.value)
     assert f"127.0.0.1:{port}" in message and "after 2 attempts" in message
     assert "do-not-print-me" not in message
+
+
+def test_a_deprecated_store_option_warns_where_users_see_it() -> None:
+    # a DeprecationWarning raised inside pydantic is hidden by Python's default filters
+    with warnings.catch_warnings():
+        warnings.resetwarnings()  # the interpreter's defaults, not pytest's
+        warnings.simplefilter("default")
+        warnings.filterwarnings("ignore", category=DeprecationWarning)
+        with warnings.catch_warnings(record=True) as seen:
+            StoreSettings(sync_lookback_s=5)
+    assert any("sync_lookback_s is deprecated" in str(w.message) for w in seen)

@@ -77,7 +77,7 @@ class StoreSettings(BaseModel):
         if value is not None:
             warnings.warn("store.sync_lookback_s is deprecated and has no effect: routers "
                           "follow the writers' counters, not stamps (docs/storage.md)",
-                          DeprecationWarning, stacklevel=2)
+                          FutureWarning, stacklevel=2)
         return value
 
     def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
