@@ -60,6 +60,22 @@ def test_decay_twice_in_one_week_changes_nothing_the_second_time() -> None:
         assert history[-1]["reason"] == "decay: unseen"
 
 
+def test_a_retired_pair_is_archived_with_every_field_of_its_executions() -> None:
+    with AgentRouter(agents=["good", "bad"], store="mem://", seed=0) as r:
+        seed_good_and_bad(r)
+        r.record(agent_id="bad", task_type="code", success=False, run_ids=["run-1"],
+                 metadata={"k": 1}, timestamp=T0)  # a LangChain run, no quality given
+        live = {e["record_id"]: {k: v for k, v in e.items() if k != "id"} for e in
+                r.store.executions.iter_executions(agent_id="bad", task_type="code")}
+        reports = [run_decay(r, now=T0 + timedelta(days=d)) for d in (8, 43, 80)]
+        assert sum(report.archived_executions for report in reports) == 3
+        archived = r.store.repository(TrustRepository).archived_executions("bad", "code")
+        assert {e["record_id"]: {k: v for k, v in e.items() if k != "archived_at"}
+                for e in archived} == live
+        assert [(e["quality_given"], e["run_ids"]) for e in archived if e.get("run_ids")] == [
+            (False, ["run-1"])]  # the archive keeps what feedback resolved it by
+
+
 def test_fresh_evidence_lifts_decay_and_recent_pairs_are_not_decayed() -> None:
     with AgentRouter(agents=["good", "bad"], store="mem://", seed=0) as r:
         seed_good_and_bad(r)

@@ -99,6 +99,12 @@ DEFINE FIELD IF NOT EXISTS timestamp ON execution_archive TYPE datetime;
 DEFINE FIELD IF NOT EXISTS decision_id ON execution_archive TYPE option<string>;
 DEFINE FIELD IF NOT EXISTS metadata ON execution_archive FLEXIBLE TYPE object;
 DEFINE FIELD IF NOT EXISTS seq ON execution_archive TYPE option<int>;
+DEFINE FIELD IF NOT EXISTS quality_given ON execution_archive TYPE option<bool>;
+DEFINE FIELD IF NOT EXISTS run_ids ON execution_archive TYPE option<array<string>>;
+DEFINE FIELD IF NOT EXISTS stored_at ON execution_archive TYPE option<datetime>;
+DEFINE FIELD IF NOT EXISTS pos ON execution_archive TYPE option<int>;
+DEFINE FIELD IF NOT EXISTS writer ON execution_archive TYPE option<string>;
+DEFINE FIELD IF NOT EXISTS wseq ON execution_archive TYPE option<int>;
 DEFINE FIELD IF NOT EXISTS archived_at ON execution_archive TYPE datetime;
 DEFINE INDEX IF NOT EXISTS execution_archive_pair ON execution_archive FIELDS agent_id, task_type;
 
@@ -158,7 +164,9 @@ FOR $e IN (SELECT * FROM execution WHERE agent_id = $agent_id AND task_type = $t
         agent_id: $e.agent_id, task_type: $e.task_type, success: $e.success,
         quality: $e.quality, latency_ms: $e.latency_ms, cost: $e.cost,
         timestamp: $e.timestamp, decision_id: $e.decision_id, metadata: $e.metadata,
-        seq: $e.seq, archived_at: $at
+        seq: $e.seq, quality_given: $e.quality_given, run_ids: $e.run_ids,
+        stored_at: $e.stored_at, pos: $e.pos, writer: $e.writer, wseq: $e.wseq,
+        archived_at: $at
     }};
 }};
 LET $life = (SELECT * OMIT id FROM ONLY type::thing('trust_lifecycle', $key));
