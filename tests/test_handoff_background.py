@@ -304,3 +304,20 @@ def test_close_finishes_the_deliveries_of_a_handoff_runnables_own_hooks() -> Non
         rows = router.store.repository(HandoffRepository).pending(None)
         assert [(r["request_id"], r["status"]) for r in rows] == [
             (out.request.request_id, "delivered")]
+
+
+def test_failing_retry_sweeps_warn_once_not_at_every_sweep(
+        kv_url: str, caplog: pytest.LogCaptureFixture) -> None:
+    store = Store(kv_url)
+    section = HandoffSection(dispatch_retry_interval_s=0.05)
+    dispatcher = TransferDispatcher([CallableHook(lambda r: None, name="desk")], store=store,
+                                    settings=section)
+    dispatcher.dispatch(TransferRequest(reason="starts the worker"))
+    assert dispatcher.join(10)
+    with caplog.at_level("DEBUG", logger="trustroute"):
+        store.close()  # every sweep now fails
+        time.sleep(0.5)
+    dispatcher.close()
+    failed = [r for r in caplog.records if "background retry" in r.getMessage()]
+    assert len(failed) >= 3  # sweeps went on
+    assert [r.levelname for r in failed].count("WARNING") == 1

@@ -60,6 +60,7 @@ class BackgroundDelivery:
         self._stop = threading.Event()
         self._queued: set[str] = set()  # request ids queued or in delivery (sweeps skip them)
         self._full_warned = False
+        self._sweep_failing = False  # warned once when sweeps start failing, not each time
 
     def submit(self, request: TransferRequest, hooks: Sequence[Any], stored: bool = False
                ) -> bool:
@@ -124,8 +125,15 @@ class BackgroundDelivery:
         try:
             self._dispatcher.retry_stale(interval, skip)
         except Exception as exc:
-            log.info("background retry of pending hand-offs failed (they stay pending): %s: %s",
-                        type(exc).__name__, exc)
+            # a warning when sweeps start failing (every interval would flood the log)
+            level = logging.DEBUG if self._sweep_failing else logging.WARNING
+            self._sweep_failing = True
+            log.log(level, "background retry of pending hand-offs failed (they stay pending "
+                    "and are retried every %g s): %s: %s", interval, type(exc).__name__, exc)
+            return
+        if self._sweep_failing:
+            self._sweep_failing = False
+            log.warning("background retry of pending hand-offs works again")
 
     def join(self, timeout_s: float | None = None) -> bool:
         """Wait until everything queued was delivered or given up; False on timeout."""
