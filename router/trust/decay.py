@@ -14,7 +14,7 @@ from datetime import datetime
 from pydantic import Field
 
 from trustroute.profiles.trust_counts import TrustCounts
-from trustroute.router.trust.scores import WEAK_DIMENSION
+from trustroute.router.trust.scores import DEPRECATED_BELOW
 from trustroute.router.trust.settings import Settings
 
 
@@ -25,7 +25,8 @@ class DecaySettings(Settings):
     frequency: float = Field(default=0.02, ge=0, le=1)
     effectiveness: float = Field(default=0.01, ge=0, le=1)
     human: float = Field(default=0.005, ge=0, le=1)
-    deprecate_below: float = Field(default=WEAK_DIMENSION, ge=0, le=1)
+    #: the lifecycle's mark; the tier policy excludes the deprecated tier (below 0.2)
+    deprecate_below: float = Field(default=DEPRECATED_BELOW, ge=0, le=1)
     delete_after_days: float = Field(default=30.0, ge=0)
 
 

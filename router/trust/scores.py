@@ -57,10 +57,12 @@ class Tier(StrEnum):
     DEPRECATED = "deprecated"
 
 
+#: A composite below this is the deprecated tier (and what the lifecycle marks, by default).
+DEPRECATED_BELOW = 0.2
 # (lower edge, tier), highest first: core [0.8, 1], strong [0.6, 0.8), ...
 TIER_EDGES: tuple[tuple[float, Tier], ...] = (
-    (0.8, Tier.CORE), (0.6, Tier.STRONG), (0.4, Tier.MODERATE), (0.2, Tier.TENTATIVE),
-    (0.0, Tier.DEPRECATED),
+    (0.8, Tier.CORE), (0.6, Tier.STRONG), (0.4, Tier.MODERATE),
+    (DEPRECATED_BELOW, Tier.TENTATIVE), (0.0, Tier.DEPRECATED),
 )
 
 
