@@ -21,6 +21,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 
 from trustroute.profiles.profile import ProfileState, WindowEntry
+from trustroute.profiles.recency import WINDOW_SIZE
 from trustroute.profiles.records import ExecutionRecord
 from trustroute.profiles.store.executions import LogKey, LogRow
 
@@ -33,7 +34,7 @@ Judge = Callable[[ExecutionRecord, int, LogKey], tuple[float | None, bool] | Non
 class ProfileBook:
     """Thread-safe map of (agent, task type) -> ProfileState plus per-task-type clocks."""
 
-    def __init__(self, window_size: int = 100, tail: int = 10_000) -> None:
+    def __init__(self, window_size: int = WINDOW_SIZE, tail: int = 10_000) -> None:
         self.window_size = window_size
         self.tail = tail
         self._states: dict[tuple[str, str], ProfileState] = {}

@@ -20,7 +20,12 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from trustroute.profiles.recency import RecencySettings, RecencySums, weighted_expertise
+from trustroute.profiles.recency import (
+    WINDOW_SIZE,
+    RecencySettings,
+    RecencySums,
+    weighted_expertise,
+)
 from trustroute.profiles.records import ExecutionRecord, check_admissible
 
 #: Executions after which a profile's record is complete: its confidence is full.
@@ -80,7 +85,7 @@ class ProfileState:
 
     agent_id: str
     task_type: str
-    window_size: int = 100
+    window_size: int = WINDOW_SIZE
     executions_total: int = 0
     executions_successful: int = 0
     quality_sum: float = 0.0

@@ -18,6 +18,10 @@ from pydantic import BaseModel, ConfigDict, Field
 SECONDS_PER_DAY = 86_400.0
 
 
+#: Records per (agent, task type) profile window.
+WINDOW_SIZE = 100
+
+
 class RecencySettings(BaseModel):
     """How fast evidence ages when computing expertise (config key ``profiles.recency``)."""
 
@@ -26,7 +30,7 @@ class RecencySettings(BaseModel):
     time_constant_days: float = Field(default=7.0, gt=0, allow_inf_nan=False)
     boost: float = Field(default=3.0, gt=0, allow_inf_nan=False)
     boost_window_days: float = Field(default=7.0, ge=0, allow_inf_nan=False)
-    window_size: int = Field(default=100, ge=1)
+    window_size: int = Field(default=WINDOW_SIZE, ge=1)
 
 
 def recency_weights(ages_days: np.ndarray, settings: RecencySettings) -> np.ndarray:

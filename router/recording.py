@@ -34,15 +34,15 @@ def build_record(decision: RoutingDecision | ExecutionRecord | None,
     A ready ExecutionRecord is stored as it is, so any other field given with it is a
     TypeError (it would be ignored)."""
     if isinstance(decision, ExecutionRecord):
-        given = [name for name, value in (
+        extra = [name for name, value in (
             ("agent_id", agent_id), ("task_type", task_type), ("success", success),
             ("quality", quality), ("latency_ms", latency_ms or None), ("cost", cost),
             ("timestamp", timestamp), ("record_id", record_id),
             ("decision_id", decision_id), ("metadata", metadata),
             ("run_ids", run_ids or None)) if value is not None]
-        if given:
+        if extra:
             raise TypeError(f"record() stores an ExecutionRecord as it is: give "
-                            f"{', '.join(given)} when building the record, or pass them "
+                            f"{', '.join(extra)} when building the record, or pass them "
                             "without one")
         return decision
     if decision is not None and not isinstance(decision, RoutingDecision):

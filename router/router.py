@@ -20,7 +20,7 @@ from datetime import datetime
 from itertools import islice
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 import numpy as np
 
@@ -102,7 +102,7 @@ class AgentRouter(TrustMethods):
             raise TypeError(f"strategy_params must be a mapping, got {strategy_params!r}")
         self.strategy: Strategy = make_strategy(strategy, **dict(strategy_params or {})) \
             if isinstance(strategy, str) else strategy
-        if unknown_agents not in ("warn", "error", "allow"):
+        if unknown_agents not in get_args(UnknownAgents):
             raise ValueError(f"unknown_agents must be warn, error or allow: {unknown_agents!r}")
         self.unknown_agents: UnknownAgents = unknown_agents  # record() of an unlisted agent
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)

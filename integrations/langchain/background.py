@@ -30,11 +30,11 @@ from typing import Any
 
 from trustroute.integrations.langchain.failures import RateLimit, describe
 from trustroute.router.drain import drained
+from trustroute.router.feedback import EVALUATOR_KEY
 from trustroute.router.router import AgentRouter
 
 log = logging.getLogger(__name__)
 
-EVALUATOR_KEY = "evaluator"
 _FEEDBACK_IDS = uuid.UUID("3b0e6a52-4f1d-5c8e-b7a9-2d6c1e8f0a47")  # namespace of their ids
 
 

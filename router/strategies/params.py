@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from trustroute.router.errors import RouterError
+from trustroute.router.stats import Z95
 
 
 class InvalidStrategyParams(RouterError, ValueError):
@@ -56,7 +57,7 @@ class PosteriorParams(BaseModel):
     # -- exploit-only ranking ----------------------------------------------------------
     exploit_only: bool = False
     """Rank by the Wilson lower bound instead of sampling (also ``router.exploit_only``)."""
-    z: float = Field(default=1.96, gt=0, le=5)
+    z: float = Field(default=Z95, gt=0, le=5)
     """Width of the lower confidence bound (1.96: two-sided 95%)."""
     exploration_floor: float = Field(default=0.0, ge=0, le=0.5)
     """Probability that a decision picks uniformly at random among the candidates."""

@@ -38,7 +38,7 @@ class _Task:
 class RescueTracker:
     """Remembers recent failures per user task to charge them when another agent rescues."""
 
-    def __init__(self, capacity: int = 10_000) -> None:
+    def __init__(self, capacity: int) -> None:
         self.capacity = capacity  # task ids kept (``TrustOptions.rescue_memory``)
         self._tasks: OrderedDict[str, _Task] = OrderedDict()
         self._arrivals = 0

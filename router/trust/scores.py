@@ -30,12 +30,11 @@ from typing import NamedTuple
 
 from trustroute.profiles.records import check_finite
 from trustroute.profiles.trust_counts import Counters, TrustCounts, TrustDelta
-from trustroute.router.stats import wilson_lower_bound
+from trustroute.router.stats import Z95, wilson_lower_bound
 
 DEFAULT_WEIGHTS: tuple[float, float, float] = (0.35, 0.40, 0.25)
 WEAK_DIMENSION = 0.2  # a dimension below this triggers the penalty
 WEAK_PENALTY = 0.7  # composite multiplier when any dimension is weak
-WILSON_Z = 1.96  # two-sided 95%
 CONTRADICTION_PENALTY = 0.1
 NEUTRAL_SCORE = 0.5  # effectiveness and human score with no evidence
 REVIEWED_SCORE = 0.95  # human score after an explicit approving review
@@ -102,7 +101,7 @@ def effectiveness_score(positive: int, negative: int, neutral: int = 0) -> float
     total = pos + _count(negative, "negative") + _count(neutral, "neutral")
     if total == 0:
         return NEUTRAL_SCORE
-    return wilson_lower_bound(pos / total, total, WILSON_Z)
+    return wilson_lower_bound(pos / total, total, Z95)
 
 
 def human_score(approvals: int, rejections: int, reviewed: bool = False) -> float:
@@ -130,7 +129,7 @@ def human_score(approvals: int, rejections: int, reviewed: bool = False) -> floa
         return REVIEWED_SCORE
     n = a + r
     w = (1.0 - HUMAN_STEP) ** n
-    rate = wilson_lower_bound(a / n, n, WILSON_Z) if n else NEUTRAL_SCORE
+    rate = wilson_lower_bound(a / n, n, Z95) if n else NEUTRAL_SCORE
     return w * reference_human_score(a, r) + (1.0 - w) * rate
 
 
