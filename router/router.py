@@ -292,8 +292,10 @@ class AgentRouter(TrustMethods):
     async def aselect(self, task_type: str, *, exclude: Sequence[str] = (),
                       context: Mapping[str, Any] | None = None, acquire: bool = False
                       ) -> RoutingDecision:
-        """Async ``select``; taking a shared lease (a store round trip) in a thread."""
-        if acquire and self.slots.shared is not None:
+        """Async ``select``; in a thread when it may touch the store (taking a shared
+        lease, or storing the hand-off of an abstention under ``on_abstain: human``)."""
+        shared = acquire and self.slots.shared is not None
+        if shared or self.trust_layer.abstention.on_abstain == "human":
             return await asyncio.to_thread(self.select, task_type, exclude=exclude,
                                            context=context, acquire=True)
         return self.select(task_type, exclude=exclude, context=context, acquire=acquire)

@@ -11,6 +11,7 @@ import pytest
 
 from trustroute.profiles.store import Store
 from trustroute.profiles.store.handoffs import HandoffRepository
+from trustroute.router import AgentRouter
 from trustroute.router.handoff.transfer import (
     CallableHook,
     LoggingHook,
@@ -286,3 +287,37 @@ def test_request_validation() -> None:
     payload = make_request(diagnostics={"obj": object()}).payload()
     assert isinstance(payload["diagnostics"]["obj"], str)
     assert payload["timestamp"].endswith("Z") or "+00:00" in payload["timestamp"]
+
+
+def test_async_paths_write_hand_offs_to_the_store_off_the_event_loop(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    writers: list[threading.Thread] = []
+
+    def watched(write: Any) -> Any:
+        def spy(self: HandoffRepository, *args: Any, **kwargs: Any) -> Any:
+            writers.append(threading.current_thread())
+            return write(self, *args, **kwargs)
+        return spy
+
+    for name in ("save_pending", "mark_delivered", "mark_failed"):
+        monkeypatch.setattr(HandoffRepository, name, watched(getattr(HandoffRepository, name)))
+
+    async def on_the_loop(work: Any) -> threading.Thread:
+        await work()
+        return threading.current_thread()
+
+    with Store("mem://") as store:
+        dispatcher = TransferDispatcher([CallableHook(lambda r: None, name="desk"),
+                                         Flaky(9)], store=store, delivery="sync", attempts=1)
+        loop = asyncio.run(on_the_loop(lambda: dispatcher.adispatch(make_request())))
+        assert len(writers) >= 3 and loop not in writers  # stored, delivered, failed
+        writers.clear()
+        loop = asyncio.run(on_the_loop(lambda: dispatcher.adeliver(make_request())))
+        assert writers and loop not in writers
+    writers.clear()
+    with AgentRouter(agents=["a", "b"], store="mem://", transfer=TransferDispatcher(
+            [CallableHook(lambda r: None, name="desk")]), abstention={
+            "on_abstain": "human", "sparse_evidence": {"enabled": True}}) as router:
+        loop = asyncio.run(on_the_loop(lambda: router.aselect("code")))
+        router.transfer.join(10)  # type: ignore[union-attr]
+    assert writers and loop not in writers  # the hand-off of the abstention

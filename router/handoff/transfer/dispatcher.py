@@ -25,6 +25,7 @@ re-raised at once: pausing a graph for a person is the hook working, not failing
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
@@ -32,7 +33,6 @@ from typing import TYPE_CHECKING, Any
 
 from tenacity import (
     AsyncRetrying,
-    BaseRetrying,
     Retrying,
     retry_if_exception_type,
     retry_if_not_exception_type,
@@ -144,17 +144,22 @@ class TransferDispatcher:
         try:
             response: Any = retrying(call_hook, hook, request)
         except caught as exc:
-            return self._delivery(hook, request, retrying, error=exc)
-        return self._delivery(hook, request, retrying, response)
+            return self._delivery(hook, request, retrying.statistics["attempt_number"],
+                                  error=exc)
+        return self._delivery(hook, request, retrying.statistics["attempt_number"], response)
 
     async def _adeliver(self, hook: Any, request: TransferRequest) -> HookDelivery:
         retrying = AsyncRetrying(**self._retry_options(hook))
         caught: tuple[type[BaseException], ...] = (Exception, *passthrough_of(hook))
+        response: Any = None
+        error: BaseException | None = None
         try:
-            response: Any = await retrying(acall_hook, hook, request)
+            response = await retrying(acall_hook, hook, request)
         except caught as exc:
-            return self._delivery(hook, request, retrying, error=exc)
-        return self._delivery(hook, request, retrying, response)
+            error = exc
+        # tenacity counts attempts per thread: read here; marking the store is off the loop
+        return await asyncio.to_thread(self._delivery, hook, request,
+                                       retrying.statistics["attempt_number"], response, error)
 
     def _mark_delivered(self, request: TransferRequest, hook: str, attempts: int) -> None:
         if self.store is None:
@@ -172,11 +177,11 @@ class TransferDispatcher:
         self,
         hook: Any,
         request: TransferRequest,
-        retrying: BaseRetrying,
+        attempts: int,
         response: Any = None,
         error: BaseException | None = None,
     ) -> HookDelivery:
-        name, attempts = hook_name(hook), retrying.statistics["attempt_number"]
+        name = hook_name(hook)
         paused = isinstance(error, passthrough_of(hook))  # control flow: the hook working
         if error is None or paused:
             self._mark_delivered(request, name, attempts)
@@ -243,9 +248,10 @@ class TransferDispatcher:
 
     async def adeliver(self, request: TransferRequest, hooks: Iterable[Any] | None = None,
                        *, stored: bool = False) -> TransferOutcome:
-        """Async ``deliver``: async hooks awaited, sync ones run in worker threads."""
+        """Async ``deliver``: async hooks awaited, sync ones and the store's writes run in
+        worker threads."""
         deliveries = tuple([await self._adeliver(h, request) for h in self._hooks(hooks)])
-        return self._settle(request, deliveries, stored=stored)
+        return await asyncio.to_thread(self._settle, request, deliveries, stored=stored)
 
     def deliver_later(self, request: TransferRequest, hooks: Iterable[Any] | None = None
                       ) -> bool:
@@ -280,12 +286,14 @@ class TransferDispatcher:
         return self._settle(request, deliveries, queued, len(later) > len(queued), stored)
 
     async def adispatch(self, request: TransferRequest) -> TransferOutcome:
-        """Async ``dispatch``: async hooks awaited, sync ones run in worker threads."""
-        request, waiting, stored = self._accept(request)
+        """Async ``dispatch``: async hooks awaited, sync ones and the store's writes run in
+        worker threads."""
+        request, waiting, stored = await asyncio.to_thread(self._accept, request)
         inline, later = self._split(waiting)
         queued = self._queue(request, later, stored)
         deliveries = tuple([await self._adeliver(h, request) for h in inline])
-        return self._settle(request, deliveries, queued, len(later) > len(queued), stored)
+        return await asyncio.to_thread(self._settle, request, deliveries, queued,
+                                       len(later) > len(queued), stored)
 
     def join(self, timeout_s: float | None = None) -> bool:
         """Wait until the background worker has tried everything queued; False on timeout."""
@@ -298,14 +306,9 @@ class TransferDispatcher:
         bound = self.settings.dispatch_close_timeout_s if timeout_s is None else timeout_s
         return self._background.close(bound)
 
-    def _settle(
-        self,
-        request: TransferRequest,
-        deliveries: Sequence[HookDelivery],
-        queued: tuple[str, ...] = (),
-        left: bool = False,
-        stored: bool = True,
-    ) -> TransferOutcome:
+    def _settle(self, request: TransferRequest, deliveries: Sequence[HookDelivery],
+                queued: tuple[str, ...] = (), left: bool = False, stored: bool = True
+                ) -> TransferOutcome:
         failed = [d for d in deliveries if not d.delivered]
         if not deliveries and not queued and not left and not self.hooks:
             failed = [HookDelivery(NO_HOOK, False, 0, error=NO_HOOKS_ERROR)]
