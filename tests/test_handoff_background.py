@@ -321,3 +321,38 @@ def test_failing_retry_sweeps_warn_once_not_at_every_sweep(
     failed = [r for r in caplog.records if "background retry" in r.getMessage()]
     assert len(failed) >= 3  # sweeps went on
     assert [r.levelname for r in failed].count("WARNING") == 1
+
+
+def test_an_opened_router_retries_what_a_crashed_process_left_without_a_new_hand_off(
+        kv_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def down(request: TransferRequest) -> None:
+        raise ConnectionError("helpdesk down")
+
+    with Store(kv_url) as store:  # the earlier process: its delivery failed
+        earlier = TransferDispatcher([CallableHook(down, name="desk")], store=store,
+                                     attempts=1, delivery="sync")
+        left = earlier.dispatch(TransferRequest(reason="left behind")).request.request_id
+    time.sleep(0.3)
+    config = tmp_path / "router.yaml"  # a command is not the app: it does not deliver
+    config.write_text(f"store: {kv_url}\nagents: [a]\nhooks:\n  - type: callable\n"
+                      f"    target: {__name__}:forbidden_hook\n    name: desk\n"
+                      "handoff: {dispatch_retry_interval_s: 0.2}\n")
+    assert run(capsys, "handoffs", "-c", str(config)).code == 0
+    assert run(capsys, "profiles", "-c", str(config)).code == 0
+    assert DELIVERED_BY_A_COMMAND == []
+    got: list[str] = []
+    section = HandoffSection(dispatch_retry_interval_s=0.2)
+    hook = CallableHook(lambda r: got.append(r.request_id), name="desk")
+    with AgentRouter(agents=["a"], store=kv_url,
+                     transfer=TransferDispatcher([hook], settings=section)):
+        deadline = time.monotonic() + 10
+        while not got and time.monotonic() < deadline:  # no select, no new hand-off
+            time.sleep(0.05)
+    assert got == [left]
+
+
+DELIVERED_BY_A_COMMAND: list[str] = []
+
+
+def forbidden_hook(request: TransferRequest) -> None:
+    DELIVERED_BY_A_COMMAND.append(request.request_id)

@@ -143,6 +143,9 @@ def load_router_config(config: Path | None, store: str | None) -> RouterConfig:
     cfg = RouterConfig() if config is None else load_config(config)
     if store is not None:
         cfg.store = cfg.store.model_copy(update={"url": store})
+    # a command is not the app: it leaves sweeping pending hand-offs to the app (or to
+    # `handoffs --retry`), so a read does not deliver, nor wait for a receiver at exit
+    cfg.handoff = cfg.handoff.model_copy(update={"dispatch_retry_interval_s": 0})
     _loaded_secrets.update(cfg.secrets)
     return cfg
 

@@ -82,6 +82,12 @@ class BackgroundDelivery:
             self._queued.add(request.request_id)
             return True
 
+    def start(self) -> None:
+        """Start the worker now (else the first ``submit`` does): it sweeps at once."""
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive() or self._stop.is_set():
+                self._start()
+
     def _start(self) -> None:
         """A new thread with its own queue (a closed one's thread may still be in a hook)."""
         self._stop = threading.Event()

@@ -90,8 +90,7 @@ class TransferDispatcher:
         }
         base = (settings or HandoffSection()).model_dump(exclude_unset=True)
         self.settings = HandoffSection.model_validate(
-            {**base, **{k: v for k, v in given.items() if v is not None}}
-        )
+            {**base, **{k: v for k, v in given.items() if v is not None}})
         self.hooks: list[Any] = []
         for hook in hooks:
             self.add_hook(hook)
@@ -114,9 +113,13 @@ class TransferDispatcher:
         self.hooks.append(hook)
 
     def bind_store(self, store: Store) -> None:
-        """Use ``store`` for pending requests unless one was given explicitly."""
+        """Use ``store`` for pending requests unless one was given explicitly, and (with
+        hooks and a retry interval) start the worker, whose first sweep retries what an
+        earlier or crashed process left pending, without waiting for a new hand-off."""
         if self.store is None:
             self.store = store
+        if self.hooks and self.settings.dispatch_retry_interval_s > 0:
+            self._background.start()
 
     def _ordered(self) -> list[Any]:
         return sorted(self.hooks, key=lambda h: bool(getattr(h, "runs_last", False)))
@@ -124,15 +127,12 @@ class TransferDispatcher:
     def _retry_options(self, hook: Any) -> dict[str, Any]:
         own = getattr(hook, "dispatch_attempts", None)
         # ordinary errors; never control flow (passthrough, Ctrl-C, cancellation)
-        retryable = retry_if_exception_type(Exception) & retry_if_not_exception_type(
-            passthrough_of(hook)
-        )
+        retryable = retry_if_exception_type(Exception) & \
+            retry_if_not_exception_type(passthrough_of(hook))
         return {
             "stop": stop_after_attempt(own if isinstance(own, int) and own >= 1 else self.attempts),
-            "wait": wait_exponential(
-                multiplier=self.settings.dispatch_backoff_s,
-                max=self.settings.dispatch_max_backoff_s,
-            ),
+            "wait": wait_exponential(multiplier=self.settings.dispatch_backoff_s,
+                                     max=self.settings.dispatch_max_backoff_s),
             "retry": retryable,
             "reraise": True,
         }
