@@ -14,6 +14,7 @@ from trustroute.profiles.store.handoffs import HandoffRepository
 from trustroute.router import AgentRouter
 from trustroute.router.handoff.transfer import (
     CallableHook,
+    HookRejected,
     LoggingHook,
     TransferDispatcher,
     TransferHook,
@@ -321,3 +322,36 @@ def test_async_paths_write_hand_offs_to_the_store_off_the_event_loop(
         loop = asyncio.run(on_the_loop(lambda: router.aselect("code")))
         router.transfer.join(10)  # type: ignore[union-attr]
     assert writers and loop not in writers  # the hand-off of the abstention
+
+
+class Receiver:
+    """A receiver that is down until ``up``, then refuses the requests whose reason is
+    ``refused`` (an answer: HookRejected) and takes the rest."""
+
+    def __init__(self, name: str) -> None:
+        self.name, self.up, self.got = name, False, []  # type: list[str]
+
+    def __call__(self, request: TransferRequest) -> None:
+        if not self.up:
+            raise ConnectionError(f"{self.name} down")
+        if request.reason == "refused":
+            raise HookRejected(f"{self.name} refused it (HTTP 422)")
+        self.got.append(request.reason)
+
+
+def test_a_sweep_goes_past_a_refused_row_and_one_hook_down_starves_no_other() -> None:
+    desk, chat = Receiver("desk"), Receiver("chat")
+    with Store("mem://") as store:
+        dispatcher = TransferDispatcher([desk, chat], store=store, attempts=1,
+                                        delivery="sync")
+        for reason in ("refused", "a", "b", "c"):  # both receivers down: 8 rows pending
+            dispatcher.dispatch(make_request().model_copy(update={"reason": reason}))
+        desk.up = True  # back, refusing the oldest of its rows; chat stays down
+        # two rows a hook: desk's refused one then "a"; chat stops at its first failure
+        assert dispatcher.retry_stale(0, limit=2) == (1, 2)
+        assert (desk.got, chat.got) == (["a"], [])
+        chat.up = True
+        assert dispatcher.retry_stale(0, limit=2) == (2, 2)  # each past its refused row
+        assert (desk.got, chat.got) == (["a", "b"], ["a"])
+        assert dispatcher.retry_pending() == (3, 2)  # still pending: the two refused rows
+        assert (desk.got, sorted(chat.got)) == (["a", "b", "c"], ["a", "b", "c"])

@@ -16,6 +16,7 @@ from trustroute.profiles.store import Store
 from trustroute.profiles.store.handoffs import HandoffRepository
 from trustroute.router import AgentRouter
 from trustroute.router.handoff.transfer import (
+    HookRejected,
     TransferDispatcher,
     TransferOutcome,
     TransferRequest,
@@ -80,6 +81,7 @@ def test_wrong_secret_is_rejected_by_the_receiver_and_not_retried(
     assert server.received[0].signature_ok is False
     assert len(server.received) == 1  # a 4xx is final
     assert OTHER_SECRET not in str(err.value)
+    assert isinstance(err.value, HookRejected)  # the receiver is up: a sweep goes on
 
 
 def test_missing_secret_env_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:

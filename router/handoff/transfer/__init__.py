@@ -13,14 +13,20 @@ from trustroute.router.handoff.transfer.dispatcher import (
     TransferDispatcher,
     TransferOutcome,
 )
-from trustroute.router.handoff.transfer.hook import TransferHook
+from trustroute.router.handoff.transfer.hook import HookRejected, TransferHook
 from trustroute.router.handoff.transfer.logging_hook import LoggingHook, LoggingSettings
 from trustroute.router.handoff.transfer.request import TransferRequest
-from trustroute.router.handoff.transfer.webhook import WebhookError, WebhookHook, WebhookSettings
+from trustroute.router.handoff.transfer.webhook import (
+    WebhookError,
+    WebhookHook,
+    WebhookRejected,
+    WebhookSettings,
+)
 
 __all__ = [
     "CallableHook",
     "HookDelivery",
+    "HookRejected",
     "LoggingHook",
     "LoggingSettings",
     "TransferDispatcher",
@@ -29,5 +35,6 @@ __all__ = [
     "TransferRequest",
     "WebhookError",
     "WebhookHook",
+    "WebhookRejected",
     "WebhookSettings",
 ]

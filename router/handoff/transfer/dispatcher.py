@@ -2,7 +2,8 @@
 
 Stored first, then delivered: ``accept`` writes the request to the store as *pending*, one
 row per hook, before any hook is tried, so a process killed mid-delivery (or before it)
-leaves it where ``trustroute handoffs`` lists it and ``retry_pending`` tries again.
+leaves it where ``trustroute handoffs`` lists it and ``retry_pending`` tries again
+(``redelivery.py``).
 ``dispatch`` is ``accept`` then delivery: by default (``delivery: background``) the hooks
 run on the dispatcher's worker thread (``background.py``) and the caller gets the outcome
 at once; hooks whose answer the caller waits for (``returns_human_response``) or that
@@ -44,6 +45,7 @@ from trustroute.profiles.store.handoffs import HandoffRepository
 from trustroute.router.handoff.settings import HandoffSection
 from trustroute.router.handoff.transfer.background import BackgroundDelivery
 from trustroute.router.handoff.transfer.hook import (
+    HookRejected,
     acall_hook,
     call_hook,
     hook_name,
@@ -51,6 +53,7 @@ from trustroute.router.handoff.transfer.hook import (
     passthrough_of,
 )
 from trustroute.router.handoff.transfer.outcome import HookDelivery, TransferOutcome
+from trustroute.router.handoff.transfer.redelivery import redeliver
 from trustroute.router.handoff.transfer.request import TransferRequest
 
 if TYPE_CHECKING:
@@ -191,7 +194,8 @@ class TransferDispatcher:
             raise error
         text = f"{type(error).__name__}: {error}"
         log.warning("transfer hook %s failed after %d attempt(s): %s", name, attempts, text)
-        return HookDelivery(name, False, attempts, error=text)
+        return HookDelivery(name, False, attempts, error=text,
+                            rejected=isinstance(error, HookRejected))
 
     def _prepared(self, request: TransferRequest) -> TransferRequest:
         """The request every hook receives: each hook's ``prepare_request`` may settle it
@@ -353,44 +357,24 @@ class TransferDispatcher:
 
     def retry_pending(self, limit: int = 100) -> tuple[int, int]:
         """Re-deliver stored pending requests through the hook of the same name, oldest
-        first: up to ``limit`` rows of configured hooks (rows of hooks no longer
-        configured neither count against it nor get in its way).
+        first: up to ``limit`` rows per configured hook (``redelivery``).
 
-        Returns (delivered, still pending); still pending includes the rows of hooks no
-        longer configured (``unconfigured_pending`` counts them per hook;
-        ``trustroute handoffs --resolve`` closes them).
+        Returns (delivered, still pending); still pending counts every pending row,
+        those of hooks no longer configured too (``unconfigured_pending`` counts them per
+        hook; ``trustroute handoffs --resolve`` closes them).
         """
-        delivered, still = self._retry(limit)
-        return delivered, still + sum(self.unconfigured_pending().values())
+        delivered, _ = redeliver(self, limit)
+        if self.store is None:
+            return delivered, 0
+        return delivered, sum(self.store.repository(HandoffRepository).pending_by_hook().values())
 
     def retry_stale(self, older_than_s: float, skip: frozenset[str] = frozenset(),
                     limit: int = 100) -> tuple[int, int]:
-        """The background worker's retry: pending rows of configured hooks unchanged for
-        ``older_than_s``, not in ``skip``; a hook's rows stop at its first failure."""
+        """The background worker's retry (``redelivery``): pending rows of configured hooks
+        unchanged for ``older_than_s``, not in ``skip``; a hook whose receiver looks down
+        is left at its first failure."""
         before = datetime.now(UTC) - timedelta(seconds=older_than_s)
-        return self._retry(limit, before=before, skip=skip, stop_at_failure=True)
-
-    def _retry(self, limit: int, *, before: datetime | None = None,
-               skip: frozenset[str] = frozenset(), stop_at_failure: bool = False
-               ) -> tuple[int, int]:
-        if self.store is None:
-            return 0, 0
-        repo = self.store.repository(HandoffRepository)
-        by_name = {hook_name(h): h for h in self.hooks}
-        delivered = still = 0
-        failing: set[str] = set()
-        for row in repo.pending("pending", limit, hooks=list(by_name), before=before):
-            request = TransferRequest.from_stored(row)
-            if request is None or row["request_id"] in skip or row["hook"] in failing:
-                still += 1
-                continue
-            if self._settle(request, [self._deliver(by_name[row["hook"]], request)]).delivered:
-                delivered += 1
-            else:
-                still += 1
-                if stop_at_failure:
-                    failing.add(row["hook"])
-        return delivered, still
+        return redeliver(self, limit, before=before, skip=skip, stop_at_failure=True)
 
     def unconfigured_pending(self) -> dict[str, int]:
         """Pending rows of hooks this dispatcher does not have, counted per hook name."""

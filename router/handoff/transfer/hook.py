@@ -32,6 +32,11 @@ from typing import Any, Protocol, runtime_checkable
 from trustroute.router.handoff.transfer.request import TransferRequest
 
 
+class HookRejected(RuntimeError):
+    """A hook's receiver answered and refused this request: it is up, so other requests
+    may still pass (a retry sweep goes on to them instead of waiting for this one)."""
+
+
 @runtime_checkable
 class TransferHook(Protocol):
     """Receives a request to hand a task to a person; may be sync or async."""

@@ -17,6 +17,7 @@ class HookDelivery:
     attempts: int
     error: str | None = None
     response: Any = None
+    rejected: bool = False  # the receiver refused this request (``HookRejected``)
 
 
 @dataclass(frozen=True, slots=True)

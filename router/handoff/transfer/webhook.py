@@ -56,6 +56,7 @@ from tenacity import (
     wait_exponential,
 )
 
+from trustroute.router.handoff.transfer.hook import HookRejected
 from trustroute.router.handoff.transfer.http_logs import masked_http_logs
 from trustroute.router.handoff.transfer.request import TransferRequest
 
@@ -74,6 +75,10 @@ _SOCKET_EVENTS = frozenset({"connection.connect_tcp.complete", "connection.start
 
 class WebhookError(RuntimeError):
     """A webhook delivery failed for good (after retries, or rejected by the receiver)."""
+
+
+class WebhookRejected(WebhookError, HookRejected):
+    """The receiver answered with a status that refuses this request (a 4xx not retried)."""
 
 
 class _Transient(Exception):
@@ -277,7 +282,7 @@ class WebhookHook:
             raise _Transient(f"HTTP {status}: redirect{to} not followed")
         if status >= 500 or status in _RETRY_STATUSES:
             raise _Transient(f"HTTP {status}")
-        raise WebhookError(
+        raise WebhookRejected(
             f"POST {redact_url(self.settings.url)} was rejected with HTTP {status}; not retried"
         )
 
