@@ -28,6 +28,10 @@ from trustroute.router.handoff.messages import normalise_locale
 
 Finite = Annotated[float, Field(allow_inf_nan=False)]
 NonNegative = Annotated[float, Field(ge=0.0, allow_inf_nan=False)]
+#: A delivery's retries hold the worker thread that every other hand-off waits behind:
+#: waits longer than minutes are the sweep's job (``dispatch_retry_interval_s``).
+MAX_BACKOFF_S = 300.0
+Backoff = Annotated[float, Field(ge=0.0, le=MAX_BACKOFF_S, allow_inf_nan=False)]
 Probability = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
 Count = Annotated[int, Field(ge=0)]
 Locale = Annotated[str, AfterValidator(normalise_locale)]  # "zh-CN" -> "zh"; unknown: error
@@ -152,8 +156,8 @@ class HandoffSection(BaseModel):
     # sync: every hook on the caller's thread, as a blocking call
     delivery: Literal["background", "sync"] = "background"
     dispatch_attempts: int = Field(default=3, ge=1)
-    dispatch_backoff_s: NonNegative = 0.2
-    dispatch_max_backoff_s: NonNegative = 2.0
+    dispatch_backoff_s: Backoff = 0.2
+    dispatch_max_backoff_s: Backoff = 2.0
     # how long ``close()`` waits for hand-offs in flight; what is unfinished stays pending.
     # 5 s: one default webhook attempt (timeout_s 5) fits, and it is half of the 10 s a
     # container runtime (docker stop) gives a process between SIGTERM and SIGKILL

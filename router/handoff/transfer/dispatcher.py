@@ -41,6 +41,7 @@ from tenacity import (
     wait_exponential,
 )
 
+from trustroute.profiles.records import check_identifier
 from trustroute.profiles.store.handoffs import HandoffRepository
 from trustroute.router.handoff.settings import HandoffSection
 from trustroute.router.handoff.transfer.background import BackgroundDelivery
@@ -113,6 +114,7 @@ class TransferDispatcher:
         """Add a hook (any callable taking a TransferRequest)."""
         if not callable(hook):
             raise TypeError(f"a transfer hook must be callable, got {type(hook).__name__}")
+        check_identifier(hook_name(hook), "hook name")  # kept with each pending row
         self.hooks.append(hook)
 
     def bind_store(self, store: Store) -> None:

@@ -39,6 +39,7 @@ import hmac
 import json
 import logging
 import os
+import re
 import socket
 import threading
 import time
@@ -56,6 +57,9 @@ from tenacity import (
     wait_exponential,
 )
 
+from trustroute.profiles.records import check_identifier
+from trustroute.profiles.validation import validated
+from trustroute.router.handoff.settings import Backoff
 from trustroute.router.handoff.transfer.hook import HookRejected
 from trustroute.router.handoff.transfer.http_logs import masked_http_logs
 from trustroute.router.handoff.transfer.request import TransferRequest
@@ -67,6 +71,7 @@ TIMESTAMP_HEADER = "webhook-timestamp"
 SIGNATURE_HEADER = "webhook-signature"
 SECRET_PREFIX = "whsec_"
 _RETRY_STATUSES = frozenset({408, 425, 429})
+HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # an HTTP token (RFC 9110)
 # 409 Conflict: the receiver already has this webhook-id (a retry that raced a delivery),
 # so the request has reached it: delivered, not rejected
 DUPLICATE = 409
@@ -136,8 +141,8 @@ class WebhookSettings(BaseModel):
     url: str
     timeout_s: float = Field(default=5.0, gt=0, allow_inf_nan=False)
     attempts: int = Field(default=3, ge=1)
-    backoff_s: float = Field(default=0.5, ge=0)
-    max_backoff_s: float = Field(default=5.0, ge=0)
+    backoff_s: Backoff = 0.5
+    max_backoff_s: Backoff = 5.0
     secret_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     headers: dict[str, str] = Field(default_factory=dict)
     name: str = "webhook"
@@ -145,9 +150,35 @@ class WebhookSettings(BaseModel):
     @field_validator("url")
     @classmethod
     def _http(cls, value: str) -> str:
-        if urlsplit(value).scheme not in ("http", "https"):
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https"):
             raise ValueError("must start with http:// or https://")
+        try:
+            port_ok = parts.port is None or parts.port > 0
+        except ValueError:  # a port that is not a number within 0-65535
+            port_ok = False
+        if not parts.hostname or not port_ok or any(c.isspace() for c in value):
+            raise ValueError("must name a host (and a port within 1-65535), without spaces")
         return value
+
+    @field_validator("headers")
+    @classmethod
+    def _headers(cls, value: dict[str, str]) -> dict[str, str]:
+        # a value is never echoed: it may be a token (a trailing newline from a mounted
+        # secret or an environment variable would otherwise leak in every error)
+        for name, text in value.items():
+            if not HEADER_NAME.fullmatch(name):
+                raise ValueError(f"header name {name!r} is not an HTTP header name")
+            if text != text.strip() or any((ord(c) < 32 and c != "\t") or ord(c) == 127
+                                            for c in text):
+                raise ValueError(f"the value of header {name!r} holds a line break, a control "
+                                 "character or spaces at an end (a trailing newline?)")
+        return value
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        return check_identifier(value, "name")  # stored with each pending row
 
 
 class _SocketDeadline:
@@ -193,7 +224,8 @@ class WebhookHook:
     dispatch_attempts = 1  # retries itself; the dispatcher must not multiply attempts
 
     def __init__(self, url: str, **options: Any) -> None:
-        self.settings = WebhookSettings(url=url, **options)
+        """Bad settings raise ValueError on one line naming each (never a header value)."""
+        self.settings = validated(WebhookSettings, {**options, "url": url})
         self.name = self.settings.name  # in logs and pending rows
 
     def __repr__(self) -> str:
