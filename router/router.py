@@ -11,7 +11,6 @@ async twins (``arecord``, ...) in a thread.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import threading
 import warnings
@@ -29,7 +28,7 @@ from trustroute.profiles.profile import ProfileSettings, TaskTypeProfile, empty_
 from trustroute.profiles.records import ExecutionRecord, check_identifier, utc_now
 from trustroute.profiles.store import DuplicateRecord, Store
 from trustroute.router.agents import AgentLike, AgentSpec, as_specs
-from trustroute.router.async_twin import in_thread
+from trustroute.router.async_twin import carried_out, in_thread
 from trustroute.router.decision import CandidateScore, RoutingDecision, new_decision_id
 from trustroute.router.errors import AgentAtCapacity, NoAgentAvailable, UnknownAgent, unlisted_agent
 from trustroute.router.feedback.policy import FeedbackPolicy
@@ -293,11 +292,12 @@ class AgentRouter(TrustMethods):
                       context: Mapping[str, Any] | None = None, acquire: bool = False
                       ) -> RoutingDecision:
         """Async ``select``; in a thread when it may touch the store (taking a shared
-        lease, or storing the hand-off of an abstention under ``on_abstain: human``)."""
+        lease, or storing the hand-off of an abstention under ``on_abstain: human``),
+        whose lease is given back if the caller is cancelled meanwhile."""
         shared = acquire and self.slots.shared is not None
         if shared or self.trust_layer.abstention.on_abstain == "human":
-            return await asyncio.to_thread(self.select, task_type, exclude=exclude,
-                                           context=context, acquire=True)
+            return await carried_out(self.select, task_type, exclude=exclude, context=context,
+                                     acquire=acquire, undo=RoutingDecision.release)
         return self.select(task_type, exclude=exclude, context=context, acquire=acquire)
 
     def _arms(self, task_type: str, exclude: Sequence[str], now: datetime,

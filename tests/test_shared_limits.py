@@ -10,8 +10,10 @@ import logging
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -307,3 +309,50 @@ def test_an_expired_lease_is_never_renewed_back(surreal: Target) -> None:
         assert repo.held() == {"api": 1}
         repo.release(second.claim)
         assert repo.held() == {}
+
+
+def busy_executor(loop: asyncio.AbstractEventLoop) -> threading.Event:
+    """A default executor of one thread, kept busy until the returned event is set: a
+    call handed to it waits in its queue."""
+    loop.set_default_executor(ThreadPoolExecutor(1))
+    free = threading.Event()
+    loop.run_in_executor(None, free.wait, 10)
+    return free
+
+
+def test_a_cancelled_arecord_is_carried_out_and_frees_its_slot() -> None:
+    async def main() -> None:
+        with AgentRouter([{"id": "a", "max_concurrent": 1}], store="mem://") as r:
+            decision = await r.aselect("t", acquire=True)
+            free = busy_executor(asyncio.get_running_loop())
+            with pytest.raises(TimeoutError):  # the client went away while it was queued
+                await asyncio.wait_for(r.arecord(decision, success=True), 0.05)
+            free.set()
+            for _ in range(200):
+                if r.in_flight("a") == 0:
+                    break
+                await asyncio.sleep(0.025)
+            assert r.in_flight("a") == 0  # the slot is free, and the outcome stored once
+            assert r.profile("a", "t").executions_total == 1
+            assert (await r.aselect("t", acquire=True)).agent_id == "a"
+
+    asyncio.run(main())
+
+
+def test_a_cancelled_aselect_gives_back_the_shared_lease_it_took(surreal: Target) -> None:
+    async def main() -> None:
+        with router(surreal, [{"id": "a", "max_concurrent": 1}]) as r:
+            surreal.fixture.delay_replies(0.5)  # the lease is being taken when it is cancelled
+            with pytest.raises(TimeoutError):
+                await asyncio.wait_for(r.aselect("t", acquire=True), 0.1)
+            surreal.fixture.delay_replies(0)
+            await asyncio.sleep(0.6)  # the select's reply came: it took the lease ...
+            for _ in range(200):  # ... and gave it back
+                if r.in_flight("a") == 0:
+                    break
+                await asyncio.sleep(0.025)
+            decision = await r.aselect("t", acquire=True)  # not NoAgentAvailable
+            assert decision.agent_id == "a"
+            decision.release()
+
+    asyncio.run(main())
