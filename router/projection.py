@@ -117,11 +117,15 @@ class LogProjection:
             self._since_cached += len(fresh)
             now = utc_now()
             placed, in_order = self.book.place(fresh, self._judge(now.timestamp()))
-            for learner in self.learners:
-                learner.fold(placed)
-            if not in_order:  # incremental evidence assumes log order: derive it again
-                self.strategy.rebuild(self.book, placed, self.store)
-            self.trust.settle_due(now)
+            try:
+                for learner in self.learners:
+                    learner.fold(placed)
+                if not in_order:  # incremental evidence assumes log order: derive it again
+                    self.strategy.rebuild(self.book, placed, self.store)
+                self.trust.settle_due(now)
+            except BaseException:  # (Ctrl-C too) folded part-way: the learners disagree
+                self.book.stale = True  # with the book; rebuilt, never saved as the cache
+                raise
         return len(fresh)
 
     def _judge(self, now: float) -> Judge:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from test_projection_cache import AGENTS, fill, view
 
-from trustroute import AgentRouter
+from trustroute import AgentRouter, ExecutionRecord
 from trustroute.profiles.store import Store
 from trustroute.profiles.store.projections import ProjectionRepository, digest
 from trustroute.router.strategies import make_strategy
@@ -116,3 +116,38 @@ def test_a_failed_open_releases_the_store(kv_url: str) -> None:
         AgentRouter(agents=AGENTS, store=kv_url, strategy=Failing())
     with AgentRouter(agents=AGENTS, store=kv_url) as router:
         assert router.store.executions.count() == 13
+
+
+class Interrupted:
+    """The default strategy, interrupted (Ctrl-C) while it learns from its 5th record,
+    as a SIGINT to `trustroute import` may land between the strategy and the trust layer."""
+
+    name = "interrupted"
+
+    def __init__(self) -> None:
+        self.inner = make_strategy("knowledge_gradient")
+        self.seen = 0
+
+    def score(self, arms: Any, ctx: Any) -> Any:
+        return self.inner.score(arms, ctx)
+
+    def observe(self, record: Any, seq: int, book: Any) -> None:
+        self.seen += 1
+        if self.seen == 5:
+            raise KeyboardInterrupt
+        self.inner.observe(record, seq, book)
+
+    def reset(self, book: Any) -> None:
+        self.inner.reset(book)
+
+
+def test_a_fold_interrupted_part_way_is_never_saved_as_the_cache(kv_url: str) -> None:
+    with AgentRouter(["a"], store=kv_url, strategy=Interrupted()) as r:
+        for _ in range(4):
+            r.record(agent_id="a", task_type="t", success=True)
+        with pytest.raises(KeyboardInterrupt):  # stored, in the book; trust not folded
+            r.record_many([ExecutionRecord(agent_id="a", task_type="t", success=True)
+                           for _ in range(3)])
+    with AgentRouter(["a"], store=kv_url) as again:  # the log, not a half-folded cache
+        assert again.profile("a", "t").executions_total == 7
+        assert again.trust_layer.book.counts("a", "t").observations == 7
