@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -222,3 +226,15 @@ def test_handoffs_resolve_with_json_prints_json(capsys: pytest.CaptureFixture[st
                  "--json")
     assert result.code == 0, result.err
     assert result.json() == {"resolved": request.request_id, "hook_rows": 1}
+
+
+def test_ctrl_c_exits_130_with_one_line_and_no_traceback(tmp_path: Path) -> None:
+    cli = Path(sys.executable).with_name("trustroute")
+    proc = subprocess.Popen([str(cli), "demo", "--tasks", "1000000", "--store", "mem://",
+                             "--json"], cwd=tmp_path, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    time.sleep(4)  # routing by now
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines()[-1] == "interrupted" and "Traceback" not in err

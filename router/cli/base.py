@@ -116,9 +116,10 @@ def run_cli(argv: list[str]) -> int:
             hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
             show_error(f"{exc.format_message()}{hint}")
             return exc.exit_code
-        except click.exceptions.Abort:
-            err_console.print("aborted")
-            return 1
+        except click.exceptions.Abort as exc:  # click's form of Ctrl-C, or a declined prompt
+            interrupted = isinstance(exc.__cause__, KeyboardInterrupt)
+            err_console.print("interrupted" if interrupted else "aborted")
+            return 130 if interrupted else 1
         except ValidationError as exc:  # e.g. a record field out of range
             show_error(describe_validation_error(exc))
             return 2
