@@ -51,7 +51,7 @@ class ProfileSettings(BaseModel):
     max_metadata_bytes: int = Field(default=64 * 1024, ge=0)
 
     def admit(self, record: ExecutionRecord, now: datetime | None = None) -> ExecutionRecord:
-        """``record`` if it may be stored; ValueError naming the field and the setting."""
+        """``record`` if it may be stored; InvalidRecord naming the field and the setting."""
         return check_admissible(record, max_clock_skew_s=self.max_clock_skew_s,
                                 max_metadata_bytes=self.max_metadata_bytes, now=now)
 

@@ -254,10 +254,13 @@ def check_admissible(record: ExecutionRecord, *, max_clock_skew_s: float,
                      max_metadata_bytes: int, now: datetime | None = None) -> ExecutionRecord:
     """Refuse, naming the field and the setting, a record stamped more than
     ``max_clock_skew_s`` ahead of ``now`` (it would stay "recent" for ever) or whose
-    metadata encodes to more than ``max_metadata_bytes``."""
-    check_not_ahead(record.timestamp, "timestamp", max_clock_skew_s, now)
+    metadata encodes to more than ``max_metadata_bytes`` (``InvalidRecord``)."""
+    try:
+        check_not_ahead(record.timestamp, "timestamp", max_clock_skew_s, now)
+    except ValueError as exc:
+        raise InvalidRecord(str(exc)) from None
     if record.metadata and (size := metadata_bytes(record.metadata)) > max_metadata_bytes:
-        raise ValueError(f"metadata: {size:,} bytes once encoded as JSON; the limit is "
+        raise InvalidRecord(f"metadata: {size:,} bytes once encoded as JSON; the limit is "
                          f"{max_metadata_bytes:,} (profiles.max_metadata_bytes)")
     return record
 

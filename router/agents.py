@@ -24,7 +24,7 @@ class AgentSpec(BaseModel):
     #: Calls started per rolling minute (None: no rate limit). Shared by every process
     #: on a server store, like max_concurrent (see router.limits).
     rpm: int | None = Field(default=None, ge=1)
-    cost_per_call: float | None = Field(default=None, ge=0)
+    cost_per_call: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     # Token prices turn an LLM agent's usage_metadata into a recorded cost (added to
     # cost_per_call when both are set); None means "no token pricing for this agent".
     price_per_1k_input_tokens: float | None = Field(default=None, ge=0, allow_inf_nan=False)

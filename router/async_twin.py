@@ -44,6 +44,7 @@ def in_thread(method: Callable[P, R]) -> Callable[P, Coroutine[Any, Any, R]]:
     async def twin(*args: P.args, **kwargs: P.kwargs) -> R:
         return await carried_out(functools.partial(method, *args, **kwargs))
 
+    functools.update_wrapper(twin, method)  # help() and inspect show method's signature
     twin.__name__ = twin.__qualname__ = f"a{method.__name__}"
     twin.__doc__ = f"Async ``{method.__name__}`` (runs in a worker thread; carried out " \
         "even if the caller is cancelled)."

@@ -3,6 +3,7 @@ duplicates and unknown agents reported, stores that vanish or are opened twice."
 
 from __future__ import annotations
 
+import inspect
 import shutil
 import warnings
 from collections.abc import Sequence
@@ -39,6 +40,8 @@ def nested(depth: int) -> dict[str, object]:
     ({"success": True, "metadata": {"n": 2**70}}, "does not fit in 64 bits"),
     ({"success": True, "metadata": {"s": "a\x00b"}}, "NUL"),
     ({"success": True, "record_id": "a\x00b"}, "NUL"),
+    ({"success": True, "timestamp": "2999-01-01T00:00:00Z"}, "ahead of now"),
+    ({"success": True, "metadata": {"s": "x" * 70_000}}, "profiles.max_metadata_bytes"),
 ])
 def test_bad_outcomes_are_refused_naming_what_is_wrong(
         router: AgentRouter, fields: dict[str, object], names: str) -> None:
@@ -117,6 +120,7 @@ def test_options_may_be_mappings_and_bad_ones_say_which_key(tmp_path: Path) -> N
     (["a", "b\x1b"], "agents.1.id: agent id must not contain control characters"),
     ([{"id": "a", "task_types": []}], "agents.0.task_types: task_types must name at least"),
     ([{"max_concurrent": 3}], "agents.0.id: required key is missing"),
+    ([{"id": "a", "cost_per_call": float("inf")}], "agents.0.cost_per_call: expected a finite"),
 ])
 def test_a_bad_agent_spec_is_one_line_naming_its_key(agents: list[object], said: str) -> None:
     with pytest.raises(ValueError) as bad:
@@ -234,3 +238,9 @@ def test_a_ready_record_with_other_fields_is_refused_not_half_used(router: Agent
     assert router.store.executions.count() == 0
     assert router.record(rec).quality == 0.9
     assert router.store.executions.count() == 1
+
+
+def test_async_twins_show_the_signature_of_what_they_run() -> None:
+    for twin in (AgentRouter.arecord, AgentRouter.afeedback, AgentRouter.arecord_many):
+        assert "self" in inspect.signature(twin).parameters  # not (*args, **kwargs)
+    assert "success" in inspect.signature(AgentRouter.arecord).parameters
