@@ -66,6 +66,33 @@ def test_recall_lands_at_the_target_not_above_it() -> None:
     assert float(np.mean(recalls)) == pytest.approx(0.9, abs=0.015)
 
 
+def test_evidence_tokens_count_in_the_search_as_evaluate_counts_them() -> None:
+    # half of the needs-human retrievals bring more evidence than fits (> 2,000 tokens),
+    # which evaluate() marks insufficient: the thresholds are searched with that in
+    rng = np.random.default_rng(3)
+
+    def sample(n: int) -> list[tuple[list[float], bool, int]]:
+        out = []
+        for i in range(n):
+            needs = i % 2 == 0
+            top = float(rng.uniform(0.3, 0.8) if needs else rng.uniform(0.5, 0.95))
+            long = rng.random() < (0.5 if needs else 0.05)
+            out.append(([top - 0.05 * j for j in range(5)], needs, 3000 if long else 500))
+        return out
+
+    for target in (0.5, 0.7):
+        rc = RetrievalConfidence.calibrate(sample(800), target_recall=target)
+        report = rc.calibration
+        assert report is not None
+        assert target <= report.expected_recall <= target + 1 / (report.needs_human + 1)
+        fresh = sample(6000)
+        moved = np.array([rc.evaluate(s, evidence_tokens=t).should_transfer
+                          for s, _, t in fresh])
+        needs = np.array([n for _, n, _ in fresh])
+        assert float(moved[needs].mean()) == pytest.approx(target, abs=0.06)
+        assert float(moved[~needs].mean()) < 0.1  # was 0.14 and 0.37: searched without them
+
+
 def test_separable_labels_get_the_middle_of_the_margin() -> None:
     rng = np.random.default_rng(5)
 

@@ -166,10 +166,12 @@ def _candidate_thresholds(max_scores: Floats, extra: list[float]) -> Floats:
 
 
 def search_thresholds(
-    config: RetrievalConfidenceConfig, max_scores: Floats, hits: Floats, needs: Flags, k: int
+    config: RetrievalConfidenceConfig, max_scores: Floats, hits: Floats, needs: Flags, k: int,
+    tokens: Any = None,
 ) -> tuple[float, float]:
     """(score_threshold, confidence_low_threshold) transferring the ``k`` lowest
-    needs-human examples (all with retrieval) and as few covered ones as possible.
+    needs-human examples (all with retrieval) and as few covered ones as possible, ranked
+    by the confidence ``evaluate`` gives them (their evidence ``tokens`` too, when given).
 
     ``config`` holds the formula's constants (kept) and the starting ``score_threshold``
     (ties go to the threshold nearest it).
@@ -182,7 +184,7 @@ def search_thresholds(
     best: tuple[tuple[float, ...], float, float] | None = None
     for threshold in map(float, _candidate_thresholds(max_scores, extra)):
         trial = config.model_copy(update={"score_threshold": threshold})
-        conf, insufficient = confidences(trial, max_scores, hits)
+        conf, insufficient = confidences(trial, max_scores, hits, tokens)
         low = cut_at_rank(conf, needs, k, 1e-9, 1.0) if k > 0 else 0.0
         transfer = conf < low
         shortfall = max(0, k - int(transfer[needs].sum()))  # > 0 only at confidence 1
@@ -221,7 +223,7 @@ def calibrate_config(
     k_total = required_rank(positives, target_recall)
     k = max(0, k_total - int((needs & ~retrieved).sum()))
     threshold, low = search_thresholds(
-        config, max_scores[retrieved], hits[retrieved], needs[retrieved], k
+        config, max_scores[retrieved], hits[retrieved], needs[retrieved], k, tokens[retrieved]
     )
     gap = config.confidence_high_threshold - config.confidence_low_threshold
     tuned = config.model_copy(
