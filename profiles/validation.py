@@ -94,6 +94,15 @@ def validated(model: type[M], value: Any, name: str = "", lead: str = "",
     try:
         return model.model_validate(value)
     except ValidationError as exc:
-        under = f"{name}." if name else ""
-        problems = "; ".join(under + describe_problem(err, model) for err in exc.errors())
+        problems = "; ".join(_under(name, describe_problem(err, model))
+                             for err in exc.errors())
         raise error(lead + problems) from None
+
+
+def _under(name: str, problem: str) -> str:
+    """``problem`` (``key.path: ...``) as a problem under ``name``; one of the whole value
+    (``<root>: ...``) is named by ``name`` alone, or by nothing when there is none."""
+    whole = problem.startswith("<root>: ")
+    if not name:
+        return problem.removeprefix("<root>: ")
+    return f"{name}: {problem.removeprefix('<root>: ')}" if whole else f"{name}.{problem}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 from langchain_core.documents import Document
 from pydantic import BaseModel
 
+from trustroute.router.config import ConfigError, load_config
 from trustroute.router.handoff.confidence import RetrievalConfidence, RetrievalConfidenceConfig
 
 REFERENCE = {
@@ -279,3 +281,18 @@ def test_invariants(
         raw = d["score_component"] + d["hits_component"] - d["penalty_applied"]
         assert d["raw_confidence"] == pytest.approx(raw + d["factor_total"])
         assert result.confidence == pytest.approx(min(1.0, max(0.0, d["raw_confidence"])))
+
+
+def test_thresholds_that_contradict_each_other_are_one_line_naming_both(
+        tmp_path: Path) -> None:
+    with pytest.raises(ValueError) as caught:
+        RetrievalConfidence(confidence_low_threshold=0.9)  # above the default high, 0.8
+    assert str(caught.value) == ("confidence_high_threshold (0.8) must not be below "
+                                 "confidence_low_threshold (0.9)")
+    config = tmp_path / "router.yaml"
+    config.write_text("store: mem://\nhandoff: {confidence_low_threshold: 0.9}\n")
+    with pytest.raises(ConfigError) as caught:  # at load, not at the first hand-off
+        load_config(config)
+    assert str(caught.value).endswith("router.yaml: handoff: confidence_high_threshold (0.8, "
+                                      "the default) must not be below "
+                                      "confidence_low_threshold (0.9)")

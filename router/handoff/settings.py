@@ -24,6 +24,7 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from trustroute.profiles.validation import validated
 from trustroute.router.handoff.messages import normalise_locale
 
 Finite = Annotated[float, Field(allow_inf_nan=False)]
@@ -126,7 +127,7 @@ def coerce_config(config: Any = None, **overrides: Any) -> RetrievalConfidenceCo
             UserWarning,
             stacklevel=3,
         )
-    return RetrievalConfidenceConfig(**{k: v for k, v in data.items() if k in _FIELDS})
+    return validated(RetrievalConfidenceConfig, {k: v for k, v in data.items() if k in _FIELDS})
 
 
 class HandoffSection(BaseModel):
@@ -171,6 +172,20 @@ class HandoffSection(BaseModel):
     # 60 s: far longer than one default delivery (3 attempts of 5 s plus backoff, ~17 s),
     # so a row another process is delivering right now is rarely picked up twice
     dispatch_retry_interval_s: NonNegative = 60.0
+
+    @model_validator(mode="after")
+    def _thresholds(self) -> HandoffSection:
+        """Thresholds that contradict each other (or the defaults they meet) are refused
+        here, naming both; under a named ``calibration`` that is known once it is loaded."""
+        if self.calibration is None:
+            defaults = RetrievalConfidenceConfig.model_fields
+            low, high = (("", v) if (v := getattr(self, k)) is not None else
+                         (", the default", defaults[k].default)
+                         for k in ("confidence_low_threshold", "confidence_high_threshold"))
+            if high[1] < low[1]:
+                raise ValueError(f"confidence_high_threshold ({high[1]:g}{high[0]}) must not "
+                                 f"be below confidence_low_threshold ({low[1]:g}{low[0]})")
+        return self
 
     def overrides(self) -> dict[str, Any]:
         """The RetrievalConfidence settings this section sets explicitly."""
