@@ -87,7 +87,9 @@ def test_calibrate_with_name_saves_for_the_config(
         ('{"scores": [0.9], "needs_human": false}\n{oops\n', "labelled.jsonl:2: not valid JSON"),
         ('{"scores": [0.9]}\n', 'labelled.jsonl:1: expected an object with "scores"'),
         ('{"scores": [0.9], "needs_human": false}\n', "both needs-human and covered"),
-        ('{"scores": [0.9, "x"], "needs_human": true}\n', r"example 0: scores\[1\]"),
+        ('{"scores": [0.9, "x"], "needs_human": true}\n', r"labelled.jsonl:1: scores\[1\]"),
+        ('{"scores": [0.9], "needs_human": true}\n{"scores": [0.2], "needs_human": "no"}\n',
+         "labelled.jsonl:2: needs_human must be true or false"),
         ("\n\n", "no examples"),
     ],
 )

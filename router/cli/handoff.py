@@ -37,6 +37,7 @@ from trustroute.router.cli.tables import age, compact_table, num, pct, plural
 from trustroute.router.cli.text import shown
 from trustroute.router.handoff.calibration import CalibrationReport
 from trustroute.router.handoff.confidence import RetrievalConfidence
+from trustroute.router.handoff.inputs import parse_examples
 from trustroute.router.row_files import jsonl_rows
 
 SHORT_ID = 8
@@ -49,6 +50,10 @@ def read_examples(path: Path) -> list[dict[str, Any]]:
         if "scores" not in row or "needs_human" not in row:
             raise CliError(f'{path}:{number}: expected an object with "scores" and '
                            f'"needs_human", got {json.dumps(row)[:60]}')
+        try:
+            parse_examples([row])  # a bad value is named at its line
+        except ValueError as exc:
+            raise CliError(f"{path}:{number}: {str(exc).removeprefix('example 0: ')}") from None
         examples.append(row)
     if not examples:
         raise CliError(f"{path}: no examples (one JSON object per line)")
