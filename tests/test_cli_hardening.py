@@ -238,3 +238,15 @@ def test_ctrl_c_exits_130_with_one_line_and_no_traceback(tmp_path: Path) -> None
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert err.strip().splitlines()[-1] == "interrupted" and "Traceback" not in err
+
+
+@pytest.mark.parametrize("command", [["profiles"], ["trust"], ["handoffs"], ["calibration"],
+                                     ["route", "code", "-a", "x"], ["report", "--out", "r.html"]])
+def test_a_read_command_on_a_path_with_no_store_creates_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        command: list[str]) -> None:
+    isolate(tmp_path, monkeypatch)
+    typo = tmp_path / "data" / "tpyo" / "db"
+    result = run(capsys, *command, "--store", f"surrealkv://{typo}")
+    assert result.code == 0, result.err
+    assert not (tmp_path / "data").exists()  # no store, no lock file, no folder

@@ -186,12 +186,21 @@ def open_reader(config: Path | None, store: str | None, settings: RouterConfig |
                 **overrides: Any) -> Iterator[AgentRouter]:
     """The router of a command that only reads. When another process (a running app)
     holds the embedded store, a private copy of the snapshot it writes beside the store
-    (``store.snapshot_interval_s``) is opened instead, and stderr says as of when."""
+    (``store.snapshot_interval_s``) is opened instead, and stderr says as of when. An
+    embedded path that holds no store reads as an empty store, and nothing is created
+    there (a mistyped --store must not leave a store, or files in a folder, behind)."""
     settings = settings or load_router_config(config, store)
+    location = parse_store_url(settings.store.url)
+    if location.path is not None and not location.path.exists():
+        empty = settings.model_copy(update={"store": settings.store.model_copy(
+            update={"url": "mem://"})})
+        with empty.build_router(**overrides) as router:
+            _SNAPSHOT_LABELS[router.store] = location.redacted()
+            yield router
+        return
     try:
         router = settings.build_router(**overrides)
     except StoreLockedError as exc:
-        location = parse_store_url(settings.store.url)  # made absolute when loaded
         with tempfile.TemporaryDirectory(prefix="trustroute-snapshot-") as tmp:
             copy = Path(tmp, "db")
             found = copy_latest(location.path, copy) if location.path else None
