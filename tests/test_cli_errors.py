@@ -58,7 +58,9 @@ def test_a_store_held_by_another_process_is_one_clear_line(
     finally:
         holder.communicate("", timeout=30)
     assert result.code == 2
-    assert f"already open in another process (pid {holder.pid})" in result.error_line
+    # which process: its pid and command line (on one line)
+    assert f"already open in another process (pid {holder.pid}: python" in result.error_line
+    assert "python -c import sys; from trustroute" in result.error_line
     assert "ws://HOST:PORT" in result.error_line
 
 

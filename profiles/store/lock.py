@@ -40,9 +40,9 @@ class PathLock:
                     "this one (AgentRouter(store=store))") from None
             raise StoreLockedError(
                 f"the embedded store at {self.path} is already open in another process "
-                f"(pid {holder}); an embedded store serves one process. To share profiles "
-                "between processes, run a SurrealDB server and use store: ws://HOST:PORT"
-            ) from None
+                f"({describe_holder(holder)}); an embedded store serves one process. To "
+                "share profiles between processes, run a SurrealDB server and use store: "
+                "ws://HOST:PORT") from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
         self._fd, self._pid = fd, os.getpid()
@@ -55,3 +55,19 @@ class PathLock:
                 fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = None
+
+
+def describe_holder(pid: str) -> str:
+    """The process holding a lock, as an error names it: its pid and, where the system
+    says, its command line (a ``trustroute`` command lets go when it ends)."""
+    if pid == "unknown":
+        return "one that is opening it now"
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = [part.decode(errors="replace") for part in f.read().split(b"\0") if part]
+    except OSError:  # not Linux, or the process is gone
+        return f"pid {pid}"
+    if not argv:
+        return f"pid {pid}"
+    command = " ".join(" ".join([Path(argv[0]).name, *argv[1:]]).split())  # on one line
+    return f"pid {pid}: {command if len(command) <= 60 else command[:57] + '...'}"
