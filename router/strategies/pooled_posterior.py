@@ -1,4 +1,4 @@
-"""PooledPosterior: the Beta posterior per arm that Thompson and lower-bound share.
+"""PooledPosterior: the Beta posterior per arm that every posterior strategy shares.
 
 For agent ``a`` on task type ``t`` (all sums discounted, see ``evidence``):
 
@@ -17,7 +17,9 @@ The same is done for the success rate (``success_probability``). Posteriors are 
 per (task type, arms) until the ledger changes, so a stream of decisions without new
 outcomes only samples.
 
-``thompson`` and ``lower_bound`` are subclasses that differ only in ``exploit``.
+The subclasses (``knowledge_gradient``, ``thompson``, ``epsilon_greedy``,
+``lower_bound``) differ in how a decision that does not exploit ranks the arms
+(``explore``) and in when a decision exploits (``exploit``: ranks by the lower bound).
 """
 
 from __future__ import annotations
@@ -47,7 +49,6 @@ from trustroute.router.strategies.posterior import (
 
 _CACHE_LIMIT = 1024  # cached posteriors (task type x arm set) before the cache is dropped
 _TIME_REFRESH_SECONDS = 60.0  # with wall-time discounting, recompute at most this stale
-_MAX_BATCH = 64  # most Thompson draws taken at once from an unchanged posterior
 
 
 @dataclass(slots=True)
@@ -67,7 +68,7 @@ class Posterior:
     success: list[float]  # posterior mean of the success rate
     penalties: list[float] | None  # lambda_cost x cost + lambda_latency x latency; None: all 0
     columns: dict[str, np.ndarray]  # prior_mean, prior_strength, evidence, penalty per arm
-    pending: np.ndarray | None = None  # Thompson draws taken ahead (batch, arms)
+    pending: np.ndarray | None = None  # Thompson draws taken ahead (batch, arms): thompson
     next_draw: int = 0
     batch: int = 1
     _lower_bound: np.ndarray | None = None
@@ -296,22 +297,6 @@ class PooledPosterior:
             out[i] = p.lambda_cost * cost + p.lambda_latency * latency_ms / 1000.0
         return out
 
-    def draw(self, post: Posterior, rng: np.random.Generator) -> np.ndarray:
-        """One Thompson draw per arm from the posterior.
-
-        While no new outcome arrives the posterior is unchanged, so draws are taken in
-        growing batches (1, 2, 4, ... 64): the same independent samples a draw per
-        decision would give, at a fraction of numpy's per-call cost on a hot path of
-        decisions without outcomes. The sequence is fixed by the seed either way.
-        """
-        if post.pending is None or post.next_draw >= len(post.pending):
-            post.pending = rng.beta(post.alpha, post.beta, size=(post.batch, len(post.alpha)))
-            post.next_draw = 0
-            post.batch = min(2 * post.batch, _MAX_BATCH)
-        row = post.pending[post.next_draw]
-        post.next_draw += 1
-        return row
-
     # -- ranking ----------------------------------------------------------------------
     def exploit(self, ctx: StrategyContext) -> bool:
         """True when this decision ranks by the lower bound instead of sampling."""
@@ -325,8 +310,9 @@ class PooledPosterior:
         return self.params.exploration_floor
 
     def explore(self, post: Posterior, ctx: StrategyContext) -> list[ArmScore]:
-        """Thompson verdicts: one draw per arm from its posterior."""
-        return self.verdicts(post, self.draw(post, ctx.rng), "Thompson draw", "sample")
+        """The verdicts of a decision that does not exploit: each strategy's own (a
+        Thompson draw, the knowledge-gradient index, ε-greedy's mean)."""
+        raise NotImplementedError(f"{type(self).__name__} does not explore")
 
     def score(self, arms: Sequence[Arm], ctx: StrategyContext) -> list[ArmScore]:
         """``explore`` verdicts, lower-bound ones when ``exploit``, or a uniformly random

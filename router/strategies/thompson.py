@@ -16,10 +16,35 @@ way as quality); the score itself is about *quality*.
 
 from __future__ import annotations
 
-from trustroute.router.strategies.pooled_posterior import PooledPosterior
+import numpy as np
+
+from trustroute.router.strategies.base import ArmScore, StrategyContext
+from trustroute.router.strategies.pooled_posterior import PooledPosterior, Posterior
+
+MAX_BATCH = 64  # most draws taken at once from an unchanged posterior
 
 
 class ThompsonSampling(PooledPosterior):
     """Sample each arm's quality from its posterior; the best draw wins."""
 
     name = "thompson"
+
+    def explore(self, post: Posterior, ctx: StrategyContext) -> list[ArmScore]:
+        """Thompson verdicts: one draw per arm from its posterior."""
+        return self.verdicts(post, self.draw(post, ctx.rng), "Thompson draw", "sample")
+
+    def draw(self, post: Posterior, rng: np.random.Generator) -> np.ndarray:
+        """One Thompson draw per arm from the posterior.
+
+        While no new outcome arrives the posterior is unchanged, so draws are taken in
+        growing batches (1, 2, 4, ... 64): the same independent samples a draw per
+        decision would give, at a fraction of numpy's per-call cost on a hot path of
+        decisions without outcomes. The sequence is fixed by the seed either way.
+        """
+        if post.pending is None or post.next_draw >= len(post.pending):
+            post.pending = rng.beta(post.alpha, post.beta, size=(post.batch, len(post.alpha)))
+            post.next_draw = 0
+            post.batch = min(2 * post.batch, MAX_BATCH)
+        row = post.pending[post.next_draw]
+        post.next_draw += 1
+        return row
