@@ -230,12 +230,19 @@ def test_handoffs_resolve_with_json_prints_json(capsys: pytest.CaptureFixture[st
 
 def test_ctrl_c_exits_130_with_one_line_and_no_traceback(tmp_path: Path) -> None:
     cli = Path(sys.executable).with_name("trustroute")
+    # SIGINT as a terminal sends it (a shell's background job, as CI may run the suite,
+    # ignores it, and a child inherits that)
     proc = subprocess.Popen([str(cli), "demo", "--tasks", "1000000", "--store", "mem://",
                              "--json"], cwd=tmp_path, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
-    time.sleep(4)  # routing by now
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        time.sleep(4)  # routing by now
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
     assert proc.returncode == 130, err
     assert err.strip().splitlines()[-1] == "interrupted" and "Traceback" not in err
 
