@@ -319,4 +319,5 @@ def test_every_store_method_has_an_async_twin(router: AgentRouter) -> None:
         assert (await router.adecay()).week
 
     asyncio.run(scenario())
-    assert router.arecord.__doc__ == "Async ``record`` (runs in a worker thread)."
+    assert router.arecord.__doc__ == ("Async ``record`` (runs in a worker thread; carried out "
+                                      "even if the caller is cancelled).")

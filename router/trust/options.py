@@ -13,6 +13,7 @@ from pydantic import Field, field_validator, model_validator
 from trustroute.router.trust.calibration import CalibrationSettings
 from trustroute.router.trust.decay import DecaySettings
 from trustroute.router.trust.policy import TierPolicy
+from trustroute.router.trust.rescues import RESCUE_MEMORY
 from trustroute.router.trust.scores import DEFAULT_WEIGHTS, check_weights
 from trustroute.router.trust.settings import Settings
 
@@ -48,7 +49,7 @@ class TrustOptions(Settings):
     log_candidates: int | None = Field(default=8, ge=1)  # ranking head logged; None: all
     flush_every: int = Field(default=16, ge=1)
     flush_seconds: float = Field(default=1.0, ge=0)
-    rescue_memory: int = Field(default=10_000, ge=1)  # user tasks the rescue tracker keeps
+    rescue_memory: int = Field(default=RESCUE_MEMORY, ge=1)  # user tasks the rescue tracker keeps
 
     @field_validator("weights")
     @classmethod

@@ -18,6 +18,9 @@ from typing import Any
 
 from trustroute.profiles.trust_counts import Pair
 
+#: User tasks the tracker remembers (``trust.rescue_memory``).
+RESCUE_MEMORY = 10_000
+
 Order = tuple[float | None, tuple[float, str]]  # (attempt if given, when)
 
 
@@ -38,7 +41,7 @@ class _Task:
 class RescueTracker:
     """Remembers recent failures per user task to charge them when another agent rescues."""
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int = RESCUE_MEMORY) -> None:
         self.capacity = capacity  # task ids kept (``TrustOptions.rescue_memory``)
         self._tasks: OrderedDict[str, _Task] = OrderedDict()
         self._arrivals = 0
