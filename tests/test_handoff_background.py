@@ -196,7 +196,7 @@ def test_retry_limit_reaches_past_rows_of_a_removed_hook(tmp_path: Path) -> None
     assert len(desk.received) == 3
     assert "0 delivered, 13 still pending" in text
     flat = " ".join(text.split())
-    assert "13 requests pending for hooks not in the config" in flat
+    assert "13 hook rows pending for hooks not in the config" in flat
     assert "old-desk (12)" in flat
 
 

@@ -125,6 +125,8 @@ def test_handoffs_resolve_by_prefix_and_status_filters(
     assert run(capsys, "handoffs", "-c", str(config), "--json").json() == []
     every = run(capsys, "handoffs", "-c", str(config), "--status", "all", "--json").json()
     assert [r["status"] for r in every] == ["resolved"]
+    again = run(capsys, "handoffs", "-c", str(config), "--resolve", request.request_id[:8])
+    assert again.code == 0 and "was resolved already; nothing changed" in again.out
     unknown = run(capsys, "handoffs", "-c", str(config), "--resolve", "zzz")
     assert unknown.code == 2 and "no stored hand-off request 'zzz'" in unknown.error_line
 

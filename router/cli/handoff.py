@@ -207,7 +207,7 @@ def _state(row: dict[str, Any]) -> str:
 def _unconfigured_line(unknown: dict[str, int]) -> str:
     """Pending rows of hooks the config no longer has: reported, never retried."""
     hooks = ", ".join(f"{shown(name)} ({count})" for name, count in unknown.items())
-    return (f"{plural(sum(unknown.values()), 'request')} pending for hooks not in the config, "
+    return (f"{plural(sum(unknown.values()), 'hook row')} pending for hooks not in the config, "
             f"not retried: {hooks}; add the hook back, or --resolve them")
 
 
@@ -300,12 +300,15 @@ def handoffs(
             changed = repo.set_status(full, "resolved")
             if as_json:
                 print_json({"resolved": full, "hook_rows": changed})
-            else:
+            elif changed:
                 console.print(f"resolved {shown(full)} ({plural(changed, 'hook row')})")
+            else:
+                console.print(f"{shown(full)} was resolved already; nothing changed")
             return
         if retry:
-            if router.transfer is None:
-                raise CliError("no transfer hooks are configured")
+            if router.transfer is None or not router.transfer.hooks:
+                raise CliError("no transfer hooks are configured (hooks: in the config); "
+                               "pending rows of other hooks can only be --resolve'd")
             delivered, still = router.transfer.retry_pending(limit)
             unknown = router.transfer.unconfigured_pending()
             if as_json:
