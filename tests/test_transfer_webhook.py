@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import email.utils
 import logging
 import time
 from pathlib import Path
 
 import pytest
 from cli_helpers import run
-from webhook_server import Redirect, Trickle, webhook_receiver
+from webhook_server import Redirect, Throttle, Trickle, webhook_receiver
 
 from trustroute.profiles.store import Store
 from trustroute.profiles.store.handoffs import HandoffRepository
@@ -278,3 +279,18 @@ def test_permanent_failure_listed_by_trustroute_handoffs(
     assert server.received[3].json()["request_id"] == outcome.request.request_id
     after = run(capsys, "handoffs", "--config", str(config), "--json")
     assert after.json() == []
+
+
+def test_retry_after_is_waited_for_and_a_long_one_is_left_to_the_sweep() -> None:
+    with webhook_receiver([Throttle("1"), 200]) as server:
+        hook = WebhookHook(server.url, backoff_s=0.01, max_backoff_s=5)
+        started = time.monotonic()
+        assert hook(request()) == 200
+        took = time.monotonic() - started
+    assert len(server.received) == 2 and took >= 1.0  # not 0.01 s: what the receiver asked
+    gmt = email.utils.formatdate(time.time() + 3600, usegmt=True)
+    with webhook_receiver([Throttle(gmt, status=503)]) as server:
+        hook = WebhookHook(server.url, attempts=5, backoff_s=0.01, max_backoff_s=5)
+        with pytest.raises(WebhookError, match=r"HTTP 503 \(retry after 3\d{3}(\.\d+)? s\)"):
+            hook(request())  # an hour is the sweep's wait, not this thread's
+    assert len(server.received) == 1

@@ -2,9 +2,9 @@
 checked with the Standard Webhooks reference package (``standardwebhooks``).
 
 A script item is a status to answer, a delay in seconds before answering 200, a
-``Redirect`` or a ``Trickle`` (a 200 whose status line and headers arrive one byte per
-interval). Every request is recorded, whatever its method, so a test can assert that a
-host received nothing.
+``Redirect``, a ``Throttle`` (a status with ``Retry-After``) or a ``Trickle`` (a 200
+whose status line and headers arrive one byte per interval). Every request is recorded,
+whatever its method, so a test can assert that a host received nothing.
 """
 
 from __future__ import annotations
@@ -38,7 +38,15 @@ class Trickle:
     interval_s: float = 1.0
 
 
-Action = int | float | Redirect | Trickle
+@dataclass(frozen=True)
+class Throttle:
+    """Answer ``status`` with ``Retry-After: after``."""
+
+    after: str
+    status: int = 429
+
+
+Action = int | float | Redirect | Trickle | Throttle
 
 
 @dataclass
@@ -95,6 +103,9 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
             if isinstance(action, Redirect):
                 self.send_response(action.status)
                 self.send_header("Location", action.location)
+            elif isinstance(action, Throttle):
+                self.send_response(action.status)
+                self.send_header("Retry-After", action.after)
             else:
                 self.send_response(int(action))
             self.send_header("Content-Length", "0")

@@ -63,6 +63,11 @@ from trustroute.router.handoff.settings import Backoff
 from trustroute.router.handoff.transfer.hook import HookRejected
 from trustroute.router.handoff.transfer.http_logs import masked_http_logs
 from trustroute.router.handoff.transfer.request import TransferRequest
+from trustroute.router.handoff.transfer.retry_after import (
+    StopWhenAskedToWait,
+    WaitRetryAfter,
+    retry_after_s,
+)
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +92,11 @@ class WebhookRejected(WebhookError, HookRejected):
 
 
 class _Transient(Exception):
-    """A failure worth another attempt."""
+    """A failure worth another attempt (``retry_after``: seconds the receiver asked for)."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class _Message:
@@ -313,7 +322,9 @@ class WebhookHook:
             to = f" to {redact_url(location)}" if location else ""
             raise _Transient(f"HTTP {status}: redirect{to} not followed")
         if status >= 500 or status in _RETRY_STATUSES:
-            raise _Transient(f"HTTP {status}")
+            asked = retry_after_s(response.headers.get("retry-after"))
+            raise _Transient(f"HTTP {status}" if asked is None else
+                             f"HTTP {status} (retry after {asked:.0f} s)", asked)
         raise WebhookRejected(
             f"POST {redact_url(self.settings.url)} was rejected with HTTP {status}; not retried"
         )
@@ -326,10 +337,10 @@ class WebhookHook:
     # -- delivery --------------------------------------------------------------------------
     def _retry_options(self) -> dict[str, Any]:
         return {
-            "stop": stop_after_attempt(self.settings.attempts),
-            "wait": wait_exponential(
-                multiplier=self.settings.backoff_s, max=self.settings.max_backoff_s
-            ),
+            "stop": stop_after_attempt(self.settings.attempts)
+            | StopWhenAskedToWait(self.settings.max_backoff_s),
+            "wait": WaitRetryAfter(wait_exponential(multiplier=self.settings.backoff_s,
+                                                    max=self.settings.max_backoff_s)),
             "retry": retry_if_exception_type(_Transient),
             "before_sleep": self._log_retry,
             "retry_error_callback": self._give_up,
