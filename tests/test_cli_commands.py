@@ -48,7 +48,9 @@ def test_init_then_route_uses_the_written_config(capsys: pytest.CaptureFixture[s
     # writer, generalist, budget accept support; coder (code, math) and analyst do not
     assert {c["agent_id"] for c in decision["candidates"]} == {"writer", "generalist",
                                                                  "budget"}
-    assert (workdir / ".trustroute" / "db").exists()  # the config's default store
+    assert not (workdir / ".trustroute").exists()  # a preview creates no store ...
+    assert run(capsys, "record", "writer", "support", "--success").code == 0
+    assert (workdir / ".trustroute" / "db").exists()  # ... a write creates the default
 
 
 def test_route_shows_ranked_candidates_with_components_and_reasons(
