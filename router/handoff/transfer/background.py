@@ -82,26 +82,29 @@ class BackgroundDelivery:
             self._queued.add(request.request_id)
             return True
 
-    def start(self) -> None:
-        """Start the worker now (else the first ``submit`` does): it sweeps at once."""
+    def start(self, first_sweep_s: float = 0.0) -> None:
+        """Start the worker now (else the first ``submit`` does); its first sweep comes
+        ``first_sweep_s`` from now."""
         with self._lock:
             if self._thread is None or not self._thread.is_alive() or self._stop.is_set():
-                self._start()
+                self._start(first_sweep_s)
 
-    def _start(self) -> None:
+    def _start(self, first_sweep_s: float = 0.0) -> None:
         """A new thread with its own queue (a closed one's thread may still be in a hook)."""
         self._stop = threading.Event()
         self._queue = queue.Queue(self._queue.maxsize)
         self._thread = threading.Thread(
-            target=self._run, args=(self._stop, self._queue), daemon=True,
+            target=self._run, args=(self._stop, self._queue, first_sweep_s), daemon=True,
             name="trustroute-handoff",
         )
         self._thread.start()
         _running.add(self)
 
-    def _run(self, stop: threading.Event, jobs: queue.Queue[_Job | None]) -> None:
+    def _run(self, stop: threading.Event, jobs: queue.Queue[_Job | None],
+             first_sweep_s: float) -> None:
         interval = self._dispatcher.settings.dispatch_retry_interval_s
-        next_sweep = time.monotonic()  # at start: what an earlier process left pending
+        # soon after start: what an earlier process left pending
+        next_sweep = time.monotonic() + first_sweep_s
         while not stop.is_set():
             if interval > 0 and time.monotonic() >= next_sweep:
                 self._sweep(interval)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -123,8 +124,11 @@ class TransferDispatcher:
         earlier or crashed process left pending, without waiting for a new hand-off."""
         if self.store is None:
             self.store = store
-        if self.hooks and self.settings.dispatch_retry_interval_s > 0:
-            self._background.start()
+        if self.hooks and (interval := self.settings.dispatch_retry_interval_s) > 0:
+            # at a random moment of the first interval: workers started together (a
+            # deploy) do not all sweep the same rows at once; the first to try a row
+            # marks it, and the others leave it for an interval
+            self._background.start(random.uniform(0.0, interval))
 
     def _ordered(self) -> list[Any]:
         return sorted(self.hooks, key=lambda h: bool(getattr(h, "runs_last", False)))
