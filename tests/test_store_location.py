@@ -225,3 +225,10 @@ def test_a_deprecated_store_option_warns_where_users_see_it() -> None:
         with warnings.catch_warnings(record=True) as seen:
             StoreSettings(sync_lookback_s=5)
     assert any("sync_lookback_s is deprecated" in str(w.message) for w in seen)
+
+
+def test_a_store_path_that_cannot_be_made_is_a_store_error(tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("not a folder")
+    with pytest.raises(StoreUnavailableError, match=r"could not open the embedded store at "
+                                                    r".*afile/db: File exists"):
+        Store(f"surrealkv://{tmp_path / 'afile' / 'db'}")

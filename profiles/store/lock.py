@@ -12,7 +12,7 @@ import fcntl
 import os
 from pathlib import Path
 
-from trustroute.profiles.store.errors import StoreLockedError
+from trustroute.profiles.store.errors import StoreLockedError, StoreUnavailableError
 
 
 class PathLock:
@@ -26,8 +26,13 @@ class PathLock:
 
     def acquire(self) -> None:
         """Take the lock or raise StoreLockedError naming the path and the way out."""
-        self.lock_path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            self.lock_path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:  # a folder that cannot be made or written, a file in the way
+            raise StoreUnavailableError(
+                f"could not open the embedded store at {self.path}: "
+                f"{exc.strerror or exc} ({exc.filename})") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
