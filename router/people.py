@@ -12,6 +12,7 @@ from uuid import UUID
 from trustroute.router.async_twin import in_thread
 from trustroute.router.feedback import giving
 from trustroute.router.feedback.policy import FeedbackPolicy
+from trustroute.router.trust.lifecycle import DecayReport, run_decay
 from trustroute.router.trust.scores import TrustScores
 
 if TYPE_CHECKING:
@@ -19,7 +20,6 @@ if TYPE_CHECKING:
     from trustroute.router.projection import LogProjection
     from trustroute.router.router import AgentRouter
     from trustroute.router.trust.layer import TrustLayer
-    from trustroute.router.trust.lifecycle import DecayReport
 
 
 class TrustMethods:
@@ -79,8 +79,6 @@ class TrustMethods:
 
     def decay(self, *, now: datetime | None = None) -> DecayReport:
         """The weekly trust lifecycle (see router.trust.lifecycle); idempotent per ISO week."""
-        from trustroute.router.trust.lifecycle import run_decay
-
         return run_decay(cast("AgentRouter", self), now=now)
 
     adecay = in_thread(decay)

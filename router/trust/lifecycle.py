@@ -11,12 +11,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trustroute.profiles.records import iso_z, utc_now
-from trustroute.profiles.store import Store
 from trustroute.profiles.store.trust import TrustRepository
-from trustroute.router.router import AgentRouter
 from trustroute.router.trust.book import TrustBook
 from trustroute.router.trust.decay import (
     decay_once,
@@ -26,6 +24,9 @@ from trustroute.router.trust.decay import (
 )
 from trustroute.router.trust.history import history_row
 from trustroute.router.trust.scores import trust_scores
+
+if TYPE_CHECKING:
+    from trustroute.router.router import AgentRouter
 
 
 @dataclass(slots=True)
@@ -46,18 +47,15 @@ class DecayReport:
         return asdict(self)
 
 
-def run_decay(target: AgentRouter | Store, *, now: datetime | None = None,
+def run_decay(router: AgentRouter, *, now: datetime | None = None,
               dry_run: bool = False) -> DecayReport:
-    """Run the weekly trust lifecycle on a router (its settings; it is refreshed after)
-    or directly on a store (a router is opened on it to read the log). ``dry_run``:
-    report what the run would do (the same counts) and write nothing."""
-    if isinstance(target, Store):
-        with AgentRouter(store=target, unknown_agents="allow") as router:
-            return run_decay(router, now=now, dry_run=dry_run)
+    """Run the weekly trust lifecycle on a router's store, with its settings (it is
+    refreshed after). ``dry_run``: report what the run would do (the same counts) and
+    write nothing. For a bare store, open a router on it: ``AgentRouter(store=store,
+    unknown_agents="allow").decay()``."""
     now = now or utc_now()
     if not isinstance(now, datetime) or now.tzinfo is None:
         raise TypeError(f"now must be a timezone-aware datetime, got {now!r}")
-    router = target
     router.flush()
     repo = router.store.repository(TrustRepository)
     report = DecayReport(iso_week(now), dry_run=dry_run)
