@@ -41,7 +41,7 @@ from trustroute.router.handoff.transfer.logging_hook import LoggingHook, Logging
 from trustroute.router.handoff.transfer.webhook import WebhookHook, WebhookSettings
 
 if TYPE_CHECKING:
-    from trustroute.profiles.store import Store
+    pass
 
 HOOK_KINDS = "trustroute.hook_kinds"  # entry-point group: hook kinds built outside router/
 
@@ -114,10 +114,9 @@ HookSpec = Annotated[
 def build_dispatcher(
     hooks: Sequence[HookSpec],
     handoff: HandoffSection | None = None,
-    store: Store | None = None,
     source: Path | None = None,
 ) -> TransferDispatcher:
-    """A dispatcher over the configured hooks (pending requests go to ``store``).
+    """A dispatcher over the configured hooks (the router it is given to binds its store).
 
     ``source`` is the config file they were read from: callable hooks not importable from
     ``sys.path`` are looked for in its folder too.
@@ -127,4 +126,4 @@ def build_dispatcher(
     dupes = sorted(n for n, count in Counter(map(hook_name, built)).items() if count > 1)
     if dupes:
         raise ValueError(f"hooks: names must be unique (set name:), repeated: {', '.join(dupes)}")
-    return TransferDispatcher(built, store=store, settings=handoff)
+    return TransferDispatcher(built, settings=handoff)
