@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from trustroute.router import AgentRouter, NoAgentAvailable
-from trustroute.router.config import ConfigError, load_config
+from trustroute.router.config import ConfigError, RouterConfig, load_config
 from trustroute.router.config.example import EXAMPLE_CONFIG
 
 REPO = Path(__file__).resolve().parents[1]
@@ -57,6 +57,13 @@ def test_example_config_is_valid_and_mirrors_init(monkeypatch: pytest.MonkeyPatc
     assert [a.id for a in config.agents] == ["generalist", "coder", "writer", "analyst",
                                              "budget"]
     assert config.profiles.confidence_ramp == 20
+    # what `trustroute init` writes as active settings are the library's defaults, so a
+    # user's file pins nothing the defaults would not say (a changed default fails here)
+    defaults = RouterConfig()
+    for section in ("profiles", "limits", "strategy", "unknown_agents"):
+        assert getattr(config, section) == getattr(defaults, section), section
+    assert (config.store.namespace, config.store.database) == (
+        defaults.store.namespace, defaults.store.database)
     monkeypatch.setenv("TRUSTROUTE_STORE", "mem://")
     with AgentRouter.from_config(example) as r:
         assert r.store.url == "mem://"
