@@ -93,6 +93,8 @@ def test_a_409_duplicate_counts_as_delivered() -> None:
         ("s3cr3t-plain-text-value", "must be written whsec_<base64 key>"),
         ("whsec_not*base64*at%all", "the part after whsec_ is not base64"),
         ("whsec_", "the key after whsec_ is empty"),
+        ("whsec_" + base64.b64encode(b"sixteen-byte-key").decode(),
+         "the key after whsec_ is 16 bytes; at least 24 random bytes are needed"),
     ],
 )
 def test_a_malformed_secret_sends_nothing_and_stays_pending(

@@ -31,11 +31,7 @@ httpx and httpcore log has URL credentials and queries and header values masked
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import contextlib
-import hashlib
-import hmac
 import json
 import logging
 import os
@@ -68,13 +64,13 @@ from trustroute.router.handoff.transfer.retry_after import (
     WaitRetryAfter,
     retry_after_s,
 )
+from trustroute.router.handoff.transfer.signing import secret_key, sign
 
 log = logging.getLogger(__name__)
 
 ID_HEADER = "webhook-id"
 TIMESTAMP_HEADER = "webhook-timestamp"
 SIGNATURE_HEADER = "webhook-signature"
-SECRET_PREFIX = "whsec_"
 _RETRY_STATUSES = frozenset({408, 425, 429})
 HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # an HTTP token (RFC 9110)
 # 409 Conflict: the receiver already has this webhook-id (a retry that raced a delivery),
@@ -119,27 +115,6 @@ def redact_url(url: str) -> str:
     """The URL without user:password and without the query string (tokens often live there)."""
     parts = urlsplit(url)
     return urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, "", ""))
-
-
-def secret_key(secret: str) -> bytes:
-    """The HMAC key of a Standard Webhooks secret ``whsec_<base64>``; ValueError (never
-    echoing the secret) when it is not one."""
-    if not secret.startswith(SECRET_PREFIX):
-        raise ValueError(f"must be written {SECRET_PREFIX}<base64 key>")
-    encoded = secret[len(SECRET_PREFIX) :].strip()
-    try:  # unpadded base64 is common; the key is what the padding completes
-        key = base64.b64decode(encoded + "=" * (-len(encoded) % 4), validate=True)
-    except (binascii.Error, ValueError):
-        raise ValueError(f"the part after {SECRET_PREFIX} is not base64") from None
-    if not key:
-        raise ValueError(f"the key after {SECRET_PREFIX} is empty")
-    return key
-
-
-def sign(msg_id: str, timestamp: int, body: bytes, key: bytes) -> str:
-    """The ``webhook-signature`` value: ``v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">``."""
-    signed = f"{msg_id}.{timestamp}.".encode() + body
-    return "v1," + base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()).decode()
 
 
 class WebhookSettings(BaseModel):
