@@ -48,6 +48,9 @@ class TransferRequest(BaseModel):
     def _identifier(cls, value: str | None, info: ValidationInfo) -> str | None:
         if value is None or (info.context or {}).get("stored"):
             return value  # a stored row is delivered as it was accepted, by older rules too
+        if info.field_name == "request_id" and "." in value:  # signed as "{id}.{time}.{body}"
+            raise ValueError("request_id must not contain '.' (it is the webhook-id, which "
+                             "Standard Webhooks signatures separate with dots)")
         return check_identifier(value, str(info.field_name))
 
     @classmethod
