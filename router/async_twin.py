@@ -39,8 +39,9 @@ def _undo(undo: Callable[[Any], object], work: asyncio.Future[Any]) -> None:
 
 
 def in_thread(method: Callable[P, R]) -> Callable[P, Coroutine[Any, Any, R]]:
-    """The async twin of a method that touches the store: it runs in a worker thread, so
-    an event loop is never blocked, and is carried out even if the caller is cancelled."""
+    """The async twin of a method that may block (the store, or the router's lock): it
+    runs in a worker thread, so an event loop is never blocked, and is carried out even
+    if the caller is cancelled."""
     async def twin(*args: P.args, **kwargs: P.kwargs) -> R:
         return await carried_out(functools.partial(method, *args, **kwargs))
 

@@ -177,8 +177,8 @@ class AgentRouter(TrustMethods):
 
     @property
     def exploit_only(self) -> bool:
-        """Route only to core/strong-tier agents when any is eligible (the trust layer's
-        tier policy; settable)."""
+        """No exploration (settable): the posterior strategies rank by the lower bound, and
+        the tier policy routes only to core/strong-tier agents when any is eligible."""
         return self.trust_layer.exploit_only
 
     @exploit_only.setter
