@@ -209,17 +209,20 @@ class RoutedTask:
                 self.current = self.router.select(self.task_type, exclude=tuple(self.errors),
                                                   acquire=True)
             except (NoAgentAvailable, AgentAtCapacity) as exc:
-                yield seen, self._wait_or_raise(exc, deadline)
+                yield seen, self._wait_or_raise(exc, deadline, seen)
             else:
                 self.attempt += 1
                 return
 
     def _wait_or_raise(self, error: NoAgentAvailable | AgentAtCapacity,
-                       deadline: float | None) -> float | None:
+                       deadline: float | None, seen: int) -> float | None:
         """Seconds to wait for a released slot (None: no limit) while some untried agent
-        is merely full; otherwise raises ``error``, or the first failure (``_all_failed``)."""
+        is merely full, or was until a slot came free since the try (``seen``: the
+        releases counted before it; the wait then ends at once); otherwise raises
+        ``error``, or the first failure (``_all_failed``)."""
         left = None if deadline is None else deadline - time.monotonic()
-        if (isinstance(error, AgentAtCapacity) or self._at_capacity()) and \
+        freed = self.router.slots.releases != seen
+        if (isinstance(error, AgentAtCapacity) or freed or self._at_capacity()) and \
                 (left is None or left > 0):
             return left
         if not self.errors:
