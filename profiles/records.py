@@ -220,10 +220,10 @@ def check_not_ahead(moment: datetime, field: str, max_clock_skew_s: float,
 def check_metadata(value: Any, where: str, depth: int) -> None:
     """Reject what the store cannot keep exactly: nesting deeper than
     ``MAX_METADATA_DEPTH``, integers past 64 bits, non-finite numbers, non-string keys
-    and NUL characters; the error names the path to the value."""
-    if depth > MAX_METADATA_DEPTH:
-        root = where.split(".")[0].split("[")[0]
-        raise ValueError(f"{root}: nested deeper than {MAX_METADATA_DEPTH} levels")
+    and NUL characters; the error names the path to the value. Mappings and lists count
+    as levels (``metadata`` itself is level 1), as in config files."""
+    if depth > MAX_METADATA_DEPTH and isinstance(value, dict | list | tuple):
+        raise ValueError(f"nested deeper than {MAX_METADATA_DEPTH} levels")
     if isinstance(value, dict):
         for key, item in value.items():
             if not isinstance(key, str) or "\x00" in key:

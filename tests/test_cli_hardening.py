@@ -56,7 +56,7 @@ ROW = '{"agent_id": "a", "task_type": "t", "success": true'
      + deep_object(DEEP).replace('"', '""') + '"',
      "line 2: metadata: nested deeper than 32 levels"),
     ("deep40.jsonl", f'{ROW}, "metadata": {deep_object(40)}}}',
-     "line 1: metadata: metadata: nested deeper than 32 levels"),
+     "line 1: metadata: nested deeper than 32 levels"),
     ("bool.jsonl", '{"agent_id": "a", "task_type": "t", "success": "maybe"}',
      "line 1: success: expected true/false"),
 ])

@@ -244,3 +244,10 @@ def test_async_twins_show_the_signature_of_what_they_run() -> None:
     for twin in (AgentRouter.arecord, AgentRouter.afeedback, AgentRouter.arecord_many):
         assert "self" in inspect.signature(twin).parameters  # not (*args, **kwargs)
     assert "success" in inspect.signature(AgentRouter.arecord).parameters
+
+
+def test_metadata_nests_32_levels_as_a_config_file_does(router: AgentRouter) -> None:
+    # nested(31) is metadata (level 1) holding 31 more mappings: 32 levels in all
+    router.record(agent_id="a", task_type="code", success=True, metadata=nested(31))
+    with pytest.raises(InvalidRecord, match=r"^metadata: nested deeper than 32 levels$"):
+        router.record(agent_id="a", task_type="code", success=True, metadata=nested(32))

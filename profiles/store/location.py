@@ -92,5 +92,5 @@ def parse_store_url(url: str | None, *, base_dir: Path | None = None) -> StoreLo
         path = path.resolve()
         return StoreLocation(scheme, f"{scheme}://{path}", path)
     raise InvalidStoreURL(
-        f"store URL scheme {scheme!r} is not supported; use surrealkv://, mem://, ws:// or wss://"
-    )
+        f"store URL scheme {scheme!r} is not supported; use surrealkv://, mem://, ws://, "
+        "wss://, http:// or https://")
