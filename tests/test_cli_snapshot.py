@@ -130,11 +130,17 @@ def test_the_cli_as_a_separate_process_reads_the_snapshot(app: tuple[App, str],
 
 
 def test_a_write_command_says_it_needs_the_lock(capsys: pytest.CaptureFixture[str],
-                                                app: tuple[App, str]) -> None:
+                                                app: tuple[App, str], tmp_path: Path) -> None:
     proc, url = app
     proc.round(2)
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"agent_id": "coder", "task_type": "code", "success": true}\n')
+    labelled = tmp_path / "labelled.jsonl"
+    labelled.write_text('{"scores": [0.9], "needs_human": false}\n'
+                        '{"scores": [0.2], "needs_human": true}\n')
     for argv in (["record", "coder", "code", "--success"], ["decay"],
-                 ["review", "coder", "code", "--approve"], ["handoffs", "--retry"]):
+                 ["review", "coder", "code", "--approve"], ["handoffs", "--retry"],
+                 ["import", str(rows)], ["calibrate-handoff", str(labelled), "--name", "x"]):
         result = run(capsys, *argv, "--store", url)
         assert result.code == 2
         line = result.error_line

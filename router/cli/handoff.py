@@ -146,7 +146,7 @@ def calibrate_handoff(
     report = tuned.calibration
     assert report is not None
     if name is not None:
-        with settings.build_router() as router:
+        with open_router(config, store, settings) as router:
             tuned.save(router.store, name)
             where = router.store.url
     if as_json:

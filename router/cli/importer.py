@@ -14,6 +14,7 @@ from trustroute.router.cli.base import (
     err_console,
     json_option,
     load_router_config,
+    open_router,
     print_json,
     router_options,
 )
@@ -46,7 +47,7 @@ def import_executions(file: Path, fmt: str | None, batch_size: int, config: Path
     # pass 1 checks every row: a bad one stops the import here, before anything is written
     cfg = load_router_config(config, store)
     rows = sum(1 for _ in iter_executions(file, fmt, check=cfg.profiles.admit))
-    with cfg.build_router() as router:
+    with open_router(config, store, cfg) as router:  # a store held elsewhere: says so
         imported = 0
         with Progress(TextColumn("importing"), BarColumn(), MofNCompleteColumn(),
                       TimeRemainingColumn(), console=err_console,
