@@ -285,7 +285,7 @@ def test_request_validation() -> None:
         make_request(timestamp=datetime(2024, 1, 1))
     with pytest.raises(ValueError, match="extra"):
         TransferRequest(reason="x", colour="blue")  # type: ignore[call-arg]
-    with pytest.raises(ValueError, match="request_id must not contain '.'"):
+    with pytest.raises(ValueError, match=r"request_id must not contain '\.'"):
         make_request(request_id="ticket.42")  # the webhook-id of a dotted signature
     payload = make_request(diagnostics={"obj": object()}).payload()
     assert isinstance(payload["diagnostics"]["obj"], str)
