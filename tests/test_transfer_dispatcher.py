@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from typing import Any
 
 import pytest
+from surreal_fixtures import Target
 
 from trustroute.profiles.store import Store
 from trustroute.profiles.store.handoffs import HandoffRepository
@@ -352,8 +354,46 @@ def test_a_sweep_goes_past_a_refused_row_and_one_hook_down_starves_no_other() ->
         # two rows a hook: desk's refused one then "a"; chat stops at its first failure
         assert dispatcher.retry_stale(0, limit=2) == (1, 2)
         assert (desk.got, chat.got) == (["a"], [])
-        chat.up = True
-        assert dispatcher.retry_stale(0, limit=2) == (2, 2)  # each past its refused row
-        assert (desk.got, chat.got) == (["a", "b"], ["a"])
-        assert dispatcher.retry_pending() == (3, 2)  # still pending: the two refused rows
-        assert (desk.got, sorted(chat.got)) == (["a", "b", "c"], ["a", "b", "c"])
+        chat.up = True  # least recently tried first: the refused row waits its turn
+        assert dispatcher.retry_stale(0, limit=2) == (4, 0)
+        assert (desk.got, chat.got) == (["a", "b", "c"], ["a", "b"])
+        assert dispatcher.retry_pending() == (1, 2)  # still pending: the two refused rows
+        assert chat.got == ["a", "b", "c"]
+
+
+def test_sweeps_of_several_workers_send_each_row_once() -> None:
+    got: list[str] = []
+    lock = threading.Lock()
+
+    def desk(request: TransferRequest) -> None:
+        time.sleep(0.005)  # a sweep is still sending when the others read the same rows
+        with lock:
+            got.append(request.request_id)
+
+    with Store("mem://") as store:
+        down = TransferDispatcher([Flaky(99, answer=None)], store=store, attempts=1,
+                                  delivery="sync")
+        down.hooks[0].name = "desk"
+        left = [down.dispatch(make_request()).request.request_id for _ in range(30)]
+        time.sleep(0.3)
+        workers = [TransferDispatcher([CallableHook(desk, name="desk")], store=store)
+                   for _ in range(3)]
+        sweeps = [threading.Thread(target=w.retry_stale, args=(0.2,)) for w in workers]
+        for sweep in sweeps:
+            sweep.start()
+        for sweep in sweeps:
+            sweep.join(30)
+    assert sorted(got) == sorted(left)  # each delivered, and once
+
+
+def test_a_sweep_reads_the_age_of_rows_by_the_database_clock(surreal: Target) -> None:
+    surreal.fixture.shift_clock(120)  # the database's clock runs 2 minutes ahead of ours
+    got: list[str] = []
+    with Store(surreal.url, **surreal.options()) as store:
+        down = TransferDispatcher([Flaky(99)], store=store, attempts=1, delivery="sync")
+        left = down.dispatch(make_request()).request.request_id
+        time.sleep(0.3)
+        up = TransferDispatcher([CallableHook(lambda r: got.append(r.request_id),
+                                              name="flaky")], store=store)
+        assert up.retry_stale(0.2) == (1, 0)  # by our clock the row is from the future
+    assert got == [left]

@@ -32,6 +32,7 @@ from trustroute.profiles.store.params import storable
 
 PENDING_STATUSES = ("pending", "delivered", "resolved")  # the order a row moves in
 _ROW = "type::thing('handoff_pending', [$rid, $hook])"
+_AGO = "time::now() - duration::from::millis($ms)"  # the database's clock, not the caller's
 _COLUMNS = (
     "request_id, hook, request, reason, task_type, error, attempts, status, created_at, "
     "updated_at, delivered_at, resolved_at"
@@ -182,8 +183,30 @@ DEFINE FIELD IF NOT EXISTS created_at ON handoff_calibration TYPE datetime;
             {"status": status, "hooks": list(hooks or []), "before": before,
              "limit": int(limit)},
         )[0]
-        return [{**r, "request": json.loads(r["request"]), "error": r.get("error") or None}
-                for r in rows]
+        return _requests(rows)
+
+    def due(self, hook: str, unchanged_s: float, limit: int = 100) -> list[dict[str, Any]]:
+        """A retry sweep's rows: ``hook``'s pending rows unchanged for ``unchanged_s`` by
+        the database's clock (the one that stamped them, whatever the caller's says),
+        least recently tried first, so rows refused again and again wait their turn
+        behind rows not tried for longer and never starve them."""
+        rows = self._conn.run(
+            f"SELECT {_COLUMNS} FROM handoff_pending WHERE status = 'pending' AND hook = $hook "
+            f"AND updated_at < {_AGO} ORDER BY updated_at LIMIT $limit;",
+            {"hook": hook, "ms": round(unchanged_s * 1000), "limit": int(limit)},
+        )[0]
+        return _requests(rows)
+
+    def claim(self, request_id: str, hook: str, unchanged_s: float = 0.0) -> bool:
+        """Take one row for a try (compare and set): its ``updated_at`` moves to now only
+        while it is pending and unchanged for ``unchanged_s``, so a sweep of another
+        process that read the same row finds it changed and leaves it. True: try it."""
+        rows = self._conn.run(
+            f"UPDATE {_ROW} SET updated_at = time::now() WHERE status = 'pending' "
+            f"AND updated_at < {_AGO} RETURN status;",
+            {"rid": request_id, "hook": hook, "ms": round(unchanged_s * 1000)},
+        )[0]
+        return bool(rows)
 
     def pending_by_hook(self, exclude: Sequence[str] = ()) -> dict[str, int]:
         """How many pending rows each hook has, leaving out the hooks in ``exclude``."""
@@ -286,3 +309,9 @@ DEFINE FIELD IF NOT EXISTS created_at ON handoff_calibration TYPE datetime;
 def _check_status(status: str) -> None:
     if status not in PENDING_STATUSES:
         raise ValueError(f"status must be one of {', '.join(PENDING_STATUSES)}, got {status!r}")
+
+
+def _requests(rows: Sequence[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    """Pending rows as callers read them: the request parsed, no error as None."""
+    return [{**r, "request": json.loads(r["request"]), "error": r.get("error") or None}
+            for r in rows or []]

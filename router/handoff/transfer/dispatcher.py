@@ -30,7 +30,6 @@ import asyncio
 import logging
 import random
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from tenacity import (
@@ -379,8 +378,7 @@ class TransferDispatcher:
         """The background worker's retry (``redelivery``): pending rows of configured hooks
         unchanged for ``older_than_s``, not in ``skip``; a hook whose receiver looks down
         is left at its first failure."""
-        before = datetime.now(UTC) - timedelta(seconds=older_than_s)
-        return redeliver(self, limit, before=before, skip=skip, stop_at_failure=True)
+        return redeliver(self, limit, unchanged_s=older_than_s, skip=skip)
 
     def unconfigured_pending(self) -> dict[str, int]:
         """Pending rows of hooks this dispatcher does not have, counted per hook name."""
