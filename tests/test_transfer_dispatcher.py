@@ -397,3 +397,32 @@ def test_a_sweep_reads_the_age_of_rows_by_the_database_clock(surreal: Target) ->
                                               name="flaky")], store=store)
         assert up.retry_stale(0.2) == (1, 0)  # by our clock the row is from the future
     assert got == [left]
+
+
+class Busy(Exception):
+    """A receiver's 'come back later', as a WebhookError carries a Retry-After."""
+
+    def __init__(self, retry_after: float) -> None:
+        super().__init__(f"busy, retry after {retry_after:g} s")
+        self.retry_after = retry_after
+
+
+def test_a_sweep_waits_as_long_as_the_receiver_asked() -> None:
+    asked = {"soon": 0.3, "later": 3600.0}
+    got: list[str] = []
+
+    def busy(request: TransferRequest) -> None:
+        raise Busy(asked[request.reason or ""])
+
+    with Store("mem://") as store:
+        first = TransferDispatcher([CallableHook(busy, name="desk")], store=store,
+                                   attempts=1, delivery="sync")
+        for reason in asked:
+            first.dispatch(make_request().model_copy(update={"reason": reason}))
+        time.sleep(0.5)
+        sweeper = TransferDispatcher([CallableHook(lambda r: got.append(r.reason or ""),
+                                                   name="desk")], store=store)
+        assert sweeper.retry_stale(0.1) == (1, 0)  # the other is held for an hour
+        assert got == ["soon"]
+        assert [r["reason"] for r in store.repository(HandoffRepository).pending()] == [
+            "later"]  # still pending, shown, not lost

@@ -291,6 +291,8 @@ def test_retry_after_is_waited_for_and_a_long_one_is_left_to_the_sweep() -> None
     gmt = email.utils.formatdate(time.time() + 3600, usegmt=True)
     with webhook_receiver([Throttle(gmt, status=503)]) as server:
         hook = WebhookHook(server.url, attempts=5, backoff_s=0.01, max_backoff_s=5)
-        with pytest.raises(WebhookError, match=r"HTTP 503 \(retry after 3\d{3}(\.\d+)? s\)"):
+        with pytest.raises(WebhookError, match=r"HTTP 503 \(retry after 3\d{3}(\.\d+)? s\)") \
+                as raised:
             hook(request())  # an hour is the sweep's wait, not this thread's
+    assert raised.value.retry_after is not None and raised.value.retry_after > 3000
     assert len(server.received) == 1

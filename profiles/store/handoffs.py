@@ -33,6 +33,7 @@ from trustroute.profiles.store.params import storable
 PENDING_STATUSES = ("pending", "delivered", "resolved")  # the order a row moves in
 _ROW = "type::thing('handoff_pending', [$rid, $hook])"
 _AGO = "time::now() - duration::from::millis($ms)"  # the database's clock, not the caller's
+_NOT_HELD = "(not_before = NONE OR not_before <= time::now())"  # no Retry-After pending
 _COLUMNS = (
     "request_id, hook, request, reason, task_type, error, attempts, status, created_at, "
     "updated_at, delivered_at, resolved_at"
@@ -59,6 +60,8 @@ DEFINE FIELD IF NOT EXISTS created_at ON handoff_pending TYPE datetime;
 DEFINE FIELD IF NOT EXISTS updated_at ON handoff_pending TYPE datetime;
 DEFINE FIELD IF NOT EXISTS delivered_at ON handoff_pending TYPE option<datetime>;
 DEFINE FIELD IF NOT EXISTS resolved_at ON handoff_pending TYPE option<datetime>;
+-- not retried by a sweep before this (a receiver's Retry-After); absent: due by age alone
+DEFINE FIELD IF NOT EXISTS not_before ON handoff_pending TYPE option<datetime>;
 DEFINE INDEX IF NOT EXISTS handoff_pending_status ON handoff_pending FIELDS status;
 
 DEFINE TABLE IF NOT EXISTS handoff_decision SCHEMAFULL;
@@ -112,13 +115,17 @@ DEFINE FIELD IF NOT EXISTS created_at ON handoff_calibration TYPE datetime;
         )[0]
         return str(rows[0]["status"])
 
-    def mark_failed(self, request_id: str, hook: str, *, error: str, attempts: int) -> bool:
+    def mark_failed(self, request_id: str, hook: str, *, error: str, attempts: int,
+                    retry_after_s: float | None = None) -> bool:
         """Count ``attempts`` more failed tries and keep ``error`` as the last one, only
-        while the row is pending (a delivered or resolved row stays so). True: applied."""
+        while the row is pending (a delivered or resolved row stays so); no sweep tries it
+        again before ``retry_after_s`` (what the receiver asked). True: applied."""
         return self._update(
             request_id, hook, "pending",
-            "error = $error, attempts += $attempts, updated_at = time::now()",
-            {"error": storable(error), "attempts": int(attempts)},
+            "error = $error, attempts += $attempts, updated_at = time::now(), "
+            "not_before = time::now() + duration::from::millis($wait)",
+            {"error": storable(error), "attempts": int(attempts),
+             "wait": max(0, round((retry_after_s or 0.0) * 1000))},
         )
 
     def mark_delivered(self, request_id: str, hook: str, attempts: int = 0) -> bool:
@@ -192,7 +199,7 @@ DEFINE FIELD IF NOT EXISTS created_at ON handoff_calibration TYPE datetime;
         behind rows not tried for longer and never starve them."""
         rows = self._conn.run(
             f"SELECT {_COLUMNS} FROM handoff_pending WHERE status = 'pending' AND hook = $hook "
-            f"AND updated_at < {_AGO} ORDER BY updated_at LIMIT $limit;",
+            f"AND updated_at < {_AGO} AND {_NOT_HELD} ORDER BY updated_at LIMIT $limit;",
             {"hook": hook, "ms": round(unchanged_s * 1000), "limit": int(limit)},
         )[0]
         return _requests(rows)
@@ -203,7 +210,7 @@ DEFINE FIELD IF NOT EXISTS created_at ON handoff_calibration TYPE datetime;
         process that read the same row finds it changed and leaves it. True: try it."""
         rows = self._conn.run(
             f"UPDATE {_ROW} SET updated_at = time::now() WHERE status = 'pending' "
-            f"AND updated_at < {_AGO} RETURN status;",
+            f"AND updated_at < {_AGO} AND {_NOT_HELD} RETURN status;",
             {"rid": request_id, "hook": hook, "ms": round(unchanged_s * 1000)},
         )[0]
         return bool(rows)

@@ -200,7 +200,8 @@ class TransferDispatcher:
         text = f"{type(error).__name__}: {error}"
         log.warning("transfer hook %s failed after %d attempt(s): %s", name, attempts, text)
         return HookDelivery(name, False, attempts, error=text,
-                            rejected=isinstance(error, HookRejected))
+                            rejected=isinstance(error, HookRejected),
+                            retry_after=getattr(error, "retry_after", None))
 
     def _prepared(self, request: TransferRequest) -> TransferRequest:
         """The request every hook receives: each hook's ``prepare_request`` may settle it
@@ -339,7 +340,8 @@ class TransferDispatcher:
                     "pending"
                 ):
                     repo.mark_failed(request.request_id, delivery.hook, error=error,
-                                     attempts=delivery.attempts)
+                                     attempts=delivery.attempts,
+                                     retry_after_s=delivery.retry_after)
                 return True
             except Exception as exc:  # the store itself failed: fall through, keep it
                 if stored:  # its rows are there already, pending: only this error is lost

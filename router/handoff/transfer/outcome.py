@@ -18,6 +18,7 @@ class HookDelivery:
     error: str | None = None
     response: Any = None
     rejected: bool = False  # the receiver refused this request (``HookRejected``)
+    retry_after: float | None = None  # seconds the receiver asked to wait before a retry
 
 
 @dataclass(frozen=True, slots=True)

@@ -80,7 +80,12 @@ _SOCKET_EVENTS = frozenset({"connection.connect_tcp.complete", "connection.start
 
 
 class WebhookError(RuntimeError):
-    """A webhook delivery failed for good (after retries, or rejected by the receiver)."""
+    """A webhook delivery failed for good (after retries, or rejected by the receiver).
+    ``retry_after``: the seconds the receiver last asked to wait (the sweep honours it)."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class WebhookRejected(WebhookError, HookRejected):
@@ -335,7 +340,8 @@ class WebhookHook:
         exc = state.outcome.exception() if state.outcome else None
         raise WebhookError(
             f"POST {redact_url(self.settings.url)} failed after "
-            f"{state.attempt_number} attempt(s): {exc}"
+            f"{state.attempt_number} attempt(s): {exc}",
+            retry_after=getattr(exc, "retry_after", None),
         )
 
     def _delivered(self, request: TransferRequest, status: int) -> int:
