@@ -5,18 +5,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-import time
 from typing import Any
 
 import pytest
-from surreal_fixtures import Target
 
 from trustroute.profiles.store import Store
 from trustroute.profiles.store.handoffs import HandoffRepository
 from trustroute.router import AgentRouter
 from trustroute.router.handoff.transfer import (
     CallableHook,
-    HookRejected,
     LoggingHook,
     TransferDispatcher,
     TransferHook,
@@ -217,56 +214,6 @@ def test_keyboard_interrupt_is_not_retried() -> None:
     assert calls == 1
 
 
-def test_retry_pending_delivers_and_closes() -> None:
-    flaky = Flaky(failures=3)
-    with Store("mem://") as store:
-        dispatcher = TransferDispatcher([flaky], store=store, backoff_s=0, delivery="sync")
-        req = make_request()
-        assert dispatcher.dispatch(req).pending
-        assert [r["request_id"] for r in dispatcher.pending()] == [req.request_id]
-        assert dispatcher.retry_pending() == (1, 0)
-        repo = store.repository(HandoffRepository)
-        assert repo.pending() == []
-        assert repo.pending("delivered")[0]["request_id"] == req.request_id
-
-
-def test_retry_pending_keeps_failures_and_unknown_hooks() -> None:
-    with Store("mem://") as store:
-        TransferDispatcher([Flaky(99)], store=store, backoff_s=0,
-                           delivery="sync").dispatch(make_request())
-        TransferDispatcher(store=store, delivery="sync").dispatch(make_request())  # "(no hook)" row
-        again = TransferDispatcher([Flaky(99)], store=store, backoff_s=0, attempts=2,
-                                   delivery="sync")
-        assert again.retry_pending() == (0, 2)
-        rows = {r["hook"]: r for r in again.pending()}
-    assert rows["flaky"]["attempts"] == 5
-
-
-def test_retry_delivers_rows_stored_before_the_identifier_rules_and_skips_unreadable(
-        caplog: pytest.LogCaptureFixture) -> None:
-    """A row an older version accepted (a control character in its task type) is still
-    delivered as it was; a row whose request cannot be read stays pending without
-    holding up the others."""
-    got: list[TransferRequest] = []
-    old = make_request().payload() | {"task_type": "billing\x07"}
-    broken = make_request().payload() | {"confidence": 7.0}  # not a probability
-    ok = make_request()
-    with Store("mem://") as store:
-        repo = store.repository(HandoffRepository)
-        for row in (old, broken, ok.payload()):
-            repo.save_pending(row, hook="desk", error="receiver down")
-        dispatcher = TransferDispatcher([CallableHook(got.append, name="desk")], store=store,
-                                        delivery="sync")
-        with caplog.at_level(logging.ERROR):
-            assert dispatcher.retry_pending() == (2, 1)
-        assert sorted(r.request_id for r in got) == sorted([old["request_id"], ok.request_id])
-        assert {r.task_type for r in got} == {"billing\x07", None}
-        assert [r["request_id"] for r in repo.pending()] == [broken["request_id"]]
-    assert f"hand-off {broken['request_id']}: stored request unreadable" in caplog.text
-    with pytest.raises(ValueError, match="task_type must not contain control characters"):
-        TransferRequest(input="x", reason="r", task_type="billing\x07")  # new ones: refused
-
-
 def test_logging_hook_leaves_the_input_out_by_default(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO)
     LoggingHook()(make_request(confidence=0.25))
@@ -326,103 +273,3 @@ def test_async_paths_write_hand_offs_to_the_store_off_the_event_loop(
         loop = asyncio.run(on_the_loop(lambda: router.aselect("code")))
         router.transfer.join(10)  # type: ignore[union-attr]
     assert writers and loop not in writers  # the hand-off of the abstention
-
-
-class Receiver:
-    """A receiver that is down until ``up``, then refuses the requests whose reason is
-    ``refused`` (an answer: HookRejected) and takes the rest."""
-
-    def __init__(self, name: str) -> None:
-        self.name, self.up, self.got = name, False, []  # type: list[str]
-
-    def __call__(self, request: TransferRequest) -> None:
-        if not self.up:
-            raise ConnectionError(f"{self.name} down")
-        if request.reason == "refused":
-            raise HookRejected(f"{self.name} refused it (HTTP 422)")
-        self.got.append(request.reason)
-
-
-def test_a_sweep_goes_past_a_refused_row_and_one_hook_down_starves_no_other() -> None:
-    desk, chat = Receiver("desk"), Receiver("chat")
-    with Store("mem://") as store:
-        dispatcher = TransferDispatcher([desk, chat], store=store, attempts=1,
-                                        delivery="sync")
-        for reason in ("refused", "a", "b", "c"):  # both receivers down: 8 rows pending
-            dispatcher.dispatch(make_request().model_copy(update={"reason": reason}))
-        desk.up = True  # back, refusing the oldest of its rows; chat stays down
-        # two rows a hook: desk's refused one then "a"; chat stops at its first failure
-        assert dispatcher.retry_stale(0, limit=2) == (1, 2)
-        assert (desk.got, chat.got) == (["a"], [])
-        chat.up = True  # least recently tried first: the refused row waits its turn
-        assert dispatcher.retry_stale(0, limit=2) == (4, 0)
-        assert (desk.got, chat.got) == (["a", "b", "c"], ["a", "b"])
-        assert dispatcher.retry_pending() == (1, 2)  # still pending: the two refused rows
-        assert chat.got == ["a", "b", "c"]
-
-
-def test_sweeps_of_several_workers_send_each_row_once() -> None:
-    got: list[str] = []
-    lock = threading.Lock()
-
-    def desk(request: TransferRequest) -> None:
-        time.sleep(0.005)  # a sweep is still sending when the others read the same rows
-        with lock:
-            got.append(request.request_id)
-
-    with Store("mem://") as store:
-        down = TransferDispatcher([Flaky(99, answer=None)], store=store, attempts=1,
-                                  delivery="sync")
-        down.hooks[0].name = "desk"
-        left = [down.dispatch(make_request()).request.request_id for _ in range(30)]
-        time.sleep(0.3)
-        workers = [TransferDispatcher([CallableHook(desk, name="desk")], store=store)
-                   for _ in range(3)]
-        sweeps = [threading.Thread(target=w.retry_stale, args=(0.2,)) for w in workers]
-        for sweep in sweeps:
-            sweep.start()
-        for sweep in sweeps:
-            sweep.join(30)
-    assert sorted(got) == sorted(left)  # each delivered, and once
-
-
-def test_a_sweep_reads_the_age_of_rows_by_the_database_clock(surreal: Target) -> None:
-    surreal.fixture.shift_clock(120)  # the database's clock runs 2 minutes ahead of ours
-    got: list[str] = []
-    with Store(surreal.url, **surreal.options()) as store:
-        down = TransferDispatcher([Flaky(99)], store=store, attempts=1, delivery="sync")
-        left = down.dispatch(make_request()).request.request_id
-        time.sleep(0.3)
-        up = TransferDispatcher([CallableHook(lambda r: got.append(r.request_id),
-                                              name="flaky")], store=store)
-        assert up.retry_stale(0.2) == (1, 0)  # by our clock the row is from the future
-    assert got == [left]
-
-
-class Busy(Exception):
-    """A receiver's 'come back later', as a WebhookError carries a Retry-After."""
-
-    def __init__(self, retry_after: float) -> None:
-        super().__init__(f"busy, retry after {retry_after:g} s")
-        self.retry_after = retry_after
-
-
-def test_a_sweep_waits_as_long_as_the_receiver_asked() -> None:
-    asked = {"soon": 0.3, "later": 3600.0}
-    got: list[str] = []
-
-    def busy(request: TransferRequest) -> None:
-        raise Busy(asked[request.reason or ""])
-
-    with Store("mem://") as store:
-        first = TransferDispatcher([CallableHook(busy, name="desk")], store=store,
-                                   attempts=1, delivery="sync")
-        for reason in asked:
-            first.dispatch(make_request().model_copy(update={"reason": reason}))
-        time.sleep(0.5)
-        sweeper = TransferDispatcher([CallableHook(lambda r: got.append(r.reason or ""),
-                                                   name="desk")], store=store)
-        assert sweeper.retry_stale(0.1) == (1, 0)  # the other is held for an hour
-        assert got == ["soon"]
-        assert [r["reason"] for r in store.repository(HandoffRepository).pending()] == [
-            "later"]  # still pending, shown, not lost
