@@ -221,15 +221,22 @@ def test_status_all_shows_the_true_fields_of_delivered_rows(tmp_path: Path) -> N
     assert "HTTP 500" not in table
 
 
-def test_the_next_process_retries_what_an_earlier_one_left_pending(kv_url: str) -> None:
+def left_pending_by_an_earlier_process(url: str) -> str:
+    """The id of a hand-off an earlier process stored and failed to deliver (hook
+    ``desk``), unchanged for 0.3 s since."""
     def down(request: TransferRequest) -> None:
         raise ConnectionError("helpdesk down")
 
-    with Store(kv_url) as store:  # an earlier process: its delivery failed
+    with Store(url) as store:
         earlier = TransferDispatcher([CallableHook(down, name="desk")], store=store,
                                      attempts=1, delivery="sync")
         left = earlier.dispatch(TransferRequest(reason="left behind")).request.request_id
     time.sleep(0.3)
+    return left
+
+
+def test_the_next_process_retries_what_an_earlier_one_left_pending(kv_url: str) -> None:
+    left = left_pending_by_an_earlier_process(kv_url)
     got: list[str] = []
     with Store(kv_url) as store:  # the next one retries it as soon as it hands over
         section = HandoffSection(dispatch_retry_interval_s=0.2)
@@ -325,14 +332,7 @@ def test_failing_retry_sweeps_warn_once_not_at_every_sweep(
 
 def test_an_opened_router_retries_what_a_crashed_process_left_without_a_new_hand_off(
         kv_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    def down(request: TransferRequest) -> None:
-        raise ConnectionError("helpdesk down")
-
-    with Store(kv_url) as store:  # the earlier process: its delivery failed
-        earlier = TransferDispatcher([CallableHook(down, name="desk")], store=store,
-                                     attempts=1, delivery="sync")
-        left = earlier.dispatch(TransferRequest(reason="left behind")).request.request_id
-    time.sleep(0.3)
+    left = left_pending_by_an_earlier_process(kv_url)
     config = tmp_path / "router.yaml"  # a command is not the app: it does not deliver
     config.write_text(f"store: {kv_url}\nagents: [a]\nhooks:\n  - type: callable\n"
                       f"    target: {__name__}:forbidden_hook\n    name: desk\n"
