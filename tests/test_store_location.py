@@ -76,7 +76,7 @@ def test_server_urls_lose_trailing_slashes(url: str, given: str) -> None:
 
 def test_retry_bounds_are_settings() -> None:
     settings = StoreSettings()
-    assert (settings.retry_attempts, settings.retry_max_wait_s) == (5, 2.0)
+    assert (settings.retry_attempts, settings.retry_max_wait_s) == (9, 2.0)
     assert (settings.conflict_attempts, settings.reconnect_timeout_s) == (10, 10.0)
     with pytest.raises(ValueError, match="reconnect_timeout_s"):
         StoreSettings(reconnect_timeout_s=-1)

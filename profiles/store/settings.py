@@ -24,7 +24,10 @@ class StoreSettings(BaseModel):
     username: str | None = None
     password: str | None = Field(default=None, repr=False)
     #: Tries to reach a server when the store opens, waits growing up to retry_max_wait_s.
-    retry_attempts: int = Field(default=5, ge=1)
+    #: 9: the waits (0.2 s doubling, at most 2 s) add up to about 9 s, so a worker that
+    #: starts while its server restarts rides out what an open router does
+    #: (reconnect_timeout_s, 10 s) instead of dying after 1.5 s.
+    retry_attempts: int = Field(default=9, ge=1)
     retry_max_wait_s: float = Field(default=2.0, ge=0, allow_inf_nan=False)
     #: Tries of a transaction that lost a read or write conflict to a concurrent writer
     #: (embedded or server). The waits are random and short, 10 ms doubling per try up to
