@@ -233,3 +233,10 @@ def test_config_in_code_has_no_source() -> None:
     config = RouterConfig.model_validate({"agents": ["a"]})
     assert config.source is None
     assert config.strategy.name  # the library default, whatever it is
+
+
+@pytest.mark.parametrize("name", sorted(SAME_CONFIG))
+def test_a_byte_order_mark_is_read_past_in_every_format(tmp_path: Path, name: str) -> None:
+    path = tmp_path / name  # as Windows PowerShell 5 writes text files
+    path.write_bytes(b"\xef\xbb\xbf" + SAME_CONFIG[name].encode("utf-8"))
+    assert load_config(path).seed == 7

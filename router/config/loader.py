@@ -96,8 +96,8 @@ def _read_text(p: Path) -> str:
     if len(raw) > MAX_CONFIG_BYTES:
         raise ConfigError(f"{p}: config file is larger than {MAX_CONFIG_BYTES:,} bytes; a "
                           "router config is a few kilobytes")
-    try:
-        return raw.decode("utf-8")
+    try:  # a byte-order mark (Windows editors write one) is read past in every format
+        return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{p}: not UTF-8 text (byte {exc.start})") from None
 
