@@ -27,12 +27,13 @@ from trustroute.profiles.recency import (
     weighted_expertise,
 )
 from trustroute.profiles.records import ExecutionRecord, check_admissible
+from trustroute.profiles.validation import NumbersNotBools
 
 #: Executions after which a profile's record is complete: its confidence is full.
 CONFIDENCE_RAMP = 20
 
 
-class ProfileSettings(BaseModel):
+class ProfileSettings(NumbersNotBools):
     """Parameters of the profile math (config key ``profiles``; reference values)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)

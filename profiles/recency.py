@@ -13,7 +13,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
+
+from trustroute.profiles.validation import NumbersNotBools
 
 SECONDS_PER_DAY = 86_400.0
 
@@ -22,7 +24,7 @@ SECONDS_PER_DAY = 86_400.0
 WINDOW_SIZE = 100
 
 
-class RecencySettings(BaseModel):
+class RecencySettings(NumbersNotBools):
     """How fast evidence ages when computing expertise (config key ``profiles.recency``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)

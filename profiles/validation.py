@@ -12,7 +12,7 @@ import typing
 from collections.abc import Iterable
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ValidationError, ValidationInfo, field_validator
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -106,3 +106,28 @@ def _under(name: str, problem: str) -> str:
     if not name:
         return problem.removeprefix("<root>: ")
     return f"{name}: {problem.removeprefix('<root>: ')}" if whole else f"{name}.{problem}"
+
+
+class NumbersNotBools(BaseModel):
+    """A settings model whose numbers refuse true/false: pydantic reads ``true`` as 1, so
+    ``max_concurrent: true`` in a config file would quietly mean one at a time."""
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _not_a_bool(cls, value: Any, info: ValidationInfo) -> Any:
+        field = cls.model_fields.get(info.field_name or "")
+        if isinstance(value, bool) and field is not None and _wants_number(field.annotation):
+            raise ValueError(f"expected a number, got {str(value).lower()}")
+        return value
+
+
+def _wants_number(annotation: Any) -> bool:
+    """Whether a field takes numbers and not booleans (through Annotated and unions)."""
+    if annotation is bool:
+        return False
+    if annotation in (int, float):
+        return True
+    args = typing.get_args(annotation)
+    if typing.get_origin(annotation) is typing.Annotated:
+        return _wants_number(args[0])
+    return bool(args) and bool not in args and any(_wants_number(a) for a in args)

@@ -5,15 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from trustroute.profiles.records import check_identifier
-from trustroute.profiles.validation import validated
+from trustroute.profiles.validation import NumbersNotBools, validated
 
 ANY_TASK = "*"
 
 
-class AgentSpec(BaseModel):
+class AgentSpec(NumbersNotBools):
     """One routable agent. A plain id string means: accepts every task type."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")

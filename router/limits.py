@@ -29,19 +29,20 @@ import time
 import uuid
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 from surrealdb import RecordID
 
 from trustroute.profiles.store import Store, StoreUnavailableError
 from trustroute.profiles.store.connection import RetryableConflict
 from trustroute.profiles.store.errors import StoreError
 from trustroute.profiles.store.leases import LeaseRepository
+from trustroute.profiles.validation import NumbersNotBools
 from trustroute.router.errors import AgentAtCapacity, AgentRateLimited
 
 log = logging.getLogger(__name__)
 
 
-class LimitSettings(BaseModel):
+class LimitSettings(NumbersNotBools):
     """How ``max_concurrent`` and ``rpm`` are enforced (the ``limits`` config section)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)

@@ -240,3 +240,17 @@ def test_a_byte_order_mark_is_read_past_in_every_format(tmp_path: Path, name: st
     path = tmp_path / name  # as Windows PowerShell 5 writes text files
     path.write_bytes(b"\xef\xbb\xbf" + SAME_CONFIG[name].encode("utf-8"))
     assert load_config(path).seed == 7
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    ("agents:\n  - {id: a, max_concurrent: true}\n",
+     "agents.0.max_concurrent: expected a number, got true"),
+    ("agents:\n  - {id: a, rpm: true}\n", "agents.0.rpm: expected a number, got true"),
+    ("seed: true\n", "seed: expected a number, got true"),
+    ("profiles: {confidence_ramp: true}\n", "profiles.confidence_ramp: expected a number"),
+    ("feedback: {wait_s: true}\n", "feedback.wait_s: expected a number, got true"),
+    ("trust: {decay: {unseen_days: false}}\n", "trust.decay.unseen_days: expected a number"),
+])
+def test_true_or_false_is_not_a_number(tmp_path: Path, text: str, said: str) -> None:
+    # pydantic would read true as 1: max_concurrent: true would mean one at a time
+    assert said in error_of(write(tmp_path, "router.yaml", text))

@@ -7,13 +7,14 @@ import warnings
 from collections.abc import Iterator
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
 from trustroute.profiles.records import check_identifier
 from trustroute.profiles.store.location import DEFAULT_STORE_URL, redact_credentials
+from trustroute.profiles.validation import NumbersNotBools
 
 
-class StoreSettings(BaseModel):
+class StoreSettings(NumbersNotBools):
     """Store URL, SurrealDB namespace/database, credentials and retry bounds."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)

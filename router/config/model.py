@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import (
-    BaseModel,
     ConfigDict,
     Field,
     PrivateAttr,
@@ -25,7 +24,7 @@ from trustroute.profiles.profile import ProfileSettings
 from trustroute.profiles.store.errors import InvalidStoreURL
 from trustroute.profiles.store.location import parse_store_url
 from trustroute.profiles.store.settings import StoreSettings
-from trustroute.profiles.validation import describe_validation_error
+from trustroute.profiles.validation import NumbersNotBools, describe_validation_error
 from trustroute.router.agents import AgentSpec
 from trustroute.router.config.loader import ConfigError, read_mapping
 from trustroute.router.config.secrets import mask_credentials, secret_values
@@ -40,7 +39,7 @@ from trustroute.router.trust.abstention import AbstentionPolicy
 from trustroute.router.trust.options import TrustOptions
 
 
-class Section(BaseModel):
+class Section(NumbersNotBools):
     """Base of every config section: strict about unknown keys."""
 
     model_config = ConfigDict(extra="forbid")

@@ -19,9 +19,10 @@ import math
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
 from trustroute.profiles.records import check_finite
+from trustroute.profiles.validation import NumbersNotBools
 from trustroute.router.options import options_of
 
 Default = Literal["outcome", "ignore"] | float
@@ -29,7 +30,7 @@ Default = Literal["outcome", "ignore"] | float
 EVALUATOR_KEY = "evaluator"
 
 
-class KeyPolicy(BaseModel):
+class KeyPolicy(NumbersNotBools):
     """How one feedback key counts: its weight in the mean and the range of its scores."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -50,7 +51,7 @@ class KeyPolicy(BaseModel):
         return value
 
 
-class FeedbackPolicy(BaseModel):
+class FeedbackPolicy(NumbersNotBools):
     """When a run's quality is settled and how verdicts combine (docs/feedback.md)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)

@@ -24,7 +24,7 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from trustroute.profiles.validation import validated
+from trustroute.profiles.validation import NumbersNotBools, validated
 from trustroute.router.handoff.messages import normalise_locale
 
 Finite = Annotated[float, Field(allow_inf_nan=False)]
@@ -38,7 +38,7 @@ Count = Annotated[int, Field(ge=0)]
 Locale = Annotated[str, AfterValidator(normalise_locale)]  # "zh-CN" -> "zh"; unknown: error
 
 
-class RetrievalConfidenceConfig(BaseModel):
+class RetrievalConfidenceConfig(NumbersNotBools):
     """Thresholds and formula constants; defaults are the reference design's."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -130,7 +130,7 @@ def coerce_config(config: Any = None, **overrides: Any) -> RetrievalConfidenceCo
     return validated(RetrievalConfidenceConfig, {k: v for k, v in data.items() if k in _FIELDS})
 
 
-class HandoffSection(BaseModel):
+class HandoffSection(NumbersNotBools):
     """The ``handoff:`` section: which thresholds to use, what to say, how to dispatch.
 
     Precedence for the thresholds: reference defaults, then the named ``calibration``

@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
+from trustroute.profiles.validation import NumbersNotBools
 from trustroute.router.errors import RouterError
 from trustroute.router.stats import Z95
 
@@ -20,7 +21,7 @@ class InvalidStrategyParams(RouterError, ValueError):
     """A strategy parameter is unknown, of the wrong type or out of range."""
 
 
-class PosteriorParams(BaseModel):
+class PosteriorParams(NumbersNotBools):
     """Knobs of the pooled, discounted Beta posterior and of how arms are ranked."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")

@@ -8,10 +8,12 @@ is written once. Unknown keys are an error, values are checked, instances are fr
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
+
+from trustroute.profiles.validation import NumbersNotBools
 
 
-class Settings(BaseModel):
+class Settings(NumbersNotBools):
     """Strict, immutable settings: unknown keys, NaN and infinities are rejected."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)

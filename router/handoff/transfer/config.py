@@ -29,7 +29,7 @@ from collections import Counter
 from collections.abc import Sequence
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
@@ -39,9 +39,6 @@ from trustroute.router.handoff.transfer.dispatcher import TransferDispatcher
 from trustroute.router.handoff.transfer.hook import hook_name
 from trustroute.router.handoff.transfer.logging_hook import LoggingHook, LoggingSettings
 from trustroute.router.handoff.transfer.webhook import WebhookHook, WebhookSettings
-
-if TYPE_CHECKING:
-    pass
 
 HOOK_KINDS = "trustroute.hook_kinds"  # entry-point group: hook kinds built outside router/
 
