@@ -23,7 +23,6 @@ import json
 import math
 import uuid
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from typing import Any
 
 from trustroute.profiles.records import check_identifier
@@ -167,11 +166,10 @@ DEFINE FIELD IF NOT EXISTS created_at ON handoff_calibration TYPE datetime;
         limit: int = 100,
         *,
         hooks: Sequence[str] | None = None,
-        before: datetime | None = None,
     ) -> list[dict[str, Any]]:
         """Stored transfers with ``status`` (None: every status), oldest first; only those
-        of ``hooks`` when given, only those last changed before ``before`` when given.
-        ``error`` is None on a row that has none (delivered, or not tried yet)."""
+        of ``hooks`` when given (``due`` gives a retry sweep's). ``error`` is None on a row
+        that has none (delivered, or not tried yet)."""
         if status is not None:
             _check_status(status)
         where = [
@@ -179,7 +177,6 @@ DEFINE FIELD IF NOT EXISTS created_at ON handoff_calibration TYPE datetime;
             for clause, given in (
                 ("status = $status", status),
                 ("hook INSIDE $hooks", hooks is not None),
-                ("updated_at < $before", before is not None),
             )
             if given
         ]
@@ -187,8 +184,7 @@ DEFINE FIELD IF NOT EXISTS created_at ON handoff_calibration TYPE datetime;
             f"SELECT {_COLUMNS} FROM handoff_pending"
             f"{' WHERE ' + ' AND '.join(where) if where else ''} ORDER BY created_at "
             "LIMIT $limit;",
-            {"status": status, "hooks": list(hooks or []), "before": before,
-             "limit": int(limit)},
+            {"status": status, "hooks": list(hooks or []), "limit": int(limit)},
         )[0]
         return _requests(rows)
 
