@@ -144,10 +144,14 @@ def test_record_then_profiles_persist_across_invocations(
 
 def test_record_is_idempotent_by_record_id(capsys: pytest.CaptureFixture[str],
                                            kv_url: str) -> None:
-    args = ("record", "a", "t", "--success", "--record-id", "retry-1", "--store", kv_url)
-    assert run(capsys, *args, "--json").json()["stored"] is True
-    again = run(capsys, *args)
+    args = ("record", "a", "t", "--record-id", "retry-1", "--store", kv_url)
+    assert run(capsys, *args, "--success", "--json").json()["stored"] is True
+    again = run(capsys, *args, "--success")
     assert again.code == 0 and "already stored" in again.out
+    # a retry that says otherwise changes nothing, and --json shows what is stored
+    other = run(capsys, *args, "--failure", "--quality", "0.1", "--json").json()
+    assert other["stored"] is False
+    assert (other["record"]["success"], other["record"]["quality"]) == (True, 1.0)
     assert run(capsys, "profiles", "--store", kv_url, "--json").json()[0][
         "executions_total"] == 1
 

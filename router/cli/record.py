@@ -57,8 +57,9 @@ def record(agent: str, task_type: str, success: bool, failure: bool, quality: fl
         try:
             router.record(rec)
             stored = True
-        except DuplicateRecord:  # a retry of a stored id: done already
+        except DuplicateRecord:  # a retry of a stored id: done already; show what is stored
             stored = False
+            rec = router.store.executions.stored([rec.record_id])[rec.record_id].record
         profile = router.profile(agent, task_type)
         run = router.projection.feedback.run(rec.record_id)  # as the router placed it
         awaiting = run is not None and run.pending  # no quality yet (docs/feedback.md)
