@@ -10,11 +10,12 @@ a record that was not committed.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, cast, runtime_checkable
 
 from trustroute.profiles.book import Committed, ProfileBook
 from trustroute.profiles.profile import ProfileSettings, WindowEntry
 from trustroute.profiles.records import utc_now
+from trustroute.router.strategies.base import AmendingStrategy, PreparingStrategy
 
 if TYPE_CHECKING:
     from trustroute.profiles.store import Store
@@ -48,6 +49,8 @@ class StrategyLearner:
         self.strategy = strategy
         self.book = book
         self.feedback = feedback
+        self._prepares = isinstance(strategy, PreparingStrategy)  # checked once: it is slow
+        self._amends = isinstance(strategy, AmendingStrategy)
 
     def fold(self, batch: Sequence[Committed]) -> None:
         """``observe`` each placed record that is quality evidence, then let the
@@ -66,19 +69,18 @@ class StrategyLearner:
     def prepare(self, task_types: Iterable[str]) -> None:
         """``Strategy.prepare`` when the strategy has it: the posterior the next
         ``select`` of each task type reads is brought up to date here, off its path."""
-        prepare = getattr(self.strategy, "prepare", None)
-        if prepare is not None:
-            prepare(task_types, self.book, utc_now().timestamp())
+        if self._prepares:
+            strategy = cast(PreparingStrategy, self.strategy)
+            strategy.prepare(task_types, self.book, utc_now().timestamp())
 
     def amend(self, agent_id: str, task_type: str, old: WindowEntry | None,
               new: WindowEntry | None) -> None:
         """One record's quality evidence changed (``Strategy.amend`` when the strategy
         has it, else ``reset`` from the book)."""
-        amend = getattr(self.strategy, "amend", None)
-        if amend is None:
-            self.strategy.reset(self.book)
+        if self._amends:
+            cast(AmendingStrategy, self.strategy).amend(agent_id, task_type, old, new, self.book)
         else:
-            amend(agent_id, task_type, old, new, self.book)
+            self.strategy.reset(self.book)
         self.prepare([task_type])
 
     def rebuild(self, book: ProfileBook, placed: Sequence[Committed], store: Store) -> None:

@@ -6,13 +6,16 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
 from trustroute.router.errors import UnknownStrategy
 from trustroute.router.strategies.base import (
+    AmendingStrategy,
     Arm,
     ArmScore,
+    PreparingStrategy,
     StatelessStrategy,
     Strategy,
     StrategyContext,
@@ -62,17 +65,22 @@ def make_strategy(name: str, **params: Any) -> Strategy:
             f"unknown strategy {name!r}; available: {', '.join(available_strategies())}"
         ) from None
     try:
-        return factory(**params)
-    except TypeError as exc:
-        raise UnknownStrategy(f"bad parameters for strategy {name!r}: {exc}") from exc
+        inspect.signature(factory).bind(**params)
+    except TypeError as exc:  # only a mismatch with the signature is the caller's fault
+        raise InvalidStrategyParams(f"bad parameters for strategy {name!r}: {exc}") from None
+    except ValueError:  # no signature to check against: the factory checks its own
+        pass
+    return factory(**params)
 
 
 __all__ = [
     "DEFAULT_STRATEGY",
     "PREVIOUS_DEFAULT_STRATEGY",
+    "AmendingStrategy",
     "Arm",
     "ArmScore",
     "InvalidStrategyParams",
+    "PreparingStrategy",
     "StatelessStrategy",
     "Strategy",
     "StrategyContext",

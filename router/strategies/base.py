@@ -6,16 +6,17 @@ the router (re)loads its profiles from the store). A strategy that keeps state m
 define ``amend(agent_id, task_type, old, new, book)``: feedback changed one record's
 quality evidence (``old``/``new`` are its ``WindowEntry`` before and after, a quality of
 None meaning no evidence: pending a verdict, or ignored; docs/feedback.md); a strategy
-without it is ``reset`` from the book instead. It may also define
-``prepare(task_types, book, now)``, called after records of ``task_types`` were folded,
-to do ahead the work its next ``score`` of those types would do (the pooled posterior
-strategies compute the posterior there, off the decision's path). The router does the
-rest: eligibility, load balancing, ranking, tie-breaking.
+without it is ``reset`` from the book instead (``AmendingStrategy``). It may also
+define ``prepare(task_types, book, now)`` (``PreparingStrategy``), called after records
+of ``task_types`` were folded, to do ahead the work its next ``score`` of those types
+would do (the pooled posterior strategies compute the posterior there, off the
+decision's path). The router does the rest: eligibility, load balancing, ranking,
+tie-breaking.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
@@ -23,7 +24,12 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from trustroute.profiles.book import ProfileBook
-from trustroute.profiles.profile import ProfileSettings, ProfileState, TaskTypeProfile
+from trustroute.profiles.profile import (
+    ProfileSettings,
+    ProfileState,
+    TaskTypeProfile,
+    WindowEntry,
+)
 from trustroute.profiles.records import ExecutionRecord
 from trustroute.router.agents import AgentSpec
 
@@ -123,6 +129,26 @@ class Strategy(Protocol):
 
     def reset(self, book: ProfileBook) -> None:
         """Rebuild any internal state from a freshly loaded book."""
+        ...
+
+
+@runtime_checkable
+class AmendingStrategy(Strategy, Protocol):
+    """A strategy that takes a change of one record's quality evidence in place."""
+
+    def amend(self, agent_id: str, task_type: str, old: WindowEntry | None,
+              new: WindowEntry | None, book: ProfileBook) -> None:
+        """Feedback changed one record's evidence from ``old`` to ``new`` (None: none)."""
+        ...
+
+
+@runtime_checkable
+class PreparingStrategy(Strategy, Protocol):
+    """A strategy that does ahead, off the decision's path, what its next ``score``
+    of some task types would do."""
+
+    def prepare(self, task_types: Iterable[str], book: ProfileBook, now: float) -> None:
+        """Records of ``task_types`` were folded; ``now`` is POSIX seconds."""
         ...
 
 
