@@ -67,8 +67,7 @@ class BackgroundDelivery:
         """Queue ``request`` for ``hooks``; False when it could not be (the queue is full):
         it stays pending for the next sweep or ``trustroute handoffs --retry``."""
         with self._lock:
-            if self._thread is None or not self._thread.is_alive() or self._stop.is_set():
-                self._start()
+            self._ensure_running()
             try:
                 self._queue.put_nowait(_Job(request, tuple(hooks), stored))
             except queue.Full:
@@ -86,11 +85,13 @@ class BackgroundDelivery:
         """Start the worker now (else the first ``submit`` does); its first sweep comes
         ``first_sweep_s`` from now."""
         with self._lock:
-            if self._thread is None or not self._thread.is_alive() or self._stop.is_set():
-                self._start(first_sweep_s)
+            self._ensure_running(first_sweep_s)
 
-    def _start(self, first_sweep_s: float = 0.0) -> None:
-        """A new thread with its own queue (a closed one's thread may still be in a hook)."""
+    def _ensure_running(self, first_sweep_s: float = 0.0) -> None:
+        """Under the lock: a new thread with its own queue unless one is running (a
+        closed one's thread may still be in a hook)."""
+        if self._thread is not None and self._thread.is_alive() and not self._stop.is_set():
+            return
         self._stop = threading.Event()
         self._queue = queue.Queue(self._queue.maxsize)
         self._thread = threading.Thread(
