@@ -12,7 +12,13 @@ import typing
 from collections.abc import Iterable
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ValidationError, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -108,6 +114,18 @@ def _under(name: str, problem: str) -> str:
     return f"{name}: {problem.removeprefix('<root>: ')}" if whole else f"{name}.{problem}"
 
 
+def refuse_bool(value: Any) -> Any:
+    """A number field's value as given, unless it is true or false (an error)."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a number, got {str(value).lower()}")
+    return value
+
+
+#: One number field that refuses true/false (``Annotated[float, NOT_A_BOOL, ...]``): for
+#: models where ``NumbersNotBools`` cannot be used (a discriminated union's members).
+NOT_A_BOOL = BeforeValidator(refuse_bool)
+
+
 class NumbersNotBools(BaseModel):
     """A settings model whose numbers refuse true/false: pydantic reads ``true`` as 1, so
     ``max_concurrent: true`` in a config file would quietly mean one at a time."""
@@ -116,8 +134,8 @@ class NumbersNotBools(BaseModel):
     @classmethod
     def _not_a_bool(cls, value: Any, info: ValidationInfo) -> Any:
         field = cls.model_fields.get(info.field_name or "")
-        if isinstance(value, bool) and field is not None and _wants_number(field.annotation):
-            raise ValueError(f"expected a number, got {str(value).lower()}")
+        if field is not None and _wants_number(field.annotation):
+            return refuse_bool(value)
         return value
 
 

@@ -250,6 +250,10 @@ def test_a_byte_order_mark_is_read_past_in_every_format(tmp_path: Path, name: st
     ("profiles: {confidence_ramp: true}\n", "profiles.confidence_ramp: expected a number"),
     ("feedback: {wait_s: true}\n", "feedback.wait_s: expected a number, got true"),
     ("trust: {decay: {unseen_days: false}}\n", "trust.decay.unseen_days: expected a number"),
+    ("hooks:\n  - {type: webhook, url: 'http://127.0.0.1:9/x', attempts: true}\n",
+     "hooks.0.webhook.attempts: expected a number, got true"),
+    ("hooks:\n  - {type: logging, level: false}\n",
+     "hooks.0.logging.level: expected a number, got false"),
 ])
 def test_true_or_false_is_not_a_number(tmp_path: Path, text: str, said: str) -> None:
     # pydantic would read true as 1: max_concurrent: true would mean one at a time

@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from trustroute.profiles.validation import refuse_bool
 from trustroute.router.handoff.transfer.request import TransferRequest
 
 _MAX_INPUT_CHARS = 200
@@ -29,7 +30,7 @@ class LoggingSettings(BaseModel):
     @classmethod
     def _level(cls, value: Any) -> Any:
         if not isinstance(value, str):
-            return value
+            return refuse_bool(value)
         level = logging.getLevelNamesMapping().get(value.strip().upper())
         if level is None:
             raise ValueError(f"unknown log level {value!r}")

@@ -39,7 +39,7 @@ import re
 import socket
 import threading
 import time
-from typing import Any, NoReturn
+from typing import Annotated, Any, NoReturn
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
@@ -54,7 +54,7 @@ from tenacity import (
 )
 
 from trustroute.profiles.records import check_identifier
-from trustroute.profiles.validation import validated
+from trustroute.profiles.validation import NOT_A_BOOL, validated
 from trustroute.router.handoff.settings import Backoff
 from trustroute.router.handoff.transfer.hook import HookRejected
 from trustroute.router.handoff.transfer.http_logs import masked_http_logs
@@ -128,10 +128,11 @@ class WebhookSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
 
     url: str
-    timeout_s: float = Field(default=5.0, gt=0, allow_inf_nan=False)
-    attempts: int = Field(default=3, ge=1)
-    backoff_s: Backoff = 0.5
-    max_backoff_s: Backoff = 5.0
+    # a member of the hooks' discriminated union: true/false refused field by field
+    timeout_s: Annotated[float, NOT_A_BOOL, Field(gt=0, allow_inf_nan=False)] = 5.0
+    attempts: Annotated[int, NOT_A_BOOL, Field(ge=1)] = 3
+    backoff_s: Annotated[Backoff, NOT_A_BOOL] = 0.5
+    max_backoff_s: Annotated[Backoff, NOT_A_BOOL] = 5.0
     secret_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     headers: dict[str, str] = Field(default_factory=dict)
     name: str = "webhook"
