@@ -95,3 +95,25 @@ def test_help_and_version_exit_zero(capsys: pytest.CaptureFixture[str]) -> None:
         assert run(capsys, name, "--help").code == 0
     version = run(capsys, "--version")
     assert version.code == 0 and "trustroute" in version.out
+
+
+def test_debug_adds_the_traceback_with_credentials_still_masked(
+        capsys: pytest.CaptureFixture[str], workdir: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    (workdir / "r.yaml").write_text('store: {url: "ws://127.0.0.1:9", username: root, '
+                                    'password: hunter2secret, retry_attempts: 1}\n')
+    plain = run(capsys, "profiles", "-c", "r.yaml")
+    assert plain.code == 2 and "could not connect" in plain.error_line
+    for argv, env in ((("--debug", "profiles", "-c", "r.yaml"), None),
+                      (("profiles", "-c", "r.yaml"), "1")):
+        if env:
+            monkeypatch.setenv("TRUSTROUTE_DEBUG", env)
+        debug = run(capsys, *argv)
+        assert debug.code == 2
+        assert debug.err.startswith("error: could not connect")
+        assert "Traceback (most recent call last)" in debug.err
+        assert debug.err.rstrip().splitlines()[-1].startswith(
+            "trustroute.profiles.store.errors.StoreUnavailableError: could not connect")
+        assert "hunter2secret" not in debug.err + debug.out
+    monkeypatch.delenv("TRUSTROUTE_DEBUG")
+    assert "Traceback" not in run(capsys, "profiles", "-c", "r.yaml").err

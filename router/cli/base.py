@@ -8,10 +8,12 @@ import math
 import os
 import sys
 import tempfile
+import traceback
 import warnings
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -47,10 +49,19 @@ class CliError(Exception):
 # Errors a user can cause; they print as one line, exit code 2. ValueError covers
 # ConfigError and pydantic's ValidationError.
 EXPECTED_ERRORS = (CliError, StoreError, RouterError, ValueError, OSError)
+#: ``--debug``: an error's traceback is printed after its line.
+DEBUG: ContextVar[bool] = ContextVar("trustroute_cli_debug", default=False)
+
+
+def _debug(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    DEBUG.set(value)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="trustroute")
+@click.option("--debug", is_flag=True, envvar="TRUSTROUTE_DEBUG", expose_value=False,
+              is_eager=True, callback=_debug,
+              help="On an error, print its traceback too (for a bug report).")
 def cli() -> None:
     """Route each task to the agent most likely to do it well, and learn from outcomes.
 
@@ -58,15 +69,21 @@ def cli() -> None:
     """
 
 
+def _masked(text: str) -> str:
+    return mask_credentials(text, {*_loaded_secrets, os.environ.get("TRUSTROUTE_DB_PASS", "")})
+
+
 def _one_line(label: str, message: str) -> None:
-    secrets = {*_loaded_secrets, os.environ.get("TRUSTROUTE_DB_PASS", "")}
-    text = mask_credentials(" ".join(message.split()), secrets)
-    err_console.print(f"{label} {shown(text)}", soft_wrap=True)
+    err_console.print(f"{label} {shown(_masked(' '.join(message.split())))}", soft_wrap=True)
 
 
-def show_error(message: str) -> None:
-    """Print ``error: message`` on stderr as exactly one line, credentials masked."""
+def show_error(message: str, exc: BaseException | None = None) -> None:
+    """Print ``error: message`` on stderr as exactly one line, credentials masked; under
+    ``--debug``, ``exc``'s traceback follows (masked too)."""
     _one_line("[bold red]error:[/]", message)
+    if exc is not None and DEBUG.get():
+        err_console.print(_masked("".join(traceback.format_exception(exc))).rstrip(),
+                          markup=False, soft_wrap=True)
 
 
 def show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
@@ -101,6 +118,7 @@ def run_cli(argv: list[str]) -> int:
     """
     logs = logging.getLogger("trustroute")
     lines = WarningLines(logging.WARNING)
+    DEBUG.set(False)  # until --debug says otherwise
     with warnings.catch_warnings():
         warnings.showwarning = show_warning
         logs.addHandler(lines)
@@ -121,13 +139,13 @@ def run_cli(argv: list[str]) -> int:
             err_console.print("interrupted" if interrupted else "aborted")
             return 130 if interrupted else 1
         except ValidationError as exc:  # e.g. a record field out of range
-            show_error(describe_validation_error(exc))
+            show_error(describe_validation_error(exc), exc)
             return 2
         except EXPECTED_ERRORS as exc:
-            show_error(str(exc).strip() or type(exc).__name__)
+            show_error(str(exc).strip() or type(exc).__name__, exc)
             return 2
-        except RecursionError:  # input nested past every parser's limit
-            show_error("input nested too deeply to process")
+        except RecursionError as exc:  # input nested past every parser's limit
+            show_error("input nested too deeply to process", exc)
             return 2
         except KeyboardInterrupt:
             err_console.print("interrupted")
