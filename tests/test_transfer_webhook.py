@@ -85,6 +85,23 @@ def test_wrong_secret_is_rejected_by_the_receiver_and_not_retried(
     assert isinstance(err.value, HookRejected)  # the receiver is up: a sweep goes on
 
 
+def test_a_410_gone_endpoint_is_sent_nothing_more_and_its_hand_offs_stay_pending(
+        caplog: pytest.LogCaptureFixture) -> None:
+    with webhook_receiver([410]) as server, Store("mem://") as store:
+        hook = WebhookHook(server.url, backoff_s=0)
+        dispatcher = TransferDispatcher([hook], store=store)
+        with caplog.at_level(logging.WARNING, logger="trustroute"):
+            outcomes = [dispatcher.deliver(dispatcher.accept(request(run_id=f"run-{i}")))
+                        for i in range(3)]
+            with pytest.raises(HookRejected, match="410 Gone before; not sent"):
+                asyncio.run(hook.acall(request()))
+        rows = store.repository(HandoffRepository).pending(None)
+    assert len(server.received) == 1 and hook.gone
+    assert not any(o.delivered for o in outcomes)
+    assert [r["status"] for r in rows] == ["pending"] * 3
+    assert caplog.text.count("answered 410 Gone; nothing more is sent") == 1
+
+
 def test_missing_secret_env_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(SECRET_ENV, raising=False)
     with webhook_receiver([200]) as server:

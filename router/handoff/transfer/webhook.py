@@ -76,6 +76,9 @@ HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # an HTTP token (RFC 9
 # 409 Conflict: the receiver already has this webhook-id (a retry that raced a delivery),
 # so the request has reached it: delivered, not rejected
 DUPLICATE = 409
+# 410 Gone: the endpoint is gone for good (Standard Webhooks: disable it); this hook sends
+# nothing more from this process, and what it could not deliver stays pending
+GONE = 410
 _SOCKET_EVENTS = frozenset({"connection.connect_tcp.complete", "connection.start_tls.complete"})
 
 
@@ -217,6 +220,7 @@ class WebhookHook:
         """Bad settings raise ValueError on one line naming each (never a header value)."""
         self.settings = validated(WebhookSettings, {**options, "url": url})
         self.name = self.settings.name  # in logs and pending rows
+        self.gone = False  # the endpoint answered 410 Gone: nothing more is sent to it
 
     def __repr__(self) -> str:
         signed = f", secret_env={self.settings.secret_env!r}" if self.settings.secret_env else ""
@@ -249,6 +253,9 @@ class WebhookHook:
 
     def _message(self, request: TransferRequest) -> _Message:
         """What every attempt of this delivery sends; each attempt stamps and signs it."""
+        if self.gone:
+            raise WebhookRejected(f"POST {redact_url(self.settings.url)} answered 410 Gone "
+                                  "before; not sent (kept pending)")
         headers = {
             "User-Agent": "trustroute-webhook",
             **self.settings.headers,
@@ -306,6 +313,11 @@ class WebhookHook:
             asked = retry_after_s(response.headers.get("retry-after"))
             raise _Transient(f"HTTP {status}" if asked is None else
                              f"HTTP {status} (retry after {asked:.0f} s)", asked)
+        if status == GONE and not self.gone:
+            self.gone = True
+            log.warning("webhook %s: %s answered 410 Gone; nothing more is sent to it until "
+                        "the process restarts, and hand-offs stay pending",
+                        self.name, redact_url(self.settings.url))
         raise WebhookRejected(
             f"POST {redact_url(self.settings.url)} was rejected with HTTP {status}; not retried"
         )
