@@ -30,12 +30,11 @@ import uuid
 from typing import Literal
 
 from pydantic import ConfigDict, Field
-from surrealdb import RecordID
 
 from trustroute.profiles.store import Store, StoreUnavailableError
 from trustroute.profiles.store.connection import RetryableConflict
 from trustroute.profiles.store.errors import StoreError
-from trustroute.profiles.store.leases import LeaseRepository
+from trustroute.profiles.store.leases import Claim, LeaseRepository, claim_of
 from trustroute.profiles.validation import NumbersNotBools
 from trustroute.router.errors import AgentAtCapacity, AgentRateLimited
 
@@ -79,8 +78,8 @@ class SharedLimits:
         self._prefix = f"{socket.gethostname()}:{os.getpid()}:"
         self._repo: LeaseRepository | None = None
         self._lock = threading.Lock()
-        self._live: dict[str, tuple[str, RecordID]] = {}  # holder -> (agent, claim)
-        self._unsure: list[RecordID] = []  # claims whose take got no answer: deleted later
+        self._live: dict[str, tuple[str, Claim]] = {}  # holder -> (agent, claim)
+        self._unsure: list[Claim] = []  # claims whose take got no answer: deleted later
         self._full: dict[str, tuple[int, float]] = {}  # agent -> (held, seen at)
         self._taking: dict[str, threading.Lock] = {}  # agent -> one take at a time here
         self._limited: dict[str, float] = {}  # agent -> when the store said "no token"
@@ -123,7 +122,7 @@ class SharedLimits:
             # the claim may have been stored without an answer: delete it once the
             # store answers again (until then it holds a slot for at most lease_ttl_s)
             with self._lock:
-                self._unsure.append(RecordID("lease_claim", [agent_id, holder]))
+                self._unsure.append(claim_of(agent_id, holder))
             self._start_renewer()
             self._unreachable(exc)
             return None

@@ -85,10 +85,19 @@ class Take(NamedTuple):
     counted (its own among them when it claimed), whether the ``rpm`` refused it, and
     whether it claimed and then withdrew (others raced it for the last slot)."""
 
-    claim: RecordID | None
+    claim: Claim | None
     live: int
     limited: bool
     contended: bool = False
+
+
+#: A lease's row in the store (``claim_of``): opaque outside this module.
+Claim = RecordID
+
+
+def claim_of(agent: str, holder: str) -> Claim:
+    """The row ``holder``'s lease of ``agent`` is (or would be) stored as."""
+    return RecordID("lease_claim", [agent, holder])
 
 
 class LeaseRepository:
@@ -111,11 +120,11 @@ DEFINE FIELD IF NOT EXISTS at ON rate_start TYPE datetime;
         answer: dict[str, Any] = self.conn.run(_TAKE, {
             "agent": agent, "limit": limit, "rpm": rpm, "holder": holder,
             "ttl_ms": round(ttl_s * 1000)})[-1]
-        claim = RecordID("lease_claim", [agent, holder]) if answer["ok"] else None
+        claim = claim_of(agent, holder) if answer["ok"] else None
         return Take(claim, int(answer["live"]), bool(answer["limited"]),
                     bool(answer["contended"]))
 
-    def renew(self, claims: Sequence[RecordID], ttl_s: float) -> set[str]:
+    def renew(self, claims: Sequence[Claim], ttl_s: float) -> set[str]:
         """Extend the expiry of each claim that has not expired, and delete the rows
         nobody counts any more; returns the holders whose claims are still held."""
         if not claims:
@@ -126,11 +135,11 @@ DEFINE FIELD IF NOT EXISTS at ON rate_start TYPE datetime;
             {"claims": list(claims), "ttl_ms": round(ttl_s * 1000)})[0]
         return set(kept)
 
-    def release(self, claim: RecordID) -> None:
+    def release(self, claim: Claim) -> None:
         """Delete ``claim`` (a holder's own row; nothing when it is gone)."""
         self.conn.run("DELETE $claim RETURN NONE;", {"claim": claim})
 
-    def release_all(self, claims: Iterable[RecordID]) -> None:
+    def release_all(self, claims: Iterable[Claim]) -> None:
         """Delete every one of ``claims``, in one request."""
         rows = list(claims)
         if rows:
