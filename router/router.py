@@ -179,11 +179,11 @@ class AgentRouter(TrustMethods):
     def exploit_only(self) -> bool:
         """No exploration (settable): the posterior strategies rank by the lower bound, and
         the tier policy routes only to core/strong-tier agents when any is eligible."""
-        return self.trust_layer.exploit_only
+        return self.trust_layer.gate.exploit_only
 
     @exploit_only.setter
     def exploit_only(self, value: bool) -> None:
-        self.trust_layer.exploit_only = bool(value)
+        self.trust_layer.gate.exploit_only = bool(value)
 
     # -- registry --------------------------------------------------------------------
     @property
@@ -250,14 +250,14 @@ class AgentRouter(TrustMethods):
         check_identifier(task_type, "task_type")
         now = utc_now()
         ranked, lease = self._rank(task_type, exclude, now, acquire)
-        verdict = self.trust_layer.judge(task_type, ranked)
+        verdict = self.trust_layer.gate.judge(task_type, ranked)
         decision = RoutingDecision(
             decision_id=new_decision_id(), task_type=task_type, agent_id=ranked[0].agent_id,
             candidates=tuple(ranked), strategy=self.strategy.name, created_at=now,
             confidence=verdict.confidence, tier=verdict.tier, abstained=verdict.abstained,
             abstain_reason=verdict.abstain_reason, context=context, lease=lease)
         # buffered for the decision log (no I/O); an abstention triggers on_abstain
-        self.trust_layer.settle(decision, verdict)
+        self.trust_layer.gate.settle(decision, verdict)
         return decision
 
     def _rank(self, task_type: str, exclude: Sequence[str], now: datetime, acquire: bool
@@ -281,7 +281,7 @@ class AgentRouter(TrustMethods):
                           for arm, verdict, load in zip(arms, verdicts, loads, strict=True)]
                 order = best_first([c.final_score for c in scored], ties)
                 # trust tiers: deprecated agents and (exploit-only) untrusted ones move last
-                ranked = self.trust_layer.admit(task_type, [scored[i] for i in order])
+                ranked = self.trust_layer.gate.admit(task_type, [scored[i] for i in order])
                 if not acquire or self.slots.shared is None:  # chosen and taken at once
                     return ranked, self.acquire(ranked[0].agent_id) if acquire else None
             with contextlib.suppress(AgentAtCapacity):  # another process took the last
@@ -295,7 +295,7 @@ class AgentRouter(TrustMethods):
         lease, or storing the hand-off of an abstention under ``on_abstain: human``),
         whose lease is given back if the caller is cancelled meanwhile."""
         shared = acquire and self.slots.shared is not None
-        if shared or self.trust_layer.abstention.on_abstain == "human":
+        if shared or self.trust_layer.gate.abstention.on_abstain == "human":
             return await carried_out(self.select, task_type, exclude=exclude, context=context,
                                      acquire=acquire, undo=RoutingDecision.release)
         return self.select(task_type, exclude=exclude, context=context, acquire=acquire)

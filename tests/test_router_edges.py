@@ -99,7 +99,7 @@ def test_options_may_be_mappings_and_bad_ones_say_which_key(tmp_path: Path) -> N
                      abstention={"on_abstain": "raise"}, limits={"lease_ttl_s": 5},
                      settings={"recency": {"window_size": 10}}) as r:
         assert r.trust_layer.options.policy.new_profile_observations == 5
-        assert r.trust_layer.abstention.on_abstain == "raise"
+        assert r.trust_layer.gate.abstention.on_abstain == "raise"
         assert r.limits.lease_ttl_s == 5 and r.settings.recency.window_size == 10
     url = f"surrealkv://{tmp_path / 'db'}"
     with pytest.raises(ValueError) as bad:

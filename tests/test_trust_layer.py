@@ -44,13 +44,13 @@ def _cand(agent_id: str, probability: float | None, executions: int = 0,
 
 
 def _decide(layer: TrustLayer, ranked: list[CandidateScore]) -> RoutingDecision:
-    verdict = layer.judge("code", ranked)
+    verdict = layer.gate.judge("code", ranked)
     decision = RoutingDecision(
         decision_id=new_decision_id(), task_type="code", agent_id=ranked[0].agent_id,
         candidates=tuple(ranked), strategy="test", created_at=T0,
         confidence=verdict.confidence, tier=verdict.tier, abstained=verdict.abstained,
         abstain_reason=verdict.abstain_reason)
-    layer.settle(decision, verdict)
+    layer.gate.settle(decision, verdict)
     return decision
 
 
@@ -81,7 +81,7 @@ def test_judge_is_pure_and_settle_buffers_the_decision(store: Store) -> None:
     layer = TrustLayer(store, "test", TrustOptions(
         confidence_tiers=ConfidenceTiers(medium=0.6, strong=0.9)))
     ranked = [_cand("a", 0.7), _cand("b", 0.2)]
-    verdict = layer.judge("code", ranked)
+    verdict = layer.gate.judge("code", ranked)
     assert (verdict.raw, verdict.confidence, verdict.tier) == (0.7, 0.7, "medium")
     assert not verdict.abstained and verdict.abstain_reason is None
     assert layer.decisions.backlog == 0  # judging buffers nothing
@@ -95,16 +95,16 @@ def test_judge_is_pure_and_settle_buffers_the_decision(store: Store) -> None:
 
 def test_judge_without_an_estimate_uses_the_unknown_probability(store: Store) -> None:
     layer = TrustLayer(store, "test", TrustOptions(unknown_probability=0.3))
-    verdict = layer.judge("code", [_cand("a", None), _cand("b", None)])
+    verdict = layer.gate.judge("code", [_cand("a", None), _cand("b", None)])
     assert (verdict.raw, verdict.tier, verdict.abstained) == (0.3, "weak", False)
-    assert layer.judge("code", [_cand("a", 1.7)]).raw == 1.0  # clamped to a probability
+    assert layer.gate.judge("code", [_cand("a", 1.7)]).raw == 1.0  # clamped to a probability
 
 
 def test_an_abstaining_verdict_is_acted_on_when_settled(store: Store) -> None:
     layer = TrustLayer(store, "test", abstention=AbstentionPolicy(
         on_abstain="raise", sparse_evidence=SparseEvidence(enabled=True)))
     ranked = [_cand("a", 0.9, executions=4), _cand("b", 0.8)]
-    verdict = layer.judge("code", ranked)
+    verdict = layer.gate.judge("code", ranked)
     assert (verdict.abstained, verdict.abstain_reason) == (True, "sparse_evidence")
     assert verdict.detail is not None and "1 candidate(s)" in verdict.detail
     with pytest.raises(Abstained, match="sparse_evidence"):
@@ -139,11 +139,11 @@ def test_fold_counts_outcomes_and_rescues_and_rebuild_reloads_them(store: Store)
 def test_admit_moves_deprecated_candidates_last_and_says_why(store: Store) -> None:
     layer = TrustLayer(store, "test")
     _deprecate(layer, "a", "b", times=20)  # a complete record: the policy may exclude it
-    ranked = layer.admit("code", [_cand("a", 0.9), _cand("b", 0.5)])
+    ranked = layer.gate.admit("code", [_cand("a", 0.9), _cand("b", 0.5)])
     assert [c.agent_id for c in ranked] == ["b", "a"]
     assert ranked[1].reason == "not selected: trust tier deprecated; ranked"
     with pytest.raises(NoAgentAvailable, match="deprecated"):
-        layer.admit("code", [_cand("a", 0.9)])
+        layer.gate.admit("code", [_cand("a", 0.9)])
 
 
 def test_admit_in_exploit_only_mode_prefers_trusted_pairs(store: Store) -> None:
@@ -151,7 +151,7 @@ def test_admit_in_exploit_only_mode_prefers_trusted_pairs(store: Store) -> None:
     layer.fold(_records("pro", [True] * 25))
     layer.review("pro", "code", approved=True)
     assert layer.book.scores("pro", "code").tier in (Tier.CORE, Tier.STRONG)
-    ranked = layer.admit("code", [_cand("new", 0.9), _cand("pro", 0.8)])
+    ranked = layer.gate.admit("code", [_cand("new", 0.9), _cand("pro", 0.8)])
     assert [c.agent_id for c in ranked] == ["pro", "new"]
     assert ranked[1].reason.startswith("not selected: exploit-only mode")
 

@@ -1,11 +1,9 @@
-"""The trust layer inside a router: tiers on the way in, calibrated confidence on the way
-out, trust counts folded from the log (docs/trust.md, "Inside the router").
+"""The trust layer inside a router: trust counts folded from the log, what people and
+signals say, and the ``gate`` a decision passes (``gate.py``: tiers on the way in,
+calibrated confidence and abstention on the way out; docs/trust.md, "Inside the router").
 
-``AgentRouter.select`` calls ``admit``, ``judge`` and ``settle``; none of them waits on
-the database, except that ``on_abstain: human`` stores the hand-off request as pending on
-the caller's thread (so it survives a crash once ``select()`` returned) before a worker
-thread delivers it. As a ``Learner`` it folds placed executions into the trust counts
-and ``rebuild``s them from the whole log. What people and signals say is appended at
+As a ``Learner`` it folds placed executions into the trust counts and ``rebuild``s them
+from the whole log. What people and signals say is appended at
 once (nothing a person said waits in a buffer); only derived rows are buffered: the
 decision log and the confidence history of this router's own changes, written from
 ``record()`` once ``flush_every`` items or ``flush_seconds`` have accumulated, and on
@@ -19,7 +17,6 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -29,15 +26,14 @@ from trustroute.profiles.store.decisions import DecisionRepository
 from trustroute.profiles.store.executions import origin_of
 from trustroute.profiles.store.trust import ARCHIVE, LIFECYCLE, PEOPLE, TrustRepository
 from trustroute.profiles.trust_counts import Pair, TrustCounts, TrustDelta
-from trustroute.router.decision import CandidateScore, RoutingDecision
 from trustroute.router.feedback.policy import FeedbackPolicy
 from trustroute.router.feedback.state import Change, FeedbackState, Human
 from trustroute.router.frontier import Frontier
-from trustroute.router.handoff.transfer import TransferDispatcher, TransferRequest
-from trustroute.router.handoff.worker import HandoffWorker
-from trustroute.router.trust.abstention import Abstained, AbstentionPolicy, GateView
+from trustroute.router.handoff.transfer import TransferDispatcher
+from trustroute.router.trust.abstention import AbstentionPolicy
 from trustroute.router.trust.book import TrustBook
 from trustroute.router.trust.decision_log import DecisionLog
+from trustroute.router.trust.gate import TrustGate
 from trustroute.router.trust.history import History, describe, history_row
 from trustroute.router.trust.options import TrustOptions
 from trustroute.router.trust.rescues import RescueTracker
@@ -57,18 +53,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True, slots=True)
-class TrustVerdict:
-    """How sure the router is of a ranking's first candidate (``TrustLayer.judge``)."""
-
-    confidence: float  # calibrated probability that the chosen agent succeeds
-    tier: str  # weak, medium or strong
-    abstained: bool
-    abstain_reason: str | None  # the name of the gate that fired
-    detail: str | None  # that gate's explanation
-    raw: float  # the strategy's success estimate before calibration
-
-
 class TrustLayer:
     """Per-router trust state and policy, folded from the log."""
 
@@ -83,16 +67,16 @@ class TrustLayer:
         #: Applies quality changes to the profile book and the strategy (the projection).
         self.on_amend: Callable[[list[Change]], None] = lambda changes: None
         self.options = options or TrustOptions()
-        self.abstention = abstention or AbstentionPolicy()
-        self.exploit_only = exploit_only  # the tier policy's mode
         self.book = TrustBook(self.options.weights)
         self.rescues = RescueTracker(self.options.rescue_memory)
         self.repo = store.repository(TrustRepository)
         self.decisions = DecisionLog(store.repository(DecisionRepository), strategy, self.options)
-        self.transfer = transfer  # where ``on_abstain: human`` hands decisions over
         if transfer is not None:  # undeliverable hand-offs are kept pending in the store
             transfer.bind_store(store)
-        self._handoffs = HandoffWorker(transfer)  # hooks may do network I/O: on a worker
+        #: What ``select`` asks on the decision's path (tiers, confidence, abstention).
+        self.gate = TrustGate(self.book, self.decisions, self.options,
+                              abstention or AbstentionPolicy(), transfer,
+                              exploit_only=exploit_only)
         self._lock = threading.Lock()  # the book and the history buffer change together
         self._flush_lock = threading.Lock()  # one flush at a time
         self._history: dict[Pair, History] = {}
@@ -103,45 +87,6 @@ class TrustLayer:
         #: The writers' counters read before the log a rebuild folds (set by the router).
         self.base: Mapping[str, Mapping[str, int]] = {}
         self._last_flush = time.monotonic()
-
-    # -- decisions (no I/O) -------------------------------------------------------
-    def admit(self, task_type: str, ranked: list[CandidateScore]) -> list[CandidateScore]:
-        """``ranked`` with the candidates the tier policy does not admit moved last
-        (their reason says why), so the first is admitted and nobody is hidden.
-        Raises NoAgentAvailable when no candidate is admitted."""
-        return self.options.policy.admit(task_type, ranked, self.book, self.exploit_only)
-
-    def judge(self, task_type: str, ranked: Sequence[CandidateScore]) -> TrustVerdict:
-        """Calibrated confidence in the first candidate, its tier and the abstention
-        gates' verdict (pure: nothing is buffered)."""
-        first = ranked[0].success_probability if ranked else None
-        raw = self.options.unknown_probability if first is None else min(1.0, max(0.0, first))
-        calibrate = self.decisions.calibration
-        confidence = calibrate(raw)
-        fired = self.abstention.evaluate(GateView(task_type, ranked, calibrate, confidence))
-        reason, detail = fired if fired is not None else (None, None)
-        return TrustVerdict(confidence, self.options.confidence_tiers.tier_of(confidence),
-                            fired is not None, reason, detail, raw)
-
-    def settle(self, decision: RoutingDecision, verdict: TrustVerdict) -> None:
-        """Buffer the decision for the log; carry out ``on_abstain`` when it abstained
-        (``raise`` raises Abstained)."""
-        self.decisions.remember(decision, verdict.raw, verdict.detail)
-        if not verdict.abstained:
-            return
-        detail = verdict.detail or ""
-        if self.abstention.on_abstain == "raise":
-            decision.release()
-            raise Abstained(decision, detail)
-        if self.abstention.on_abstain != "human":
-            return
-        if self.transfer is None:
-            log.warning("on_abstain is 'human' but the router has no transfer dispatcher; "
-                        "decision %s routed anyway", decision.decision_id)
-            return
-        request = self.transfer.accept(TransferRequest.from_decision(  # stored first
-            decision, reason=f"{decision.abstain_reason}: {detail}" if detail else None))
-        self._handoffs.submit(self.transfer, request)
 
     # -- learning (no I/O) ----------------------------------------------------------
     def expect(self, record_ids: Sequence[str]) -> None:
@@ -387,14 +332,12 @@ class TrustLayer:
 
     def close(self, flush: bool = True) -> None:
         """Flush (``flush=False``: the store did not answer; a warning counts what is
-        lost), give hand-offs in flight ``dispatch_close_timeout_s`` and stop their worker
-        (idempotent); undelivered ones stay pending (``trustroute handoffs --retry``)."""
+        lost), then close the gate (hand-offs in flight get their time; idempotent)."""
         try:
             if flush:
                 self.flush()
             elif lost := len(self._history) + self.decisions.backlog:
                 log.warning("the store did not answer: %d buffered rows not written", lost)
         finally:
-            self._handoffs.close(0.0 if self.transfer is None
-                                 else self.transfer.settings.dispatch_close_timeout_s)
+            self.gate.close()
 
