@@ -227,24 +227,16 @@ class Connection:
         # a dropped connection is re-opened only for a server; embedded, it is a real failure
         retryable: tuple[type[BaseException], ...] = (
             RetryableConflict, *(TRANSIENT_ERRORS if self.location.is_remote else ()))
-        try:  # the common case pays for no tenacity round (~20 us of a ~600 us write)
-            return self._attempt(sql, bound, rows)
-        except retryable as first:
-            if isinstance(first, RetryableConflict) and self.settings.conflict_attempts <= 1:
-                raise
-            log.info("retrying a query on %s after: %s", self.location.redacted(),
-                     redact_credentials(str(first)))
+        retrying = Retrying(stop=self._stop, wait=self._wait, reraise=True,
+                            retry=retry_if_exception_type(retryable),
+                            before_sleep=self._log_retry)
         try:
-            for attempt in Retrying(stop=self._stop, wait=self._wait, reraise=True,
-                                    retry=retry_if_exception_type(retryable)):
-                with attempt:
-                    return self._attempt(sql, bound, rows)
+            return retrying(self._attempt, sql, bound, rows)
         except TRANSIENT_ERRORS as exc:
             raise StoreUnavailableError(
                 f"lost the connection to SurrealDB at {self.location.redacted()} and could "
                 f"not re-open it within {self.settings.reconnect_timeout_s:g} s: "
                 f"{redact_credentials(str(exc))}") from exc
-        raise AssertionError("unreachable")  # pragma: no cover
 
     def pages(self, sql: str, params: dict[str, Any], batch: int
               ) -> Iterator[list[dict[str, Any]]]:
@@ -332,12 +324,18 @@ class Connection:
 
     # -- the retry policy of run() ---------------------------------------------------
     def _stop(self, state: RetryCallState) -> bool:
-        """Conflicts: ``conflict_attempts`` tries in all (the first was before tenacity).
-        A dropped connection: until ``reconnect_timeout_s`` would be exceeded."""
+        """Conflicts: ``conflict_attempts`` tries in all. A dropped connection: until
+        ``reconnect_timeout_s`` would be exceeded."""
         if _conflict(state):
-            return state.attempt_number + 1 >= self.settings.conflict_attempts
+            return state.attempt_number >= self.settings.conflict_attempts
         waited = state.seconds_since_start or 0.0
         return waited + self._backoff(state) > self.settings.reconnect_timeout_s
+
+    def _log_retry(self, state: RetryCallState) -> None:
+        if state.attempt_number == 1:  # once per query: a conflict storm is not news
+            error = state.outcome.exception() if state.outcome else None
+            log.info("retrying a query on %s after: %s", self.location.redacted(),
+                     redact_credentials(str(error)))
 
     def _wait(self, state: RetryCallState) -> float:
         """Short random waits for conflicts (the other writer is done within
