@@ -93,6 +93,22 @@ def test_a_failed_attempts_child_run_is_a_ref_of_that_failure(router: AgentRoute
     assert after.avg_quality > before.avg_quality
 
 
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+def test_the_routed_run_id_names_the_attempt_whose_answer_was_returned(
+        router: AgentRouter, mode: str) -> None:
+    prefer(router, "a", "t")
+    routed = RoutedRunnable(router=router, task_type=fixed_task_type("t"),
+                            agents={"a": failing(), "b": tagged("b")})
+    run_id = uuid.uuid4()
+    answer = routed.invoke("x", {"run_id": run_id}) if mode == "invoke" else \
+        asyncio.run(routed.ainvoke("x", {"run_id": run_id}))
+    assert answer == "b:x"
+    a, b = router.profile("a", "t"), router.profile("b", "t")
+    router.feedback(run_id, approved=False)  # the user disliked b's answer
+    assert router.profile("a", "t") == a  # a's failure is not what the user saw
+    assert router.profile("b", "t").avg_quality < b.avg_quality
+
+
 # -- the background evaluator -----------------------------------------------------------
 
 class Judge:

@@ -245,14 +245,16 @@ class ExecutionRepository:
         return {row["record_id"]: log_row(row) for row in rows[0] if row}
 
     def find(self, ref: str) -> LogRow | None:
-        """The execution ``ref`` names: its record id, its decision id or one of its run
-        ids (the first stored, when a decision was recorded twice)."""
+        """The execution ``ref`` names: its record id, its decision id (the first stored,
+        when a decision was recorded twice) or one of its run ids (the last stored: a
+        routed run's id is on each of its attempts, and the last one's answer, or error,
+        is what the caller got)."""
         rows = self._conn.run(
             f"SELECT {_COLUMNS} FROM $rid; "
             f"SELECT {_COLUMNS} FROM execution WHERE decision_id = $ref "
             "ORDER BY stored_at LIMIT 1; "
             f"SELECT {_COLUMNS} FROM execution WHERE run_ids CONTAINS $ref "
-            "ORDER BY stored_at LIMIT 1;",
+            "ORDER BY stored_at DESC, pos DESC LIMIT 1;",
             {"rid": RecordID("execution", ref), "ref": ref})
         found = next((page[0] for page in rows if page and page[0]), None)
         return None if found is None else log_row(found)
