@@ -53,6 +53,29 @@ async def _broken_agen(inputs: AsyncIterator[Any]) -> AsyncIterator[str]:
     yield ""  # pragma: no cover
 
 
+class EagerlyBroken(RunnableLambda[Any, Any]):
+    """An agent whose stream()/astream() raise when called, before any chunk."""
+
+    def stream(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        raise ValueError("a is down")
+
+    def astream(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        raise ValueError("a is down")
+
+
+@pytest.mark.parametrize("mode", ["stream", "astream"])
+def test_a_stream_that_fails_as_it_is_opened_falls_back_like_invoke(
+        router: AgentRouter, mode: str) -> None:
+    prefer(router, "a", "code")
+    before = router.store.executions.count()
+    routed = RoutedRunnable(router=router, task_type=fixed_task_type("code"),
+                            agents={"a": EagerlyBroken(lambda x: x), "b": word_stream("b")})
+    assert run(routed, mode, "x") == "b0 b1 b2 "
+    assert [(e["agent_id"], e["success"]) for e in executions(router)[before:]] == \
+        [("a", False), ("b", True)]
+    assert router.in_flight("a") == router.in_flight("b") == 0
+
+
 def test_the_fallback_is_a_separate_child_run(router: AgentRouter) -> None:
     prefer(router, "a", "code")
     log = RunLog()
@@ -175,7 +198,11 @@ def test_an_abandoned_async_stream_releases_on_aclose(router: AgentRouter) -> No
     assert router.in_flight("a") == 0
 
 
-def test_a_cancelled_ainvoke_releases_the_slot(router: AgentRouter) -> None:
+@pytest.mark.parametrize("handled", [(Exception,), (BaseException,)])
+def test_a_cancelled_ainvoke_releases_the_slot(router: AgentRouter,
+                                               handled: tuple[type[BaseException], ...]
+                                               ) -> None:
+    # cancellation is never the agent's failure, even under exceptions_to_handle=BaseException
     started = threading.Event()
 
     async def slow(x: Any) -> str:
@@ -185,7 +212,8 @@ def test_a_cancelled_ainvoke_releases_the_slot(router: AgentRouter) -> None:
 
     routed = RoutedRunnable(router=router, task_type=fixed_task_type("t"),
                             agents={"a": RunnableLambda(lambda x: x, afunc=slow),
-                                    "b": RunnableLambda(lambda x: x, afunc=slow)})
+                                    "b": RunnableLambda(lambda x: x, afunc=slow)},
+                            exceptions_to_handle=handled)
 
     async def main() -> int:
         task = asyncio.create_task(routed.ainvoke("x"))

@@ -138,13 +138,19 @@ def test_async_evaluator_and_bad_verdicts(router: AgentRouter) -> None:
                             evaluator=judge)
     asyncio.run(routed.ainvoke("x"))
     assert executions(router)[-1]["quality"] == pytest.approx(0.9)
+    class AsyncJudge:  # an LLM judge as a class: its __call__ is the coroutine
+        async def __call__(self, i: Any, o: Any) -> float:
+            return 0.9
+
     ran: list[Any] = []
-    watched = RoutedRunnable(router=router, task_type=fixed_task_type("t"), evaluator=judge,
-                             agents={n: RunnableLambda(ran.append) for n in ("a", "b")})
-    for call in (watched.invoke, lambda x: list(watched.stream(x)), watched.batch):
-        with pytest.raises(TypeError, match="the evaluator is async, so judge inline with "
-                                            "ainvoke or astream"):
-            call(["x"] if call == watched.batch else "x")
+    for async_judge in (judge, AsyncJudge()):
+        watched = RoutedRunnable(router=router, task_type=fixed_task_type("t"),
+                                 evaluator=async_judge,
+                                 agents={n: RunnableLambda(ran.append) for n in ("a", "b")})
+        for call in (watched.invoke, lambda x: list(watched.stream(x)), watched.batch):
+            with pytest.raises(TypeError, match="the evaluator is async, so judge inline "
+                                                "with ainvoke or astream"):
+                call(["x"] if call == watched.batch else "x")
     assert ran == []  # refused before any agent worked for nothing
     bad = RoutedRunnable(router=router, agents=agents, task_type=fixed_task_type("t"),
                          evaluator=lambda i, o: 1.7)

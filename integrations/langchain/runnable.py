@@ -14,6 +14,7 @@ through a server store; ``router.arecord`` writes from a worker thread).
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping
 from contextlib import aclosing
@@ -38,6 +39,14 @@ from trustroute.router.router import AgentRouter
 from trustroute.router.trace import NoveltyCache, TraceWeights
 
 _END = object()  # what ``next(chunks, _END)`` returns once a stream is exhausted
+#: Never an agent's failure, whatever ``exceptions_to_handle`` says: the caller stopping.
+NEVER_JUDGED = (asyncio.CancelledError, KeyboardInterrupt, SystemExit, GeneratorExit)
+
+
+def is_async(evaluator: Any) -> bool:
+    """Whether calling ``evaluator`` returns a coroutine (a function or an object)."""
+    return inspect.iscoroutinefunction(evaluator) or inspect.iscoroutinefunction(
+        getattr(evaluator, "__call__", None))  # noqa: B004 (an object's async __call__)
 
 
 def _combine(total: Any, chunk: Any) -> Any:
@@ -176,8 +185,7 @@ class RoutedRunnable(RunnableSerializable[Any, Any]):
         ``problem``: the run raises it once started, so tracers record the error; so is
         an async evaluator on a sync call, before any agent works for nothing."""
         try:
-            if sync and self.evaluate == "inline" and inspect.iscoroutinefunction(
-                    self.evaluator):
+            if sync and self.evaluate == "inline" and is_async(self.evaluator):
                 raise TypeError("the evaluator is async, so judge inline with ainvoke or "
                                 "astream, or pass evaluate='background' or a sync evaluator")
             task_type, problem = resolve_task_type(self.task_type, input_), None
@@ -212,6 +220,8 @@ class RoutedRunnable(RunnableSerializable[Any, Any]):
                     output = attempt.agent.invoke(
                         task.attempt_input(input_, self.exception_key), attempt.config,
                         **kwargs)
+            except NEVER_JUDGED:
+                raise
             except self.exceptions_to_handle as exc:
                 attempt.failed(exc)
                 continue
@@ -238,6 +248,8 @@ class RoutedRunnable(RunnableSerializable[Any, Any]):
                     output = await attempt.agent.ainvoke(
                         task.attempt_input(input_, self.exception_key), attempt.config,
                         **kwargs)
+            except NEVER_JUDGED:
+                raise
             except self.exceptions_to_handle as exc:
                 await attempt.afailed(exc)
                 continue
@@ -262,14 +274,19 @@ class RoutedRunnable(RunnableSerializable[Any, Any]):
         input_ = next(inputs)
         while True:
             attempt = Attempt.start(self, task, task.next(), config, run_manager)
-            chunks = attempt.agent.stream(task.attempt_input(input_, self.exception_key),
-                                          attempt.config, **kwargs)
-            output: Any = _END
+            chunks: Iterator[Any] | None = None  # made at the first chunk: an error making
+            output: Any = _END                    # it is the agent's, as an invoke's is
             try:
                 while True:
                     try:
                         with attempt.timed():
+                            if chunks is None:
+                                chunks = attempt.agent.stream(
+                                    task.attempt_input(input_, self.exception_key),
+                                    attempt.config, **kwargs)
                             chunk = next(chunks, _END)
+                    except NEVER_JUDGED:
+                        raise
                     except self.exceptions_to_handle as exc:
                         attempt.failed(exc, streamed=output is not _END)
                         if output is _END:
@@ -305,14 +322,19 @@ class RoutedRunnable(RunnableSerializable[Any, Any]):
         input_ = await anext(inputs)
         while True:
             attempt = Attempt.start(self, task, await task.anext(), config, run_manager)
-            chunks = attempt.agent.astream(task.attempt_input(input_, self.exception_key),
-                                           attempt.config, **kwargs)
+            chunks: AsyncIterator[Any] | None = None  # made at the first chunk (as stream)
             output: Any = _END
             try:
                 while True:
                     try:
                         with attempt.timed():
+                            if chunks is None:
+                                chunks = attempt.agent.astream(
+                                    task.attempt_input(input_, self.exception_key),
+                                    attempt.config, **kwargs)
                             chunk = await anext(chunks, _END)
+                    except NEVER_JUDGED:
+                        raise
                     except self.exceptions_to_handle as exc:
                         await attempt.afailed(exc, streamed=output is not _END)
                         if output is _END:
