@@ -147,7 +147,7 @@ def test_async_evaluator_and_bad_verdicts(router: AgentRouter) -> None:
         watched = RoutedRunnable(router=router, task_type=fixed_task_type("t"),
                                  evaluator=async_judge,
                                  agents={n: RunnableLambda(ran.append) for n in ("a", "b")})
-        for call in (watched.invoke, lambda x: list(watched.stream(x)), watched.batch):
+        for call in (watched.invoke, lambda x, w=watched: list(w.stream(x)), watched.batch):
             with pytest.raises(TypeError, match="the evaluator is async, so judge inline "
                                                 "with ainvoke or astream"):
                 call(["x"] if call == watched.batch else "x")
