@@ -68,10 +68,12 @@ class UnknownStrategy(RouterError, ValueError):
 
 
 class UnknownDecision(RouterError, KeyError):
-    """A decision id this router has no record of."""
+    """A feedback ref (decision, record or run id) that names nothing in the store."""
 
-    def __init__(self, decision_id: str) -> None:
-        super().__init__(f"unknown decision {decision_id!r}")
+    def __init__(self, ref: str) -> None:
+        self.ref = ref
+        super().__init__(f"unknown ref {ref!r}: no decision, execution or LangChain run "
+                         "has that id")
 
     def __str__(self) -> str:
         return str(self.args[0])

@@ -98,7 +98,7 @@ def test_feedback_bad_input_is_one_line_and_stores_nothing(
 def test_feedback_on_an_unknown_ref_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     recorded(1)
     result = run(capsys, "feedback", "nobody", "--approve")
-    assert result.code == 2 and "unknown decision 'nobody'" in result.error_line
+    assert result.code == 2 and "unknown ref 'nobody': no decision, execution" in result.error_line
 
 
 def test_import_feedback_reads_langsmith_jsonl_and_skips_duplicates(
@@ -126,6 +126,25 @@ def test_import_feedback_reads_langsmith_jsonl_and_skips_duplicates(
         counts = [router.trust_layer.book.counts(a, "chat") for a in ("a", "b")]
         assert sum(c.approvals for c in counts) == 2  # f1, and f3 (7.3 on 1-10 is 0.7)
         assert sum(c.rejections for c in counts) == 2
+
+
+def test_import_feedback_of_rows_without_ids_twice_stores_them_once(
+        capsys: pytest.CaptureFixture[str], workdir: Path) -> None:
+    (_, _, run_id), (_, _, other) = recorded(2)
+    same = {"run_id": run_id, "key": "user", "score": 0.1}  # no id, no created_at
+    path = workdir / "feedback.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in (
+        same, same, {"run_id": other, "key": "user", "score": 0.3})))
+    first = run(capsys, "import-feedback", str(path), "--json").json()
+    assert (first["imported"], first["duplicates_skipped"]) == (3, 0)  # repeats count
+    newer = run(capsys, "feedback", run_id, "--score", "0.8", "--key", "user", "--json")
+    assert newer.code == 0, newer.err
+    again = run(capsys, "import-feedback", str(path), "--json").json()
+    assert (again["imported"], again["duplicates_skipped"]) == (0, 3)
+    assert len(verdicts()) == 4  # nothing stored again, and the newer verdict stands
+    with AgentRouter.from_config("router.yaml") as router:
+        assert sorted(p.avg_quality for p in router.profiles("chat")
+                      if p.executions_total) in ([0.3, 0.8], [0.55])
 
 
 def test_import_feedback_checks_the_whole_file_first(

@@ -58,7 +58,7 @@ def in_worker(case: str, tmp: Path) -> BaseException:
 @pytest.mark.parametrize(("case", "kind", "text"), [
     ("no_agent", NoAgentAvailable, "no agent available for task type 'code': "),
     ("unknown_agent", UnknownAgent, "unknown agent 'zzz'"),
-    ("unknown_decision", UnknownDecision, "unknown decision 'no-such-decision'"),
+    ("unknown_decision", UnknownDecision, "unknown ref 'no-such-decision': no decision"),
     ("duplicate", DuplicateRecord, "record_id 'r-1' is already stored"),
     ("capacity", AgentAtCapacity, "agent 'a' is at capacity (1 tasks in flight)"),
     ("row_file", RowFileError, "rows.jsonl:1: "),

@@ -15,10 +15,7 @@ imports nothing the second time while genuinely repeated rows still count.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
-import uuid
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,7 +25,14 @@ from pydantic import ValidationError
 
 from trustroute.profiles.records import MAX_METADATA_DEPTH, ExecutionRecord
 from trustroute.profiles.validation import describe_problem
-from trustroute.router.row_files import RowFileError, csv_rows, jsonl_rows, text_cell
+from trustroute.router.row_files import (
+    RowFileError,
+    RowIds,
+    blank,
+    csv_rows,
+    jsonl_rows,
+    text_cell,
+)
 
 REQUIRED = ("task_type", "success")
 OPTIONAL = ("quality", "latency_ms", "cost", "timestamp", "record_id", "decision_id",
@@ -40,15 +44,10 @@ _KNOWN = frozenset(COLUMNS)
 FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv"}
 _TRUE = {"true", "t", "yes", "y", "1", "success", "ok", "pass", "passed"}
 _FALSE = {"false", "f", "no", "n", "0", "failure", "fail", "failed", "error"}
-_ROW_IDS = uuid.UUID("6f1c2a0e-7d4b-5c1e-9a53-0b7e2f6d8c41")  # namespace of derived ids
 
 
 class ExecutionFileError(ValueError):
     """A row of an execution log that cannot be imported."""
-
-
-def _blank(value: Any) -> bool:
-    return value is None or (value.__class__ is str and not value.strip())
 
 
 def _success(value: Any) -> bool:
@@ -113,13 +112,13 @@ def _check_columns(names: Iterable[str]) -> None:
             raise ValueError(f"{name}: unknown column; allowed: {', '.join(COLUMNS)}")
 
 
-def row_to_record(row: Mapping[str, Any], seen: Counter[bytes]) -> ExecutionRecord:
+def row_to_record(row: Mapping[str, Any], ids: RowIds) -> ExecutionRecord:
     """One raw row -> ExecutionRecord; ValueError('field: problem') when it is wrong."""
     _check_columns(row)
     fields: dict[str, Any] = {}
     agent: Any = None
     for name, value in row.items():
-        if _blank(value):
+        if blank(value):
             continue
         if name in AGENT_COLUMNS:
             value = text_cell(value, name)
@@ -141,11 +140,7 @@ def row_to_record(row: Mapping[str, Any], seen: Counter[bytes]) -> ExecutionReco
             raise ValueError(f"{name}: missing")
     fields["agent_id"] = str(agent)
     if "record_id" not in fields:
-        content = json.dumps({k: v for k, v in row.items() if not _blank(v)},
-                             sort_keys=True, default=str)
-        key = hashlib.blake2b(content.encode(), digest_size=16).digest()
-        seen[key] += 1
-        fields["record_id"] = str(uuid.uuid5(_ROW_IDS, f"{key.hex()}:{seen[key]}"))
+        fields["record_id"] = ids(row)
     try:
         return ExecutionRecord(**fields)
     except ValidationError as exc:
@@ -179,11 +174,11 @@ def iter_executions(path: Path, fmt: str | None = None, *,
         raise ExecutionFileError(f"{path}: cannot tell the format from {path.suffix or 'no'!r}"
                                  " extension; use .jsonl or .csv, or pass --format")
     rows = jsonl_rows(path) if fmt == "jsonl" else csv_rows(path, check_header=_check_header)
-    seen: Counter[bytes] = Counter()
+    ids = RowIds()
     try:
         for line_no, row in rows:
             try:
-                record = row_to_record(row, seen)
+                record = row_to_record(row, ids)
                 if check is not None:
                     check(record)
             except ValueError as exc:

@@ -11,12 +11,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from trustroute.router.row_files import Row, RowFileError, csv_rows, jsonl_rows, text_cell
+from trustroute.router.row_files import (
+    Row,
+    RowFileError,
+    RowIds,
+    csv_rows,
+    jsonl_rows,
+    text_cell,
+)
 
 REFS = ("run_id", "decision_id", "record_id")
 _TRUE, _FALSE = {"true", "yes"}, {"false", "no"}
@@ -37,11 +44,15 @@ class FeedbackRow:
 
 
 def read_rows(path: Path) -> Iterator[FeedbackRow]:
-    """The verdicts of a JSONL (``.jsonl``/``.ndjson``/``.json``) or CSV file."""
+    """The verdicts of a JSONL (``.jsonl``/``.ndjson``/``.json``) or CSV file; a row
+    without an ``id`` gets one derived from its content (``RowIds``), so importing the
+    file twice stores it once."""
     rows: Iterator[Row] = csv_rows(path) if path.suffix.lower() == ".csv" else jsonl_rows(path)
+    ids = RowIds()
     for line, row in rows:
         try:
-            yield parse(line, row)
+            parsed = parse(line, row)
+            yield parsed if parsed.feedback_id else replace(parsed, feedback_id=ids(row))
         except ValueError as exc:
             raise RowFileError(path, line, str(exc)) from None
 
