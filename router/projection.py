@@ -310,11 +310,11 @@ class LogProjection:
 
     def recall(self, executions: ExecutionRepository | None = None) -> None:
         """Verdicts folded on executions this router no longer remembers (it folded
-        them longer ago than the last ``FeedbackState.memory`` runs): mark a rebuild
-        due, which amends them (the follower rebuilds at its next look; an embedded
-        store's router at its next open or ``refresh()``, and it writes no cache
-        meanwhile). A verdict whose execution is not folded yet is left alone: it joins
-        the execution when that arrives."""
+        them longer ago than the last ``FeedbackState.memory`` runs, or before it opened
+        from a cached projection that carried no runs): a rebuild amends them, by the
+        follower at its next look, or now when nothing follows (an embedded store). A
+        verdict whose execution is not folded yet is left alone: it joins the execution
+        when that arrives."""
         with self._lock:
             missed = self.feedback.take_missed()
         if not missed:
@@ -331,6 +331,8 @@ class LogProjection:
                      "from the log", self.feedback.memory)
             with self._lock:
                 self.book.stale = True
+            if self._thread is None:  # no follower will: rebuild now (a rebuild
+                self.rebuild()        # remembers the runs, so this happens once)
 
     # -- following ---------------------------------------------------------------------
     def follow(self) -> None:

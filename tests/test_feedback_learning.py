@@ -314,11 +314,10 @@ def test_a_regression_revealed_by_late_verdicts_is_noticed() -> None:
         assert picks.count("b") >= 36
 
 
-def test_a_verdict_on_an_execution_folded_too_long_ago_reaches_it_at_the_next_rebuild(
+def test_a_verdict_on_an_execution_folded_too_long_ago_amends_it_by_a_rebuild(
         tmp_path: Path) -> None:
-    """Past ``remember`` executions a router keeps no run to amend: the verdict moves
-    the trust counts at once and the quality at the next rebuild (open or refresh());
-    no cache written meanwhile can keep it out."""
+    """Past ``remember`` executions a router keeps no run to amend: on an embedded store
+    the verdict's call rebuilds from the log, and the rebuilt router amends at once."""
     url = f"surrealkv://{tmp_path / 'db'}"
     policy = {"remember": 5}
     with AgentRouter(agents=["a"], store=url, feedback=policy) as r:
@@ -326,9 +325,24 @@ def test_a_verdict_on_an_execution_folded_too_long_ago_reaches_it_at_the_next_re
         for _ in range(11):
             r.record(agent_id="a", task_type="t", success=True, quality=0.5)
         r.feedback(old.record_id, score=1.0)
-        assert r.trust("a", "t").human > 0.5  # the trust counts moved at once
-    with AgentRouter(agents=["a"], store=url, feedback=policy) as r:
         assert r.profile("a", "t").avg_quality == pytest.approx((11 * 0.5 + 1.0) / 12)
         r.feedback(old.record_id, score=0.0)  # the user changes their mind
-        r.refresh()
         assert r.profile("a", "t").avg_quality == pytest.approx(11 * 0.5 / 12)
+    with AgentRouter(agents=["a"], store=url, feedback=policy) as r:
+        assert r.profile("a", "t").avg_quality == pytest.approx(11 * 0.5 / 12)
+
+
+def test_a_verdict_after_a_restart_amends_an_execution_of_before_it(tmp_path: Path) -> None:
+    """A router opened from a cached projection without runs (no verdict yet, no wait)
+    still amends an earlier execution at once."""
+    url = f"surrealkv://{tmp_path / 'db'}"
+    with AgentRouter(agents=["a"], store=url) as r:
+        recs = [r.record(agent_id="a", task_type="t", success=True, quality=0.9)
+                for _ in range(10)]
+    with AgentRouter(agents=["a"], store=url) as r:
+        r.feedback(recs[0].record_id, score=0.0)
+        live = r.profile("a", "t")
+        r.refresh()
+        rebuilt = r.profile("a", "t")
+    assert live.avg_quality == rebuilt.avg_quality == pytest.approx(0.81)
+    assert live.expertise == pytest.approx(rebuilt.expertise)
