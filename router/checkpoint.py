@@ -1,14 +1,15 @@
 """A router's projection as text, for the store's projection cache.
 
 ``dump`` turns what a router folded (profile states with their windows, task clocks,
-the log keys it keeps to place late rows, trust counts, and per log table and writer how
-far it folded: its frontiers; and, when verdicts or pending runs make it needed, the
-feedback state: docs/feedback.md) into JSON chunks; ``load`` turns them back. JSON writes
-floats in their shortest exact form, so a loaded projection equals the dumped one bit
-for bit. Log keys (of window entries and tails) stamped more than ``ORDER_HORIZON_S``
-before the newest are left out, except each task type's newest: a row that arrives
-later with an older stamp (a clock stepped back, a slow commit) finds the book's
-remembered keys newer than it, and the router rebuilds from the log (exact, only slower).
+the log keys it keeps to place late rows, trust counts, the rescue tracker's recent
+tasks, and per log table and writer how far it folded: its frontiers; and, when verdicts
+or pending runs make it needed, the feedback state: docs/feedback.md) into JSON chunks;
+``load`` turns them back. JSON writes floats in their shortest exact form, so a loaded
+projection equals the dumped one bit for bit. Log keys (of window entries and tails)
+stamped more than ``ORDER_HORIZON_S`` before the newest are left out, except each task
+type's newest: a row that arrives later with an older stamp (a clock stepped back, a
+slow commit) finds the book's remembered keys newer than it, and the router rebuilds
+from the log (exact, only slower).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 import json
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -45,6 +46,7 @@ class Checkpoint:
     people_total: int  # feedback rows folded
     window_size: int  # the book's: a cached window holds at most this many
     feedback: dict[str, Any] | None = None  # ``FeedbackState.export()``; None: not carried
+    rescues: list[Any] = field(default_factory=list)  # ``RescueTracker.export()``
 
 
 def horizon(tails: dict[str, list[LogKey]]) -> float:
@@ -110,6 +112,8 @@ def dump(cp: Checkpoint) -> tuple[str, list[str]]:
     states = [_state_row(s, cp.settled) for s in cp.states]
     chunks = [json.dumps({"states": list(part)}) for part in _batches(states, CHUNK_PAIRS)]
     chunks += [json.dumps({"trust": list(part)}) for part in _batches(trust, 4 * CHUNK_PAIRS)]
+    chunks += [json.dumps({"rescues": list(part)})
+               for part in _batches(cp.rescues, CHUNK_ROWS) if part]
     carried = cp.feedback or {}
     for name in FEEDBACK_LISTS if carried else ():
         chunks += [json.dumps({f"feedback_{name}": list(part)})
@@ -133,6 +137,7 @@ def load(meta: str, chunks: Iterable[str], window_size: int) -> Checkpoint | Non
         part = json.loads(text)
         cp.states += [_state(row, window_size) for row in part.get("states", ())]
         cp.trust.update(_trust(row) for row in part.get("trust", ()))
+        cp.rescues += part.get("rescues", ())
         for name in FEEDBACK_LISTS:
             if f"feedback_{name}" in part:
                 if cp.feedback is None:

@@ -220,7 +220,7 @@ class LogProjection:
             else:
                 self.feedback.load(cp.feedback)
             self.frontier = frontiers.pop(EXECUTION)
-            self.trust.restore(cp.trust, cp.people_total, frontiers)
+            self.trust.restore(cp.trust, cp.people_total, frontiers, rescues=cp.rescues)
             self._total = sum(claimed.values())
             self._since_cached = 0
             self.strategy.rebuild(self.book, [], self.store)
@@ -269,7 +269,8 @@ class LogProjection:
                 meta, chunks = checkpoint.dump(checkpoint.Checkpoint(
                     settled, states, clocks, tails, self.trust.book.all_counts(), frontiers,
                     self.trust.people_total, self.book.window_size,
-                    self.feedback.export() if self.feedback.carried else None))
+                    self.feedback.export() if self.feedback.carried else None,
+                    self.trust.rescues.export()))
                 self._cache.write(chunks, meta, datetime.fromtimestamp(max(0.0, settled), UTC),
                                   self._total, self.trust.people_total)
                 self._since_cached = 0

@@ -234,6 +234,30 @@ def test_a_server_store_with_verdicts_opens_from_the_cache_after_a_restart(
         assert rounded(view(router)) == amended
 
 
+@pytest.mark.parametrize("where", ["embedded", "server"])
+def test_a_rescue_after_a_restart_charges_the_failure_before_it(
+        where: str, kv_url: str, surreal: Target) -> None:
+    """The rescue tracker is part of the cached projection: a task failed before a
+    restart and rescued after it is one contradiction, as a fold of the log says."""
+    url, options = (kv_url, {}) if where == "embedded" else (surreal.url, surreal.options())
+
+    def x_contradictions(rescue: bool = False) -> int:
+        with AgentRouter(agents=["x", "y"], store=url, store_options=options) as router:
+            if rescue:
+                router.record(agent_id="y", task_type="t", success=True,
+                              metadata={"task_id": "T1", "attempt": 2})
+            return router.trust_layer.book.counts("x", "t").contradictions
+
+    with AgentRouter(agents=["x", "y"], store=url, store_options=options) as router:
+        router.record(agent_id="x", task_type="t", success=False,
+                      metadata={"task_id": "T1", "attempt": 1})
+    assert x_contradictions(rescue=True) == 1  # opened from the cache, then rescued
+    assert x_contradictions() == 1  # the cache it wrote at close says so too
+    with AgentRouter(agents=["x", "y"], store=url, store_options=options) as router:
+        router.refresh()  # the log
+        assert router.trust_layer.book.counts("x", "t").contradictions == 1
+
+
 @pytest.mark.parametrize("enabled", [True, False])
 def test_opening_leaves_the_garbage_collector_as_it_was(kv_url: str, enabled: bool) -> None:
     """A rebuild pauses Python's cyclic collector (it makes many long-lived objects) and

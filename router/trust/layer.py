@@ -132,16 +132,16 @@ class TrustLayer:
     def restore(self, counts: dict[Pair, TrustCounts], people_total: int,
                 frontiers: Mapping[str, Frontier],
                 placed: Sequence[tuple[ExecutionRecord, int]] = (),
-                rows: Sequence[dict[str, Any]] = ()) -> None:
+                rows: Sequence[dict[str, Any]] = (), rescues: Sequence[Any] = ()) -> None:
         """Take a cached projection's trust counts (``people_total`` people rows folded
-        into them, ``frontiers`` per followed table), fold ``placed`` executions,
-        people's ``rows`` and the lifecycle's marks on top; reload the calibration map.
-        (The rescue tracker starts empty, as after a rebuild.)"""
+        into them, ``frontiers`` per followed table) and its rescue tracker's tasks
+        (``rescues``, ``RescueTracker.export()``), fold ``placed`` executions, people's
+        ``rows`` and the lifecycle's marks on top; reload the calibration map."""
         self.flush()
         lifecycle = self.repo.lifecycle()
         with self._flush_lock, self._lock:
             self.book.reset(counts)
-            self.rescues = RescueTracker(self.options.rescue_memory)
+            self.rescues = RescueTracker.load(list(rescues), self.options.rescue_memory)
             self.people = frontiers.get(PEOPLE) or Frontier()
             self.marks = frontiers.get(LIFECYCLE) or Frontier()
             self.archive = frontiers.get(ARCHIVE) or Frontier()

@@ -6,7 +6,9 @@ failing on task T followed by a *later* attempt on T (a higher ``attempt``; when
 are missing, the later record by its timestamp and id as the trust layer passes them,
 else by arrival) by another agent that succeeded. Each failure is charged at
 most once. The tracker is a bounded in-memory LRU over recent task ids, so it costs
-nothing on the database and copes with records arriving out of order.
+nothing on the database and copes with records arriving out of order; the cached
+projection carries it (``export``/``load``), so a restart between a failure and its
+rescue still charges it.
 """
 
 from __future__ import annotations
@@ -78,3 +80,25 @@ class RescueTracker:
 
     def __len__(self) -> int:
         return len(self._tasks)
+
+    def export(self) -> list[list[Any]]:
+        """JSON-ready form: per remembered task, least recently used first, its id,
+        failures and successes."""
+        return [[task_id, [[[o[0], list(o[1])], a, t] for o, a, t in task.failures],
+                 [[[o[0], list(o[1])], a] for o, a in task.successes]]
+                for task_id, task in self._tasks.items()]
+
+    @classmethod
+    def load(cls, rows: list[list[Any]], capacity: int = RESCUE_MEMORY) -> RescueTracker:
+        """A tracker from ``export()``'s rows (the most recent ``capacity`` tasks)."""
+        tracker = cls(capacity)
+        for task_id, failures, successes in rows[-capacity:] if capacity else ():
+            tracker._tasks[task_id] = _Task(
+                [(_order(o), a, t) for o, a, t in failures],
+                [(_order(o), a) for o, a in successes])
+        return tracker
+
+
+def _order(row: list[Any]) -> Order:
+    attempt, (when, record_id) = row
+    return (None if attempt is None else float(attempt), (float(when), str(record_id)))
