@@ -346,3 +346,20 @@ def test_a_verdict_after_a_restart_amends_an_execution_of_before_it(tmp_path: Pa
         rebuilt = r.profile("a", "t")
     assert live.avg_quality == rebuilt.avg_quality == pytest.approx(0.81)
     assert live.expertise == pytest.approx(rebuilt.expertise)
+
+
+@pytest.mark.parametrize("when", ["before", "between", "after"])
+def test_a_decision_recorded_twice_takes_its_verdict_on_the_first_run_live_and_rebuilt(
+        when: str) -> None:
+    with AgentRouter(agents=["a"], store="mem://") as r:
+        d = r.select("t")
+        r.flush()  # the decision is logged: a verdict may come before its run
+        for quality, step in ((0.9, "before"), (0.6, "between")):
+            if when == step:
+                r.feedback(d.decision_id, approved=False)
+            r.record(d, success=True, quality=quality)
+        if when == "after":
+            r.feedback(d.decision_id, approved=False)
+        live = r.profile("a", "t").avg_quality
+        r.refresh()
+        assert live == r.profile("a", "t").avg_quality == pytest.approx(0.3)

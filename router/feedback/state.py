@@ -192,7 +192,9 @@ class FeedbackState:
         after ``place``); human counts of verdicts the join replaces are queued."""
         if decision_id is None:
             return
-        self._by_decision[decision_id] = run.record_id
+        # a decision recorded twice: its verdicts are the first run's, as in a rebuild
+        # and in the store (``ExecutionRepository.find``), whatever order they came in
+        self._by_decision.setdefault(decision_id, run.record_id)
         run.decision_id = decision_id
         early = self._verdicts.pop(_decision(decision_id), None)
         pair = self._pairs.pop(_decision(decision_id), None)
