@@ -64,6 +64,7 @@ def test_replay_table_drift_and_plot(small_log: Path, tmp_path: Path,
     (["-p", "lower_bound.z=2"], "'lower_bound' is not among the replayed strategies"),
     (["-p", "z"], "expected STRATEGY.KEY=VALUE"),
     (["--agents", "7"], "agents must be between 1 and 3"),
+    (["--plot", "/no/such/folder/r.png"], "the folder /no/such/folder does not exist"),
 ])
 def test_replay_errors_are_one_line(small_log: Path, args: list[str], needle: str,
                                     capsys: pytest.CaptureFixture[str]) -> None:
@@ -73,6 +74,15 @@ def test_replay_errors_are_one_line(small_log: Path, args: list[str], needle: st
     assert needle in err
     assert "Traceback" not in err
     assert err.startswith("error: ") and err.count("\n") == 1, err  # exactly one line
+
+
+def test_one_run_reports_no_spread(small_log: Path, capsys: pytest.CaptureFixture[str]
+                                   ) -> None:
+    assert main(["replay", str(small_log), "--runs", "1", "-S", "random", "--json"]) == 0
+    (random,) = json.loads(capsys.readouterr().out)["strategies"]
+    assert random["pct_oracle"]["sd"] is None and random["pct_oracle"]["ci95"] is None
+    assert main(["replay", str(small_log), "--runs", "1", "-S", "random"]) == 0
+    assert "±" not in capsys.readouterr().out
 
 
 def test_replay_of_a_bad_log_names_the_line(tmp_path: Path,

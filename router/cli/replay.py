@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +90,9 @@ def replay_command(file: Path, strategies: str, runs: int, seed: int, agents: in
     names = [s.strip() for s in strategies.split(",") if s.strip()]
     if plot is not None and importlib.util.find_spec("matplotlib") is None:
         raise CliError("--plot needs matplotlib: pip install 'trustroute[plot]'")
+    if plot is not None and not writable_folder(plot.parent):  # before the work, not after
+        raise CliError(f"--plot {plot}: the folder {plot.parent} does not exist or cannot "
+                       "be written")
     log = load_outcomes(file)
     strategy_params = parse_params(params, names)
     total = total_steps(log, len(names), runs)
@@ -136,8 +140,14 @@ def show_report(report: ReplayReport, file: Path) -> None:
     for summary in summaries:
         pct, quality, regret = summary.pct_oracle, summary.mean_quality, summary.final_regret
         top = ", ".join(f"{shown(a)} {share:.0%}" for a, share in summary.choice_share(2))
-        share = (f"{pct['mean']:.1f} ± {pct['ci95']:.1f}" if math.isfinite(pct["mean"])
-                 else "—")  # undefined when the oracle's quality is 0
+        share = ("—" if not math.isfinite(pct["mean"])  # the oracle's quality is 0
+                 else f"{pct['mean']:.1f}" if pct["ci95"] is None  # one run: no spread
+                 else f"{pct['mean']:.1f} ± {pct['ci95']:.1f}")
         table.add_row(shown(summary.strategy), f"{quality['mean']:.3f}", share,
                       f"{regret['mean']:.1f}", f"{summary.oracle_share['mean']:.0%}", top)
     console.print(table)
+
+
+def writable_folder(folder: Path) -> bool:
+    """Whether files can be created in ``folder``."""
+    return folder.is_dir() and os.access(folder, os.W_OK | os.X_OK)

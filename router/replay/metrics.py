@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -56,6 +56,14 @@ def run_metrics(result: RunResult) -> RunMetrics:
         oracle_share=float(np.mean(gap[steps] <= 1e-12)) if len(steps) else float("nan"))
 
 
+class Spread(TypedDict):
+    """A number across runs: its mean, sd and 95% CI half-width (None from one run)."""
+
+    mean: float
+    sd: float | None
+    ci95: float | None
+
+
 @dataclass
 class StrategySummary:
     """One strategy over every run of a replay."""
@@ -64,18 +72,21 @@ class StrategySummary:
     runs: list[RunMetrics] = field(default_factory=list)
     seconds: float = 0.0
 
-    def _stat(self, values: list[float]) -> dict[str, float]:
+    def _stat(self, values: list[float]) -> Spread:
+        """Mean, sd and 95% CI half-width; one run says nothing of the spread (None)."""
         arr = np.asarray(values, dtype=float)
-        sd = float(arr.std(ddof=1)) if len(arr) > 1 else 0.0
+        if len(arr) < 2:
+            return {"mean": float(arr.mean()), "sd": None, "ci95": None}
+        sd = float(arr.std(ddof=1))
         return {"mean": float(arr.mean()), "sd": sd, "ci95": 1.96 * sd / np.sqrt(len(arr))}
 
     @property
-    def pct_oracle(self) -> dict[str, float]:
+    def pct_oracle(self) -> Spread:
         """Mean, sd and 95% CI half-width of % of oracle across runs."""
         return self._stat([r.pct_oracle for r in self.runs])
 
     @property
-    def mean_quality(self) -> dict[str, float]:
+    def mean_quality(self) -> Spread:
         """Mean quality across runs."""
         return self._stat([r.mean_quality for r in self.runs])
 
@@ -85,12 +96,12 @@ class StrategySummary:
         return float(np.mean([r.oracle_quality for r in self.runs]))
 
     @property
-    def oracle_share(self) -> dict[str, float]:
+    def oracle_share(self) -> Spread:
         """Share of decisions that went to the oracle's agent, across runs."""
         return self._stat([r.oracle_share for r in self.runs])
 
     @property
-    def final_regret(self) -> dict[str, float]:
+    def final_regret(self) -> Spread:
         """Final cumulative regret across runs."""
         return self._stat([r.final_regret for r in self.runs])
 
