@@ -5,6 +5,7 @@ task type), a callable is applied to the input, and a fixed task type is explici
 from __future__ import annotations
 
 import asyncio
+import warnings
 from typing import Any
 
 import pytest
@@ -87,3 +88,23 @@ def test_a_key_holding_no_string_is_an_error(router: AgentRouter) -> None:
                             task_type="kind")
     with pytest.raises(TaskTypeError, match="input key 'kind'"):
         routed.invoke({"kind": 7})
+
+
+def test_the_input_schema_requires_the_task_type_key_so_as_tool_works(
+        router: AgentRouter) -> None:
+    prefer(router, "b", "math")
+    routed = RoutedRunnable(router=router, task_type="kind",
+                            agents={"a": PROMPT | chat("from a"), "b": PROMPT | chat("from b")})
+    schema = routed.get_input_schema().model_json_schema()
+    assert schema["required"] == ["question", "kind"]  # the agents' fields are kept
+    assert schema["properties"]["kind"]["type"] == "string"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # as_tool is a beta API of langchain-core
+        tool = routed.as_tool(name="ask", description="Ask the routed agents")
+    assert sorted(tool.args) == ["kind", "question"]
+    assert tool.invoke({"kind": "math", "question": "2 + 2?"}).content == "from b"
+    assert executions(router)[-1]["task_type"] == "math"
+    plain = RoutedRunnable(router=router, agents={"a": tagged("a"), "b": tagged("b")},
+                           task_type="kind")  # an agent taking any input: a dict of the key
+    assert plain.get_input_schema().model_json_schema()["required"] == ["kind"]
+    assert plain.get_input_schema().model_validate({"kind": "t", "other": 1})

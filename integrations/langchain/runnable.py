@@ -18,7 +18,7 @@ import asyncio
 import inspect
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping
 from contextlib import aclosing
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any, Literal, cast
 
 from langchain_core.callbacks import (
@@ -28,7 +28,15 @@ from langchain_core.callbacks import (
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableSerializable
 from langchain_core.runnables.base import coerce_to_runnable
 from langchain_core.runnables.utils import ConfigurableFieldSpec, get_unique_config_specs
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    RootModel,
+    create_model,
+    field_validator,
+)
 
 from trustroute.integrations.langchain.background import BackgroundEvaluations
 from trustroute.integrations.langchain.errors import AgentsMismatch
@@ -55,6 +63,19 @@ def _combine(total: Any, chunk: Any) -> Any:
         return total + chunk
     except TypeError:
         return chunk
+
+
+@lru_cache(maxsize=128)
+def with_task_type_key(schema: type[BaseModel], key: str, name: str) -> type[BaseModel]:
+    """``schema`` with ``key`` added as a required string field (a schema of the whole
+    input, a ``RootModel``, has no fields to keep: then a dict schema of ``key`` alone)."""
+    about = "the task type, by which the input is routed to an agent"
+    fields: dict[str, Any] = {key: (str, Field(description=about))}
+    if key.startswith("_") or key in BaseModel.__dict__:  # not a field name: an alias
+        fields = {"routed_task_type": (str, Field(alias=key, description=about))}
+    if issubclass(schema, RootModel):
+        return create_model(name, __config__=ConfigDict(extra="allow"), **fields)
+    return cast(type[BaseModel], create_model(name, __base__=schema, **fields))
 
 
 async def _aiter_one(value: Any) -> AsyncIterator[Any]:
@@ -173,8 +194,13 @@ class RoutedRunnable(RunnableSerializable[Any, Any]):
 
     def get_input_schema(self, config: RunnableConfig | None = None) -> type[BaseModel]:
         """The agents' input schema (they all take the same input), as LangChain's
-        ``with_fallbacks`` takes its primary's: ``as_tool`` and graphs see its fields."""
-        return cast(type[BaseModel], next(iter(self.agents.values())).get_input_schema(config))
+        ``with_fallbacks`` takes its primary's, plus the task-type key (a required string)
+        when ``task_type`` names one: ``as_tool`` and graphs see every field it needs."""
+        schema = cast(type[BaseModel],
+                      next(iter(self.agents.values())).get_input_schema(config))
+        if not isinstance(self.task_type, str):
+            return schema
+        return with_task_type_key(schema, self.task_type, self.get_name("Input"))
 
     def get_output_schema(self, config: RunnableConfig | None = None) -> type[BaseModel]:
         """The agents' output schema (the first agent's)."""
