@@ -5,6 +5,7 @@ from trustroute.router.decision import CandidateScore, RoutingDecision
 from trustroute.router.errors import (
     AgentAtCapacity,
     AgentRateLimited,
+    CapacityTimeout,
     NoAgentAvailable,
     RouterError,
     UnknownAgent,
@@ -19,6 +20,7 @@ __all__ = [
     "AgentRouter",
     "AgentSpec",
     "CandidateScore",
+    "CapacityTimeout",
     "Lease",
     "NoAgentAvailable",
     "RouterError",

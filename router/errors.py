@@ -54,6 +54,24 @@ class AgentAtCapacity(RouterError):
         super().__init__(f"agent {agent_id!r} is at capacity ({limit} tasks in flight)")
 
 
+class CapacityTimeout(AgentAtCapacity, NoAgentAvailable):
+    """Every eligible agent stayed at capacity (or at its rate limit) for the whole wait
+    for a free slot (RoutedRunnable's ``capacity_timeout``). An ``AgentAtCapacity``, what
+    a service answers with back-pressure (429), and a ``NoAgentAvailable``, what
+    ``select`` says of a full pool, so either ``except`` catches it; ``agent_ids`` are
+    the agents that were full (``agent_id`` the first of them)."""
+
+    def __init__(self, task_type: str, agent_ids: Iterable[str], waited_s: float) -> None:
+        self.task_type = task_type
+        self.agent_ids = tuple(agent_ids)
+        self.agent_id = self.agent_ids[0] if self.agent_ids else ""
+        self.waited_s = waited_s
+        RouterError.__init__(
+            self, f"no agent available for task type {task_type!r}: every eligible agent "
+            f"({', '.join(map(repr, self.agent_ids))}) was still at capacity after "
+            f"waiting {waited_s:g} s (capacity_timeout)")
+
+
 class AgentRateLimited(AgentAtCapacity):
     """The agent has started ``rpm`` calls in the last 60 seconds."""
 

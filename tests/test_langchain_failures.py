@@ -15,7 +15,7 @@ from langchain_core.runnables import RunnableGenerator, RunnableLambda
 from langchain_helpers import RunLog, executions, failing, prefer, run, tagged, word_stream
 
 from trustroute.integrations.langchain import RoutedRunnable, fixed_task_type
-from trustroute.router import AgentRouter
+from trustroute.router import AgentAtCapacity, AgentRouter, CapacityTimeout, NoAgentAvailable
 
 
 @pytest.mark.parametrize("mode", ["invoke", "ainvoke", "stream", "astream"])
@@ -292,6 +292,29 @@ def test_full_agents_make_callers_wait_instead_of_failing() -> None:
         assert outputs == [f"done:{i}" for i in range(8)]
         assert peak["max"] == 2
         assert r.store.executions.count() == 8 and r.in_flight("solo") == 0
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+def test_waiting_out_capacity_timeout_is_agent_at_capacity(mode: str) -> None:
+    release = threading.Event()
+    with AgentRouter(agents=[{"id": "solo", "max_concurrent": 1}], store="mem://") as r:
+        routed = RoutedRunnable(router=r, task_type=fixed_task_type("t"), capacity_timeout=0.1,
+                                agents={"solo": RunnableLambda(lambda x: release.wait(5) and x)})
+        holder = threading.Thread(target=routed.invoke, args=("first",))
+        holder.start()
+        while r.in_flight("solo") == 0:
+            time.sleep(0.001)
+        try:
+            with pytest.raises(AgentAtCapacity, match=r"every eligible agent \('solo'\) was "
+                               r"still at capacity after waiting 0.1 s \(capacity_timeout\)"
+                               ) as info:
+                run(routed, mode, "second")
+        finally:
+            release.set()
+            holder.join()
+        assert isinstance(info.value, NoAgentAvailable)  # what select says of a full pool
+        assert isinstance(info.value, CapacityTimeout) and info.value.agent_ids == ("solo",)
+        assert r.store.executions.count() == 1 and r.in_flight("solo") == 0
 
 
 def test_a_fallback_counts_as_one_contradiction_for_the_failed_agent(

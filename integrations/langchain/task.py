@@ -22,7 +22,7 @@ from langchain_core.runnables import RunnableConfig, ensure_config
 from trustroute.integrations.langchain.errors import AllAgentsFailed, TaskTypeError
 from trustroute.router.agents import AgentSpec
 from trustroute.router.decision import RoutingDecision
-from trustroute.router.errors import AgentAtCapacity, NoAgentAvailable
+from trustroute.router.errors import AgentAtCapacity, CapacityTimeout, NoAgentAvailable
 from trustroute.router.router import AgentRouter
 
 TaskTypeSpec = str | Callable[[Any], str]
@@ -219,13 +219,18 @@ class RoutedTask:
         """Seconds to wait for a released slot (None: no limit) while some untried agent
         is merely full, or was until a slot came free since the try (``seen``: the
         releases counted before it; the wait then ends at once); otherwise raises
-        ``error``, or the first failure (``_all_failed``)."""
+        ``CapacityTimeout`` when untried agents are full, else ``error``, or the first
+        failure (``_all_failed``)."""
         left = None if deadline is None else deadline - time.monotonic()
         freed = self.router.slots.releases != seen
         if (isinstance(error, AgentAtCapacity) or freed or self._at_capacity()) and \
                 (left is None or left > 0):
             return left
         if not self.errors:
+            full = [spec.id for spec in self._untried() if self.router.slots.full(spec)]
+            if full or isinstance(error, AgentAtCapacity):  # waited out capacity_timeout
+                raise CapacityTimeout(self.task_type, full or [getattr(error, "agent_id", "")],
+                                      self.timeout or 0.0) from None
             raise error
         raise self._all_failed(f"the others stayed at capacity for {self.timeout} s"
                                if self._at_capacity() else "")
