@@ -73,3 +73,49 @@ def test_an_interrupt_pauses_the_graph_and_is_no_failure(asynchronous: bool) -> 
         (profile,) = [p for p in router.profiles() if p.executions_total]
         assert (profile.executions_total, profile.executions_successful) == (1, 1)
         assert done["answer"].startswith(profile.agent_id)
+
+
+class Task(TypedDict, total=False):
+    kind: str
+    out: str
+    after: str
+
+
+def handing_back(name: str) -> Any:
+    """An agent subgraph whose last step hands control back to the parent graph."""
+    def work(state: Task) -> Command[Any]:
+        return Command(graph=Command.PARENT, goto="done", update={"out": f"{name} did it"})
+
+    graph = StateGraph(Task)
+    graph.add_node("work", work)
+    graph.add_edge(START, "work")
+    return graph.compile()
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+@pytest.mark.parametrize("judged", [False, True])
+def test_a_command_for_the_parent_graph_is_a_recorded_success(asynchronous: bool,
+                                                              judged: bool) -> None:
+    seen: list[Any] = []
+
+    def judge(task: Any, command: Any) -> float:
+        seen.append(command)
+        return 0.8
+
+    with AgentRouter(["a", "b"], store="mem://", seed=0) as router:
+        routed = RoutedRunnable(router=router, task_type="kind",
+                                agents={"a": handing_back("a"), "b": handing_back("b")},
+                                evaluator=judge if judged else None)
+        graph = StateGraph(Task)
+        graph.add_node("route", routed, destinations=("done",))
+        graph.add_node("done", lambda state: {"after": "done ran"})
+        graph.add_edge(START, "route")
+        graph.add_edge("done", END)
+        app = graph.compile()
+        value = {"kind": "triage"}
+        final = asyncio.run(app.ainvoke(value)) if asynchronous else app.invoke(value)
+        assert final["after"] == "done ran"  # LangGraph proceeded as without routing
+        (record,) = router.store.executions.iter_executions()
+        assert final["out"] == f"{record['agent_id']} did it"
+        assert (record["success"], record["quality"]) == (True, 0.8 if judged else 1.0)
+        assert [c.update for c in seen] == ([{"out": final["out"]}] if judged else [])

@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from numbers import Real
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 from langchain_core.callbacks import (
@@ -32,10 +32,11 @@ from langchain_core.outputs import LLMResult
 from langchain_core.runnables import Runnable, RunnableConfig, patch_config
 
 try:  # LangGraph's interrupt() and parent commands are control flow (an optional extra)
-    from langgraph.errors import GraphBubbleUp
+    from langgraph.errors import GraphBubbleUp, ParentCommand
     CONTROL_FLOW: tuple[type[BaseException], ...] = (GraphBubbleUp,)
+    TO_PARENT: tuple[type[BaseException], ...] = (ParentCommand,)  # the agent's last step
 except ImportError:  # pragma: no cover (without langgraph nothing raises them)
-    CONTROL_FLOW = ()
+    CONTROL_FLOW = TO_PARENT = ()
 
 from trustroute.integrations.langchain.background import Job
 from trustroute.integrations.langchain.callbacks import MAX_STEP_CHARS, TraceCollector
@@ -243,26 +244,37 @@ class Attempt:
 
     def failed(self, error: BaseException, *, streamed: bool = False) -> None:
         """Record an attempt whose agent raised ``error`` (tokens spent still cost), and
-        log it; ``streamed``: chunks already reached the caller. LangGraph's control
-        flow is raised on, unrecorded (``passed_up``)."""
-        self.passed_up(error)
+        log it; ``streamed``: chunks already reached the caller."""
         self.routed.router.record(self.decision, success=False, **self._fields(None))
         self._failed(error, streamed)
 
     async def afailed(self, error: BaseException, *, streamed: bool = False) -> None:
         """Async ``failed``."""
-        self.passed_up(error)
         await self.routed.router.arecord(self.decision, success=False, **self._fields(None))
         self._failed(error, streamed)
 
-    def passed_up(self, error: BaseException) -> None:
-        """Raise ``error`` on when it is LangGraph's control flow (``interrupt()``, a
-        ``Command`` for the parent graph): the agent pausing its graph, as LangGraph's
-        own retries and fallbacks treat it, not failing. Nothing is recorded and no
-        other agent is tried; like a cancelled run, the decision has no outcome."""
-        if isinstance(error, CONTROL_FLOW):
-            self.not_handled(error, "LangGraph control flow: raised to the graph, not recorded")
+    def passed_up(self, error: BaseException) -> NoReturn:
+        """Raise on ``error``, LangGraph's control flow (``CONTROL_FLOW``), whatever
+        ``exceptions_to_handle`` says: the agent working, not failing, as LangGraph's own
+        retries and fallbacks treat it, so no other agent is tried. A ``Command`` for the
+        parent graph ends the agent's work: recorded as ``succeeded`` with the command as
+        its output. ``interrupt()`` pauses it: like a cancelled run, no outcome yet."""
+        if isinstance(error, TO_PARENT):
+            self.succeeded(error.args[0])
             raise error
+        self._paused(error)
+        raise error
+
+    async def apassed_up(self, error: BaseException) -> NoReturn:
+        """Async ``passed_up``."""
+        if isinstance(error, TO_PARENT):
+            await self.asucceeded(error.args[0])
+            raise error
+        self._paused(error)
+        raise error
+
+    def _paused(self, error: BaseException) -> None:
+        self.not_handled(error, "LangGraph control flow: raised to the graph, not recorded")
 
     def _failed(self, error: BaseException, streamed: bool) -> None:
         self.task.failed(self.decision, error)

@@ -41,7 +41,7 @@ from pydantic import (
 from trustroute.integrations.langchain.background import BackgroundEvaluations
 from trustroute.integrations.langchain.errors import AgentsMismatch
 from trustroute.integrations.langchain.failures import FailureLog
-from trustroute.integrations.langchain.recording import Attempt
+from trustroute.integrations.langchain.recording import CONTROL_FLOW, Attempt
 from trustroute.integrations.langchain.task import RoutedTask, check_task_type, resolve_task_type
 from trustroute.router.router import AgentRouter
 from trustroute.router.trace import NoveltyCache, TraceWeights
@@ -248,6 +248,8 @@ class RoutedRunnable(RunnableSerializable[Any, Any]):
                         **kwargs)
             except NEVER_JUDGED:
                 raise
+            except CONTROL_FLOW as exc:
+                attempt.passed_up(exc)
             except self.exceptions_to_handle as exc:
                 attempt.failed(exc)
                 continue
@@ -276,6 +278,8 @@ class RoutedRunnable(RunnableSerializable[Any, Any]):
                         **kwargs)
             except NEVER_JUDGED:
                 raise
+            except CONTROL_FLOW as exc:
+                await attempt.apassed_up(exc)
             except self.exceptions_to_handle as exc:
                 await attempt.afailed(exc)
                 continue
@@ -313,6 +317,8 @@ class RoutedRunnable(RunnableSerializable[Any, Any]):
                             chunk = next(chunks, _END)
                     except NEVER_JUDGED:
                         raise
+                    except CONTROL_FLOW as exc:
+                        attempt.passed_up(exc)
                     except self.exceptions_to_handle as exc:
                         attempt.failed(exc, streamed=output is not _END)
                         if output is _END:
@@ -361,6 +367,8 @@ class RoutedRunnable(RunnableSerializable[Any, Any]):
                             chunk = await anext(chunks, _END)
                     except NEVER_JUDGED:
                         raise
+                    except CONTROL_FLOW as exc:
+                        await attempt.apassed_up(exc)
                     except self.exceptions_to_handle as exc:
                         await attempt.afailed(exc, streamed=output is not _END)
                         if output is _END:
