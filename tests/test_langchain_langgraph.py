@@ -1,5 +1,6 @@
 """A routed agent inside a LangGraph graph: its ``interrupt()`` pauses the graph, as it
-would without routing, instead of counting as the agent's failure."""
+would without routing, instead of counting as the agent's failure, and the resume goes
+back to it; its ``Command`` for the parent graph is a recorded success."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 from langchain_core.runnables import RunnableLambda
 
 from trustroute.integrations.langchain import RoutedRunnable, fixed_task_type
+from trustroute.integrations.langchain.resume import PausedTasks, graph_task_key
 from trustroute.router import AgentRouter
 
 pytest.importorskip("langgraph")
@@ -119,3 +121,49 @@ def test_a_command_for_the_parent_graph_is_a_recorded_success(asynchronous: bool
         assert final["out"] == f"{record['agent_id']} did it"
         assert (record["success"], record["quality"]) == (True, 0.8 if judged else 1.0)
         assert [c.update for c in seen] == ([{"out": final["out"]}] if judged else [])
+
+
+def resumed_answers(seed: int, asynchronous: bool = False, hold: bool = False
+                    ) -> tuple[str, str]:
+    """(the agent that asked, the resumed answer) of one paused task on a cold router;
+    ``hold``: the asking agent is busy elsewhere when the graph resumes."""
+    agents = [{"id": name, "max_concurrent": 1} for name in ("a", "b")]
+    with AgentRouter(agents, store="mem://", seed=seed) as router:
+        routed = RoutedRunnable(router=router, agents={"a": asking("a"), "b": asking("b")},
+                                task_type=fixed_task_type("support"))
+        app = graph_of(routed, asynchronous)
+        thread = {"configurable": {"thread_id": f"t-{seed}"}}
+        paused = (asyncio.run(app.ainvoke({"question": "q"}, thread)) if asynchronous
+                  else app.invoke({"question": "q"}, thread))
+        asked = paused["__interrupt__"][0].value["agent"]
+        lease = router.acquire(asked) if hold else None
+        resume = Command(resume="ok")
+        done = asyncio.run(app.ainvoke(resume, thread)) if asynchronous else \
+            app.invoke(resume, thread)
+        if lease is not None:
+            lease.release()
+        return asked, done["answer"]
+
+
+def test_a_resumed_task_goes_back_to_the_agent_that_asked() -> None:
+    """Cold routers (nothing recorded while paused) used to pick anew: another agent
+    answered the person about half the time. A busy asking agent is not waited for."""
+    for seed in range(24):
+        asked, answer = resumed_answers(seed, asynchronous=seed % 3 == 0)
+        assert answer == f"{asked}: q (ok)", seed
+    for seed in range(4):
+        asked, answer = resumed_answers(seed, hold=True)
+        assert answer.endswith(": q (ok)") and not answer.startswith(asked)
+
+
+def test_paused_tasks_are_bounded_and_forgotten() -> None:
+    paused = PausedTasks(size=2)
+    keys = [graph_task_key({"configurable": {"thread_id": t, "checkpoint_ns": "n:1"}}, "s")
+            for t in ("t1", "t2", "t3")]
+    assert graph_task_key({"configurable": {"thread_id": "t1"}}) is None  # not a graph task
+    for key, agent in zip(keys, "abc", strict=True):
+        paused.remember(key, agent)
+    assert len(paused) == 2 and paused.recall(keys[0]) is None  # the oldest went first
+    assert paused.recall(keys[2]) == "c"
+    paused.forget(keys[2])
+    assert paused.recall(keys[2]) is None

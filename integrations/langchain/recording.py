@@ -32,11 +32,12 @@ from langchain_core.outputs import LLMResult
 from langchain_core.runnables import Runnable, RunnableConfig, patch_config
 
 try:  # LangGraph's interrupt() and parent commands are control flow (an optional extra)
-    from langgraph.errors import GraphBubbleUp, ParentCommand
+    from langgraph.errors import GraphBubbleUp, GraphInterrupt, ParentCommand
     CONTROL_FLOW: tuple[type[BaseException], ...] = (GraphBubbleUp,)
     TO_PARENT: tuple[type[BaseException], ...] = (ParentCommand,)  # the agent's last step
+    PAUSES: tuple[type[BaseException], ...] = (GraphInterrupt,)  # resumed later
 except ImportError:  # pragma: no cover (without langgraph nothing raises them)
-    CONTROL_FLOW = TO_PARENT = ()
+    CONTROL_FLOW = TO_PARENT = PAUSES = ()
 
 from trustroute.integrations.langchain.background import Job
 from trustroute.integrations.langchain.callbacks import MAX_STEP_CHARS, TraceCollector
@@ -225,6 +226,7 @@ class Attempt:
                                    **self._fields(output))
         self._judge_later(rec, output)
         self._credit()
+        self.task.settled()
 
     async def asucceeded(self, output: Any) -> None:
         """Async ``succeeded``: the database write runs off the event loop."""
@@ -241,6 +243,7 @@ class Attempt:
                                           **self._fields(output))
         self._judge_later(rec, output)
         self._credit()
+        self.task.settled()
 
     def failed(self, error: BaseException, *, streamed: bool = False) -> None:
         """Record an attempt whose agent raised ``error`` (tokens spent still cost), and
@@ -274,10 +277,13 @@ class Attempt:
         raise error
 
     def _paused(self, error: BaseException) -> None:
+        if isinstance(error, PAUSES):
+            self.task.paused(self.decision)
         self.not_handled(error, "LangGraph control flow: raised to the graph, not recorded")
 
     def _failed(self, error: BaseException, streamed: bool) -> None:
         self.task.failed(self.decision, error)
+        self.task.settled()
         then = ("recorded; its chunks already reached the caller, so it is raised" if streamed
                 else "recorded; falling back to another agent" if self.task.can_fall_back()
                 else "recorded; no further attempt")

@@ -20,9 +20,15 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig, ensure_config
 
 from trustroute.integrations.langchain.errors import AllAgentsFailed, TaskTypeError
+from trustroute.integrations.langchain.resume import PAUSED, TaskKey, graph_task_key
 from trustroute.router.agents import AgentSpec
 from trustroute.router.decision import RoutingDecision
-from trustroute.router.errors import AgentAtCapacity, CapacityTimeout, NoAgentAvailable
+from trustroute.router.errors import (
+    AgentAtCapacity,
+    CapacityTimeout,
+    NoAgentAvailable,
+    RouterError,
+)
 from trustroute.router.router import AgentRouter
 
 TaskTypeSpec = str | Callable[[Any], str]
@@ -120,6 +126,7 @@ class RoutedTask:
     errors: dict[str, BaseException] = field(default_factory=dict)
     current: RoutingDecision | None = None
     problem: Exception | None = None
+    graph_task: TaskKey | None = None  # the LangGraph task it runs in (see resume.py)
 
     def __enter__(self) -> RoutedTask:
         return self
@@ -150,9 +157,20 @@ class RoutedTask:
             self.current.release()
             self.current = None
 
+    def paused(self, decision: RoutingDecision) -> None:
+        """The agent of ``decision`` paused the LangGraph task with ``interrupt()``: its
+        re-run on resume prefers that agent (``resume.py``)."""
+        PAUSED.remember(self.graph_task, decision.agent_id)
+
+    def settled(self) -> None:
+        """An attempt was recorded: a later run of the LangGraph task decides anew."""
+        PAUSED.forget(self.graph_task)
+
     def run_config(self, config: RunnableConfig | None) -> RunnableConfig:
-        """``config`` plus run metadata (nested runs inherit it): the task's type and id."""
+        """``config`` plus run metadata (nested runs inherit it): the task's type and id.
+        Notes the LangGraph task the run belongs to, if any (``graph_task``)."""
         config = ensure_config(config)
+        self.graph_task = graph_task_key(config, id(self.router), self.task_type)
         config["metadata"] = {**config.get("metadata", {}), "task_id": self.task_id}
         if self.problem is None:
             config["metadata"]["task_type"] = self.task_type
@@ -202,6 +220,9 @@ class RoutedTask:
         if self.attempt >= self.max_attempts:
             raise self._all_failed(
                 f"max_attempts={self.max_attempts} reached" if self._untried() else "")
+        if (resumed := self._resumed()) is not None:
+            self.current, self.attempt = resumed, self.attempt + 1
+            return
         deadline = None if self.timeout is None else time.monotonic() + self.timeout
         while True:
             seen = self.router.slots.releases
@@ -213,6 +234,18 @@ class RoutedTask:
             else:
                 self.attempt += 1
                 return
+
+    def _resumed(self) -> RoutingDecision | None:
+        """The first attempt of a resumed LangGraph task: the agent whose ``interrupt()``
+        paused it, when it is still eligible and free (else None: a normal decision)."""
+        agent_id = PAUSED.recall(self.graph_task) if self.attempt == 0 else None
+        if agent_id is None or agent_id not in self.router.agents:
+            return None
+        others = [other for other in self.router.agents if other != agent_id]
+        try:
+            return self.router.select(self.task_type, exclude=others, acquire=True)
+        except RouterError:  # disabled, full, or abstaining alone: decide among all
+            return None
 
     def _wait_or_raise(self, error: NoAgentAvailable | AgentAtCapacity,
                        deadline: float | None, seen: int) -> float | None:
