@@ -299,7 +299,9 @@ class Attempt:
 
     def _credit(self) -> None:
         """The routed run's metadata names this agent as the one whose output it returns:
-        tracers read it when the run ends (its start precedes the choice of agent)."""
+        tracers read it when the run ends (its start precedes the choice of agent).
+        Updated in place: LangChain has no other way to add metadata at a run's end (the
+        start event shares the dict; docs/langchain.md, "Run metadata")."""
         self.parent.metadata.update(self.task.credit(self.decision))
 
     def _evaluate(self, output: Any) -> Any:
