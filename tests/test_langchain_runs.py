@@ -13,6 +13,8 @@ from langchain_helpers import executions, failing, failing_stream, prefer, tagge
 
 from trustroute.integrations.langchain import RoutedRunnable, TaskTypeError
 from trustroute.router import AgentRouter, NoAgentAvailable
+from trustroute.router.handoff.transfer import CallableHook, TransferDispatcher
+from trustroute.router.trust.abstention import AbstentionPolicy
 
 MODES = ["invoke", "ainvoke", "stream", "astream"]
 
@@ -90,3 +92,24 @@ def test_the_routed_runs_end_event_credits_the_agent_that_answered(
     (end,) = [e for e in asyncio.run(events())
               if e["event"] == "on_chain_end" and e["name"] == "RoutedRunnable"]
     assert end["data"]["output"] == "b:x" and end["metadata"]["agent_id"] == "b"
+
+
+def test_an_abstained_decision_is_handed_over_and_still_answered() -> None:
+    """Under on_abstain: human the router hands the task to people and RoutedRunnable
+    runs the chosen agent anyway; the routed run's metadata says it abstained."""
+    handed: list[str] = []
+    hooks = TransferDispatcher([CallableHook(lambda request: handed.append(request.task_type))])
+    with AgentRouter(["a", "b"], store="mem://", seed=0, transfer=hooks,
+                     abstention=AbstentionPolicy(on_abstain="human")) as router:
+        for agent_id in ("a", "b"):  # both always failed: weak_resonance fires
+            for _ in range(10):
+                router.record(agent_id=agent_id, task_type="t", success=False)
+        routed = RoutedRunnable(router=router, agents={"a": tagged("a"), "b": tagged("b")},
+                                task_type=lambda _: "t")
+        collector = RunCollectorCallbackHandler()
+        answer = call(routed, "invoke", "x", collector)
+        assert hooks.join(5) and handed == ["t"]  # a person got the task
+        (root,) = collector.traced_runs
+        assert answer == f"{root.extra['metadata']['agent_id']}:x"  # and an agent answered
+        assert root.extra["metadata"]["abstained"] is True
+        assert executions(router)[-1]["success"] is True  # its run is recorded as usual

@@ -177,9 +177,11 @@ class RoutedTask:
         return config
 
     def credit(self, decision: RoutingDecision) -> dict[str, Any]:
-        """Run metadata naming the agent of ``decision`` as the current attempt's."""
+        """Run metadata naming the agent of ``decision`` as the current attempt's (and
+        whether the router abstained on that decision)."""
         return {"agent_id": decision.agent_id, "decision_id": decision.decision_id,
-                "score": decision.score, "attempt": self.attempt}
+                "score": decision.score, "attempt": self.attempt,
+                "abstained": decision.abstained}
 
     # -- choosing the agent of the next attempt ----------------------------------------
     def next(self) -> RoutingDecision:
