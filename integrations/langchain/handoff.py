@@ -26,10 +26,10 @@ from langchain_core.callbacks import AsyncCallbackManagerForChainRun, CallbackMa
 from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig, patch_config
-from langchain_core.runnables.base import coerce_to_runnable
 from langchain_core.runnables.utils import ConfigurableFieldSpec
 from langchain_core.vectorstores import InMemoryVectorStore
 
+from trustroute.integrations.langchain.checks import as_runnable, retrieval_source
 from trustroute.integrations.langchain.handoff_result import HandoffResult
 from trustroute.integrations.langchain.task import (
     TaskTypeSpec,
@@ -106,8 +106,8 @@ class HandoffRunnable(Runnable[Any, Any]):
         if handoff_output not in HANDOFF_OUTPUTS:
             raise ValueError(f"handoff_output must be 'result' or 'text', got {handoff_output!r}")
         self.task_type = check_task_type(task_type)
-        self.source = retriever_or_vectorstore
-        self.answer_chain = coerce_to_runnable(answer_chain)
+        self.source = retrieval_source(retriever_or_vectorstore)
+        self.answer_chain = as_runnable(answer_chain, "answer_chain")
         self.store = store if store is not None else (router.store if router else None)
         if isinstance(confidence, str):  # a calibration saved in the store
             if self.store is None:

@@ -26,7 +26,6 @@ from langchain_core.callbacks import (
     CallbackManagerForChainRun,
 )
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableSerializable
-from langchain_core.runnables.base import coerce_to_runnable
 from langchain_core.runnables.utils import ConfigurableFieldSpec, get_unique_config_specs
 from pydantic import (
     BaseModel,
@@ -34,11 +33,13 @@ from pydantic import (
     Field,
     PrivateAttr,
     RootModel,
+    ValidationError,
     create_model,
     field_validator,
 )
 
 from trustroute.integrations.langchain.background import BackgroundEvaluations
+from trustroute.integrations.langchain.checks import as_runnable, one_line
 from trustroute.integrations.langchain.errors import AgentsMismatch
 from trustroute.integrations.langchain.failures import FailureLog
 from trustroute.integrations.langchain.recording import CONTROL_FLOW, Attempt
@@ -128,7 +129,10 @@ class RoutedRunnable(RunnableSerializable[Any, Any]):
     _background: BackgroundEvaluations | None = PrivateAttr(default=None)
 
     def __init__(self, **data: Any) -> None:
-        super().__init__(**data)
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise one_line(exc, type(self)) from None
         known, given = set(self.router.agents), set(self.agents)
         if known != given:
             raise AgentsMismatch(missing=known - given, unknown=given - known)
@@ -172,7 +176,8 @@ class RoutedRunnable(RunnableSerializable[Any, Any]):
         if not isinstance(value, Mapping) or not value:
             raise TypeError("agents must be a non-empty dict of agent id -> Runnable, "
                             f"got {value!r}")
-        return {agent_id: coerce_to_runnable(agent) for agent_id, agent in value.items()}
+        return {agent_id: as_runnable(agent, f"agents[{agent_id!r}]")
+                for agent_id, agent in value.items()}
 
     @field_validator("task_type", mode="before")
     @classmethod

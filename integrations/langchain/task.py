@@ -21,6 +21,7 @@ from langchain_core.runnables import RunnableConfig, ensure_config
 
 from trustroute.integrations.langchain.errors import AllAgentsFailed, TaskTypeError
 from trustroute.integrations.langchain.resume import PAUSED, TaskKey, graph_task_key
+from trustroute.profiles.records import check_identifier
 from trustroute.router.agents import AgentSpec
 from trustroute.router.decision import RoutingDecision
 from trustroute.router.errors import (
@@ -103,7 +104,10 @@ def resolve_task_type(spec: TaskTypeSpec, input_: Any) -> str:
                             f"but {_describe(input_, spec)}{literal}")
     if not isinstance(value, str) or not value:
         raise TaskTypeError(f"{origin} gave {value!r}; a task type must be a non-empty string")
-    return value
+    try:
+        return check_identifier(value, f"the task type from {origin}")
+    except ValueError as exc:  # too long, a control character: it cannot be stored
+        raise TaskTypeError(str(exc)) from None
 
 
 @dataclass
