@@ -233,9 +233,10 @@ class Connection:
         try:
             return retrying(self._attempt, sql, bound, rows)
         except TRANSIENT_ERRORS as exc:
+            waited = self.settings.reconnect_timeout_s  # 0: a reader that does not wait
             raise StoreUnavailableError(
                 f"lost the connection to SurrealDB at {self.location.redacted()} and could "
-                f"not re-open it within {self.settings.reconnect_timeout_s:g} s: "
+                f"not re-open it{f' within {waited:g} s' if waited else ''}: "
                 f"{redact_credentials(str(exc))}") from exc
 
     def pages(self, sql: str, params: dict[str, Any], batch: int
