@@ -74,6 +74,20 @@ def test_store_tables_fit_80_columns(capsys: pytest.CaptureFixture[str], history
         assert "customer-support" in out and "escalation" in out  # folded, not cut
 
 
+@pytest.mark.parametrize("columns", [50, 60])
+def test_narrow_terminals_leave_out_right_columns_and_say_so(
+        capsys: pytest.CaptureFixture[str], history: str, monkeypatch: pytest.MonkeyPatch,
+        columns: int) -> None:
+    monkeypatch.setenv("COLUMNS", str(columns))
+    for argv, first in ((("profiles",), "agent"), (("trust",), "task type"),
+                        (("route", "code"), "agent")):
+        result = run(capsys, *argv, "--store", history)
+        assert result.code == 0, result.err
+        assert max(len(line) for line in result.out.splitlines()) <= columns, result.out
+        assert first.split()[0] in result.out.split() and "coder" in result.out
+        assert "not shown at this width: " in result.out, result.out
+
+
 def test_demo_and_replay_tables_fit_80_columns(capsys: pytest.CaptureFixture[str],
                                                workdir: Path) -> None:
     fits(run(capsys, "demo", "-n", "60", "--store", "mem://"), "agent", "routed", "quality",

@@ -27,6 +27,7 @@ from trustroute.router.cli.base import (
 )
 from trustroute.router.cli.tables import (
     LEADERBOARD_LEGEND,
+    fitted,
     leaderboard_heading,
     leaderboard_table,
     pct,
@@ -40,7 +41,7 @@ def _report(summary: DemoSummary, store_url: str, store_given: bool) -> None:
     s = summary
     for task_type, rows in s.leaderboard.items():
         console.print(leaderboard_heading(task_type, rows, s.preferred.get(task_type)))
-        console.print(leaderboard_table(rows))
+        console.print(fitted(leaderboard_table(rows), console))
     console.print(LEADERBOARD_LEGEND, style="dim")
     console.print(
         f"[bold]routed mean quality {s.routed_expected_quality:.3f}[/] (observed "

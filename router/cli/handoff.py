@@ -33,7 +33,7 @@ from trustroute.router.cli.base import (
     router_options,
     store_label,
 )
-from trustroute.router.cli.tables import age, compact_table, num, pct, plural
+from trustroute.router.cli.tables import age, compact_table, fitted, num, pct, plural
 from trustroute.router.cli.text import shown
 from trustroute.router.handoff.calibration import CalibrationReport
 from trustroute.router.handoff.confidence import RetrievalConfidence
@@ -158,7 +158,7 @@ def calibrate_handoff(
             }
         )
         return
-    console.print(calibration_table(base, tuned, report))
+    console.print(fitted(calibration_table(base, tuned, report), console))
     console.print(_guarantee_line(report))
     if name is not None:
         console.print(
@@ -291,7 +291,7 @@ def handoffs(
                 print_json(rows)
             elif rows:
                 console.print(f"[i]hand-off rate by task type in {shown(url)}[/]")  # not
-                console.print(stats_table(rows))  # cut at the table's width
+                console.print(fitted(stats_table(rows), console))  # cut at its width
             else:
                 console.print(f"no hand-off decisions recorded in {shown(url)} yet")
             return
@@ -322,7 +322,8 @@ def handoffs(
     if as_json:
         print_json(rows)
     elif rows:
-        console.print(pending_table(rows, f"{status} hand-offs in {shown(url)}"))
+        console.print(fitted(pending_table(rows, f"{status} hand-offs in {shown(url)}"),
+                             console))
     else:
         which = "" if status == "all" else f"{status} "  # not "no all hand-offs"
         console.print(f"no {which}hand-offs in {shown(url)}")

@@ -17,7 +17,7 @@ from trustroute.router.cli.base import (
     store_label,
 )
 from trustroute.router.cli.handoff import stats_table
-from trustroute.router.cli.tables import PROFILES_LEGEND, profiles_tables
+from trustroute.router.cli.tables import PROFILES_LEGEND, fitted, profiles_tables
 from trustroute.router.cli.text import shown
 from trustroute.router.errors import did_you_mean
 
@@ -56,7 +56,7 @@ def show_profiles(task_type: str | None, agent: str | None, config: Path | None,
         console.print(f"profiles in {shown(url)}")
         for table in profiles_tables(found):
             console.print()
-            console.print(table)
+            console.print(fitted(table, console))
         console.print(PROFILES_LEGEND, style="dim")
     if rates:  # logged by HandoffRunnable (a RAG app may route nothing)
-        console.print(stats_table(rates, "hand-off rate by task type"))
+        console.print(fitted(stats_table(rates, "hand-off rate by task type"), console))

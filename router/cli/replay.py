@@ -13,7 +13,7 @@ import yaml
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from trustroute.router.cli.base import CliError, cli, console, err_console, json_option, print_json
-from trustroute.router.cli.tables import compact_table, plural
+from trustroute.router.cli.tables import compact_table, fitted, plural
 from trustroute.router.cli.text import shown
 from trustroute.router.replay import ReplayReport, load_outcomes, replay, total_steps
 from trustroute.router.strategies import (
@@ -145,7 +145,7 @@ def show_report(report: ReplayReport, file: Path) -> None:
                  else f"{pct['mean']:.1f} ± {pct['ci95']:.1f}")
         table.add_row(shown(summary.strategy), f"{quality['mean']:.3f}", share,
                       f"{regret['mean']:.1f}", f"{summary.oracle_share['mean']:.0%}", top)
-    console.print(table)
+    console.print(fitted(table, console))
 
 
 def writable_folder(folder: Path) -> bool:

@@ -18,7 +18,7 @@ from trustroute.router.cli.base import (
     strategy_option,
     strategy_overrides,
 )
-from trustroute.router.cli.tables import decision_table, num
+from trustroute.router.cli.tables import decision_table, fitted, num
 from trustroute.router.cli.text import shown
 from trustroute.router.errors import did_you_mean
 from trustroute.router.router import AgentRouter
@@ -85,7 +85,7 @@ def route(task_type: str, agents: tuple[str, ...], exclude: tuple[str, ...],
     chosen = decision.chosen
     console.print(f"route [bold]{shown(task_type)}[/] → [bold green]{shown(decision.agent_id)}"
                   f"[/]  (final score {num(chosen.final_score)}, strategy {decision.strategy})")
-    console.print(decision_table(decision))
+    console.print(fitted(decision_table(decision), console))
     for rank, c in enumerate(decision.candidates, start=1):
         console.print(f"{rank}. {shown(c.agent_id)}: {shown(c.reason)}")
     if decision.abstained:

@@ -6,7 +6,8 @@ formats scores, latencies, times and counts the same way.
 Every table fits an 80-column terminal without cutting a header or a number: number
 columns are never narrower than their header and never wrap, and name columns (agents,
 task types) take what is left, folding a long name onto a second line rather than
-cutting it.
+cutting it. In a narrower terminal ``fitted`` leaves out the rightmost columns, and says
+which, rather than cut names or numbers.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from datetime import datetime
 from typing import Any
 
 from rich import box
+from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
 
 from trustroute.profiles.profile import TaskTypeProfile
@@ -89,6 +92,43 @@ def compact_table(headers: Iterable[str], names: Collection[str] = NAME_COLUMNS,
             table.add_column(header, justify="right", no_wrap=True,
                              min_width=max(len(line) for line in header.splitlines()))
     return table
+
+
+#: Below this, a name column is not folded narrower: number columns are left out instead.
+NAME_WIDTH = 12
+
+
+def fitted(table: Table, console: Console) -> Table:
+    """``table`` as it fits ``console``'s width: while even its narrowest rendering is
+    wider, its rightmost column is left out (the caption names them; ``--json`` has
+    everything), so the first columns, names among them, are never cut."""
+    for column in table.columns:  # names fold, though not narrower than NAME_WIDTH
+        if column.overflow == "fold":
+            widest = max((Measurement.get(console, console.options, cell).maximum
+                          for cell in column.cells), default=0)
+            column.min_width = max(column.min_width or 0, min(NAME_WIDTH, widest))
+    dropped: list[str] = []
+    while len(table.columns) > 2 and _narrowest(table, console) > console.width:
+        dropped.insert(0, str(table.columns.pop().header).replace("\n", " "))
+    if dropped:
+        note = f"not shown at this width: {', '.join(dropped)} (--json has them)"
+        table.caption = f"{table.caption}\n{note}" if table.caption else note
+        table.caption_justify = "left"
+    return table
+
+
+def _narrowest(table: Table, console: Console) -> int:
+    """The width of ``table`` with its name columns folded as narrow as they go."""
+    names = [c for c in table.columns if c.overflow == "fold"]
+    widths = [c.max_width for c in names]
+    for column in names:
+        column.max_width = column.min_width
+    try:
+        wide = console.options.update_width(1_000_000)
+        return Measurement.get(console, wide, table).minimum
+    finally:
+        for column, width in zip(names, widths, strict=True):
+            column.max_width = width
 
 
 def decision_table(decision: RoutingDecision) -> Table:

@@ -21,7 +21,7 @@ from trustroute.router.cli.base import (
     store_label,
     utc_time,
 )
-from trustroute.router.cli.tables import compact_table, plural
+from trustroute.router.cli.tables import compact_table, fitted, plural
 from trustroute.router.cli.text import shown
 from trustroute.router.errors import did_you_mean
 from trustroute.router.trust.calibration import CalibrationReport, calibration_report
@@ -94,7 +94,7 @@ def print_calibration(report: CalibrationReport, title: str) -> None:
         table.add_row(row.label, f"{row.predicted:.3f}", f"{row.realised:.3f}",
                       str(row.count), f"{row.gap:+.3f}")
     console.print(f"[i]{title}[/]")  # above, not as the title: it wraps at the terminal's
-    console.print(table)  # width, so a store URL is never cut at the narrow table's
+    console.print(fitted(table, console))  # width, so a URL is not cut at the table's
     if report.abstained_with_outcome:
         failed = (f"abstained that failed {100 * report.abstained_failure_rate:.1f}% "
                   f"(vs {100 * report.answered_failure_rate:.1f}% of the others)")
@@ -164,5 +164,5 @@ def trust(task_type: str | None, agent: str | None, config: Path | None, store: 
         table.add_row(shown(t), shown(a), str(c.observations), str(c.contradictions),
                       f"{s.frequency:.2f}", f"{s.effectiveness:.2f}", f"{s.human:.2f}",
                       f"{s.composite:.3f}", str(s.tier))
-    console.print(table)
+    console.print(fitted(table, console))
 
