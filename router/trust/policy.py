@@ -56,6 +56,8 @@ class TierPolicy(Settings):
                    for w, t in zip(why, tiers, strict=True)]
         if all(w is not None for w in why):
             raise NoAgentAvailable(task_type, f"all {len(ranked)} eligible agent(s) are in "
-                                              "the deprecated trust tier")
+                                              "the deprecated trust tier (with "
+                                              "trust.policy.exclude_deprecated: false they "
+                                              "are routed to anyway)")
         kept = [c for c, w in zip(ranked, why, strict=True) if w is None]
         return kept + [replace(c, note=w) for c, w in zip(ranked, why, strict=True) if w]
