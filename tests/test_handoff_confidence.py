@@ -234,6 +234,9 @@ def test_score_shapes() -> None:
         ([0.5, "high"], r"scores\[1\] must be a number"),
         ([True], r"scores\[0\] must be a number"),
         ("0.5", "scores must be a list"),
+        # one query's row as FAISS returns it, (1, k): its worst score was read as the only
+        (np.array([[0.91, 0.88, 0.52]]), r"one-dimensional, got an array of shape \(1, 3\)"),
+        ([[0.91, 0.88, 0.52]], r"scores\[0\] holds 3 values, not a \(document, score\)"),
     ],
 )
 def test_bad_scores_name_the_position(scores: object, match: str) -> None:

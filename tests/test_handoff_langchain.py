@@ -31,7 +31,7 @@ from trustroute.profiles.store.handoffs import HandoffRepository
 from trustroute.router import AgentRouter
 from trustroute.router.config import RouterConfig
 from trustroute.router.handoff.confidence import RetrievalConfidence
-from trustroute.router.handoff.transfer import CallableHook, TransferRequest
+from trustroute.router.handoff.transfer import CallableHook, TransferDispatcher, TransferRequest
 
 # the toy embedder's cosine scores sit lower than a sentence model's
 CONFIDENCE = RetrievalConfidence(score_threshold=0.4)
@@ -291,6 +291,25 @@ def test_confidence_from_a_named_calibration_and_router_config() -> None:
         assert by_name.confidence.config.score_threshold == 0.42
     with pytest.raises(ValueError, match="names a calibration"):
         HandoffRunnable(faq_store(), echo_chain(), confidence="faq")
+
+
+@pytest.mark.parametrize("score", [None, "high", True, [0.9]])
+def test_a_documents_bad_score_is_named(score: Any) -> None:
+    docs = [Document(page_content="a", metadata={"score": 0.9}),
+            Document(page_content="b", metadata={"score": score})]
+    rag = HandoffRunnable(RunnableLambda(lambda q: docs), echo_chain(), confidence=CONFIDENCE)
+    with pytest.raises(ValueError, match=r"document 1\.metadata\.score.* must be a number"):
+        rag.invoke(COVERED)
+
+
+def test_hooks_named_like_the_routers_are_refused() -> None:
+    desk = TransferDispatcher([CallableHook(print, name="desk")])
+    with AgentRouter(["bot"], store="mem://", transfer=desk) as router:
+        with pytest.raises(ValueError, match="'desk' is also the name of a hook of the rou"):
+            HandoffRunnable(faq_store(), echo_chain(), router=router,
+                            hooks=[CallableHook(print, name="desk")])
+        HandoffRunnable(faq_store(), echo_chain(), router=router,
+                        hooks=[CallableHook(print, name="billing")]).close()
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ from langchain_core.runnables.base import coerce_to_runnable
 from pydantic import BaseModel, ValidationError
 
 from trustroute.profiles.validation import describe_validation_error
+from trustroute.router.handoff.transfer.hook import hook_name
 
 
 def as_runnable(value: Any, what: str) -> Runnable[Any, Any]:
@@ -40,3 +41,16 @@ def one_line(exc: ValidationError, model: type[BaseModel]) -> ValueError:
                           ("required key", "required argument")):
         text = text.replace(key, argument)
     return ValueError(f"bad {model.__name__} arguments: {text}")
+
+
+def distinct_hooks(hooks: list[Any], taken: list[Any]) -> list[Any]:
+    """``hooks``, refused when one bears a name of the ``taken`` ones (the router's): a
+    pending hand-off is found again by its hook's name, so another dispatcher's retry
+    would send it to the wrong receiver."""
+    clash = sorted({hook_name(h) for h in hooks} & {hook_name(h) for h in taken})
+    if clash:
+        names = ", ".join(map(repr, clash))
+        raise ValueError(f"hooks: {names} is also the name of a hook of the router's; "
+                         "pending hand-offs are found again by hook name, so give these "
+                         "hooks another name= (WebhookHook(url, name='billing'))")
+    return hooks

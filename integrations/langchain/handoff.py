@@ -29,7 +29,7 @@ from langchain_core.runnables import Runnable, RunnableConfig, patch_config
 from langchain_core.runnables.utils import ConfigurableFieldSpec
 from langchain_core.vectorstores import InMemoryVectorStore
 
-from trustroute.integrations.langchain.checks import as_runnable, retrieval_source
+from trustroute.integrations.langchain.checks import as_runnable, distinct_hooks, retrieval_source
 from trustroute.integrations.langchain.handoff_result import HandoffResult
 from trustroute.integrations.langchain.task import (
     TaskTypeSpec,
@@ -39,7 +39,7 @@ from trustroute.integrations.langchain.task import (
 )
 from trustroute.profiles.store.handoffs import HandoffRepository
 from trustroute.router.handoff.confidence import ConfidenceResult, RetrievalConfidence
-from trustroute.router.handoff.inputs import SCORE_KEYS
+from trustroute.router.handoff.inputs import SCORE_KEYS, as_number
 from trustroute.router.handoff.messages import message
 from trustroute.router.handoff.transfer import TransferDispatcher, TransferOutcome, TransferRequest
 from trustroute.router.handoff.transfer.hook import hook_name
@@ -124,8 +124,10 @@ class HandoffRunnable(Runnable[Any, Any]):
         if isinstance(hooks, TransferDispatcher):
             self.dispatcher: TransferDispatcher | None = hooks
         elif hooks:  # delivered as the router's handoff: section says (delivery, retries)
-            settings = router.transfer.settings if router and router.transfer else None
-            self.dispatcher = TransferDispatcher(list(hooks), store=self.store, settings=settings)
+            routers = router.transfer if router else None
+            own = distinct_hooks(list(hooks), routers.hooks if routers else [])
+            self.dispatcher = TransferDispatcher(own, store=self.store,
+                                                 settings=routers.settings if routers else None)
             self.owns_dispatcher = True
         else:  # None: the HandoffResult goes back to the caller, who is the hand-off
             self.dispatcher = router.transfer if router else None
@@ -181,8 +183,8 @@ class HandoffRunnable(Runnable[Any, Any]):
     def _score(self, doc: Document, index: int) -> float:
         keys = (self.score_key,) if self.score_key else SCORE_KEYS
         for key in keys:
-            if key in doc.metadata:
-                return float(doc.metadata[key])
+            if key in doc.metadata:  # checked as evaluate checks scores
+                return as_number(doc.metadata[key], f"document {index}.metadata.{key}")
         # no relevance score: say what to pass instead
         name, store = type(self.source).__name__, getattr(self.source, "vectorstore", None)
         if store is not None:  # vectorstore.as_retriever(): the store itself has the scores

@@ -16,7 +16,8 @@ SCORE_KEYS = ("score", "relevance_score", "similarity_score", "similarity")
 Example = tuple[list[float], bool, float | None]  # (scores, needs_human, evidence_tokens)
 
 
-def _number(value: Any, where: str) -> float:
+def as_number(value: Any, where: str) -> float:
+    """``value`` as a finite float; a ValueError naming ``where`` when it is not one."""
     if isinstance(value, bool) or value is None:
         raise ValueError(f"{where} must be a number, got {value!r}")
     try:
@@ -32,21 +33,25 @@ def _score_of(item: Any, where: str) -> float:
     if isinstance(item, Mapping):
         for key in SCORE_KEYS:
             if key in item:
-                return _number(item[key], f"{where}.{key}")
+                return as_number(item[key], f"{where}.{key}")
         raise ValueError(f"{where} has no score (looked for {', '.join(SCORE_KEYS)})")
     if isinstance(item, tuple | list):
-        if not item:
-            raise ValueError(f"{where} is empty")
-        return _number(item[-1], f"{where} (the score of a (document, score) pair)")
+        if len(item) != 2:  # [[0.9, 0.8, 0.5]]: one query's row of scores, not a pair
+            raise ValueError(f"{where} holds {len(item)} values, not a (document, score) "
+                             "pair; give one query's scores as a flat list")
+        return as_number(item[-1], f"{where} (the score of a (document, score) pair)")
     metadata = getattr(item, "metadata", None)
     if isinstance(metadata, Mapping) and not isinstance(item, int | float):
         return _score_of(metadata, f"{where}.metadata")
-    return _number(item, where)
+    return as_number(item, where)
 
 
 def _items(value: Any, name: str, expected: str) -> list[tuple[str, Any]]:
     """``value`` as (position, item) pairs: a lone number is one item, a numpy array its
     values; text, a mapping or anything else not iterable is an error naming ``name``."""
+    if getattr(value, "ndim", 1) > 1:  # FAISS's D of one query is (1, k): D[0] is meant
+        raise ValueError(f"{name} must be one-dimensional, got an array of shape "
+                         f"{tuple(value.shape)}; for one query's hits pass its row ({name}[0])")
     if hasattr(value, "tolist"):
         value = value.tolist()
     if isinstance(value, int | float) and not isinstance(value, bool):
@@ -56,11 +61,12 @@ def _items(value: Any, name: str, expected: str) -> list[tuple[str, Any]]:
     return [(f"{name}[{i}]", item) for i, item in enumerate(value)]
 
 
-def parse_scores(scores: Any) -> list[float]:
-    """Relevance scores as floats; None or empty -> [] (nothing was retrieved)."""
+def parse_scores(scores: Any, name: str = "scores") -> list[float]:
+    """Relevance scores as floats; None or empty -> [] (nothing was retrieved). ``name``:
+    what errors call them."""
     if scores is None:
         return []
-    return [_score_of(item, where) for where, item in _items(scores, "scores", "a list of numbers")]
+    return [_score_of(item, where) for where, item in _items(scores, name, "a list of numbers")]
 
 
 def parse_tokens(tokens: Any) -> float | None:
@@ -68,7 +74,7 @@ def parse_tokens(tokens: Any) -> float | None:
     if tokens is None:
         return None
     items = _items(tokens, "evidence_tokens", "a number or a list of numbers")
-    total = math.fsum(_number(count, where) for where, count in items)
+    total = math.fsum(as_number(count, where) for where, count in items)
     if total < 0:
         raise ValueError(f"evidence_tokens must be >= 0, got {total}")
     return int(total) if float(total).is_integer() else total
@@ -79,9 +85,9 @@ def parse_factors(factors: Any) -> dict[str, float]:
     if factors is None:
         return {}
     if isinstance(factors, Mapping):
-        return {str(k): _number(v, f"additional_factors[{k!r}]") for k, v in factors.items()}
+        return {str(k): as_number(v, f"additional_factors[{k!r}]") for k, v in factors.items()}
     items = _items(factors, "additional_factors", "a mapping of name to number or a list")
-    return {f"factor_{i}": _number(v, where) for i, (where, v) in enumerate(items)}
+    return {f"factor_{i}": as_number(v, where) for i, (where, v) in enumerate(items)}
 
 
 def _needs_human(value: Any) -> bool:
