@@ -189,6 +189,16 @@ def test_recall_is_reached_even_at_full_confidence() -> None:
     assert rc.evaluate([1.0] * 5).should_transfer
 
 
+def test_scores_that_saturate_the_confidence_are_refused_not_reported_met() -> None:
+    """BM25-like scores (2-25) all give confidence 1.0: no threshold transfers anything."""
+    draws = np.random.default_rng(3)
+    examples = [(list(draws.uniform(2, 8, 5)), True) for _ in range(50)] + \
+        [(list(draws.uniform(9, 25, 5)), False) for _ in range(50)]
+    with pytest.raises(ValueError, match=r"50 of them have confidence 1\.0.*relevance in "
+                                         r"\[0, 1\]"):
+        RetrievalConfidence.calibrate(examples)
+
+
 def test_examples_without_retrieval_count_as_transferred() -> None:
     sample = [*synthetic(200, seed=11), ([], True), (None, True)]
     rc = RetrievalConfidence.calibrate(sample)
@@ -227,12 +237,18 @@ def test_bad_examples_are_named(examples: list[object], match: str) -> None:
         RetrievalConfidence.calibrate(examples)
 
 
-@pytest.mark.parametrize("bad", [0.0, 1.5, -0.1])
+@pytest.mark.parametrize("bad", [0.0, 1.5, -0.1, True])
 def test_bad_targets(bad: float) -> None:
     with pytest.raises(ValueError, match="target_recall"):
         RetrievalConfidence.calibrate(synthetic(20, 0), target_recall=bad)
     with pytest.raises(ValueError, match="recall_confidence"):
         RetrievalConfidence.calibrate(synthetic(20, 0), recall_confidence=bad)
+
+
+def test_numpy_targets_are_numbers() -> None:
+    rc = RetrievalConfidence.calibrate(synthetic(100, 0), target_recall=np.float32(0.9))
+    assert rc.calibration is not None
+    assert rc.calibration.target_recall == pytest.approx(0.9)
 
 
 def _binom_cdf(k: int, n: int, p: float) -> float:

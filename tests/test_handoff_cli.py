@@ -103,6 +103,19 @@ def test_calibrate_bad_files_are_one_line_errors(
     assert re.search(message, result.error_line)
 
 
+def test_a_csv_file_is_told_the_format_and_saturating_scores_are_an_error(
+        tmp_path: Path, config: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    csv = tmp_path / "labelled.csv"
+    csv.write_text("scores,needs_human\n0.9,false\n", encoding="utf-8")
+    result = run(capsys, "calibrate-handoff", str(csv), "-c", str(config))
+    assert result.code == 2 and "reads JSONL" in result.error_line
+    raw = tmp_path / "bm25.jsonl"  # scores far above 1: every confidence is 1.0
+    raw.write_text("".join(f'{{"scores": [{s}], "needs_human": {str(s < 9).lower()}}}\n'
+                           for s in (3, 5, 7, 11, 14, 20)), encoding="utf-8")
+    result = run(capsys, "calibrate-handoff", str(raw), "-c", str(config), "--name", "x")
+    assert result.code == 2 and "have confidence 1.0" in result.error_line
+
+
 def test_missing_file(config: Path, capsys: pytest.CaptureFixture[str]) -> None:
     result = run(capsys, "calibrate-handoff", "/no/such/file.jsonl", "-c", str(config))
     assert result.code == 2 and "cannot read" in result.error_line

@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 from trustroute.router.config import ConfigError, load_config
 from trustroute.router.handoff.confidence import RetrievalConfidence, RetrievalConfidenceConfig
+from trustroute.router.handoff.messages import message
 
 REFERENCE = {
     "score_threshold": 0.7,
@@ -299,3 +300,12 @@ def test_thresholds_that_contradict_each_other_are_one_line_naming_both(
     assert str(caught.value).endswith("router.yaml: handoff: confidence_high_threshold (0.8, "
                                       "the default) must not be below "
                                       "confidence_low_threshold (0.9)")
+
+
+def test_compared_numbers_show_the_digits_that_tell_them_apart() -> None:
+    assert message("low_confidence", None, confidence=0.497, threshold=0.5) == \
+        "Confidence 0.497 is below the transfer threshold 0.500."
+    assert message("low_confidence", None, confidence=0.3, threshold=0.5) == \
+        "Confidence 0.30 is below the transfer threshold 0.50."
+    assert "0.5459 is below the threshold 0.5461" in message(
+        "low_score", None, max_score=0.54592, score_threshold=0.54605)

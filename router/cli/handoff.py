@@ -45,6 +45,9 @@ SHORT_ID = 8
 
 def read_examples(path: Path) -> list[dict[str, Any]]:
     """The JSONL file's examples; errors name the file and line."""
+    if path.suffix.lower() in (".csv", ".tsv"):
+        raise CliError(f"{path}: calibrate-handoff reads JSONL (one JSON object per line, "
+                       '{"scores": [...], "needs_human": true}), not CSV')
     examples = []
     for number, row in jsonl_rows(path):
         if "scores" not in row or "needs_human" not in row:
@@ -60,6 +63,11 @@ def read_examples(path: Path) -> list[dict[str, Any]]:
     return examples
 
 
+def share(value: float) -> str:
+    """A rate to one decimal, so that 99.6% is not shown as 100% (nor 0.4% as 0%)."""
+    return f"{100.0 * value:.1f}%"
+
+
 def calibration_table(base: RetrievalConfidence, tuned: RetrievalConfidence,
                       report: CalibrationReport) -> Table:
     """Reference thresholds and calibrated ones side by side, with their sample figures."""
@@ -69,14 +77,10 @@ def calibration_table(base: RetrievalConfidence, tuned: RetrievalConfidence,
     table.add_column("calibrated", justify="right")
     for name in ("score_threshold", "confidence_low_threshold", "confidence_high_threshold"):
         table.add_row(name, num(getattr(base.config, name), 4), num(getattr(tuned.config, name), 4))
-    table.add_row(
-        "recall (needs-human transferred)", pct(report.reference_recall), pct(report.recall)
-    )
-    table.add_row(
-        "false transfers (covered transferred)",
-        pct(report.reference_false_transfer_rate),
-        pct(report.false_transfer_rate),
-    )
+    table.add_row("recall (needs-human transferred)", share(report.reference_recall),
+                  share(report.recall))
+    table.add_row("false transfers (covered transferred)",
+                  share(report.reference_false_transfer_rate), share(report.false_transfer_rate))
     table.add_row("AUROC of confidence", "", num(report.auroc))
     return table
 
@@ -91,10 +95,13 @@ def _guarantee_line(report: CalibrationReport) -> str:
             f"{report.target_recall:.0%}), at least {report.recall_lower_bound:.1%} with "
             f"probability {report.recall_confidence:.0%}."
         )
+    advice = ("No sample promises 100%: the expected recall of P cases is at most "
+              "P/(P+1); aim below 1." if report.target_recall >= 1.0
+              else "Label more needs-human cases.")
     return (
         f"only {plural(report.needs_human, 'needs-human example')}: too few to expect "
         f"recall >= {report.target_recall:.0%} on new data; every one of them transfers "
-        f"(expected recall {report.expected_recall:.1%}). Label more needs-human cases."
+        f"(expected recall {report.expected_recall:.1%}). {advice}"
     )
 
 
@@ -105,7 +112,8 @@ def _guarantee_line(report: CalibrationReport) -> str:
     type=click.FloatRange(0.0, 1.0, min_open=True),
     default=0.9,
     show_default=True,
-    help="Share of needs-human cases that must be handed over.",
+    help="Share of needs-human cases to hand over on new data (aimed at, with a lower "
+         "bound reported beside it).",
 )
 @click.option(
     "--recall-confidence",
@@ -129,10 +137,11 @@ def calibrate_handoff(
     """Learn hand-off thresholds from labelled retrieval scores in FILE (JSONL).
 
     Each line: {"scores": [0.82, 0.75, ...], "needs_human": false} -- the relevance
-    scores your retriever returned for one query, and whether a person should have taken
-    it. Thresholds are chosen so that at least --target-recall of the needs-human cases
-    transfer while as few covered ones as possible do. With --name the result is saved
-    and a router config can use it as `handoff: {calibration: NAME}`.
+    scores your retriever returned for one query (relevance in [0, 1]), and whether a
+    person should have taken it. Thresholds are chosen so that --target-recall of new
+    needs-human cases is expected to transfer while as few covered ones as possible do.
+    With --name the result is saved and a router config can use it as
+    `handoff: {calibration: NAME}`.
     """
     examples = read_examples(file)
     settings = load_router_config(config, store)

@@ -239,6 +239,13 @@ def calibrate_config(
         return conf, (conf < c.confidence_low_threshold) | ~retrieved
 
     conf, moved = transfers(tuned)
+    if (transferred := int(moved[needs].sum())) < k_total:  # only confidence 1 is left
+        stuck = int((needs & retrieved & (conf >= 1.0)).sum())
+        raise ValueError(
+            f"no thresholds transfer {k_total} of the {positives} needs-human examples: "
+            f"{stuck} of them have confidence 1.0, which nothing transfers (scores of 1 or "
+            "more count as 1: are the scores relevance in [0, 1]? map raw ones there, e.g. "
+            f"with relevance_score_fn); {transferred} would transfer")
     _, moved_ref = transfers(config)
     report = CalibrationReport(
         target_recall=target_recall,
@@ -255,9 +262,8 @@ def calibrate_config(
         confidence_high_threshold=tuned.confidence_high_threshold,
         reference_recall=float(moved_ref[needs].mean()),
         reference_false_transfer_rate=float(moved_ref[~needs].mean()),
-        expected_recall=expected_recall(int(moved[needs].sum()), positives),
-        recall_lower_bound=recall_lower_bound(int(moved[needs].sum()), positives,
-                                              recall_confidence),
+        expected_recall=expected_recall(transferred, positives),
+        recall_lower_bound=recall_lower_bound(transferred, positives, recall_confidence),
         extra={"no_retrieval_examples": int((~retrieved).sum())},
     )
     return tuned, report

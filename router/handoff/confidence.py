@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import math
+import numbers
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -223,8 +224,9 @@ class RetrievalConfidence:
             ("target_recall", target_recall),
             ("recall_confidence", recall_confidence),
         ):
-            if not isinstance(value, int | float) or not 0.0 < value <= 1.0:
-                raise ValueError(f"{name} must be in (0, 1], got {value!r}")
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or \
+                    not 0.0 < float(value) <= 1.0:  # numpy floats are Real
+                raise ValueError(f"{name} must be a number in (0, 1], got {value!r}")
         base = cls(self.config if self is not None else None, **overrides)
         config, report = calibrate_config(
             base.config,

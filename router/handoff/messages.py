@@ -62,8 +62,37 @@ def normalise_locale(locale: str | None) -> str:
     return base
 
 
+#: Fields a message compares ("0.497 is below the threshold 0.500"): shown with as many
+#: digits as it takes to tell them apart.
+COMPARED = (("confidence", "threshold"), ("max_score", "score_threshold"))
+
+
+class Apart(float):
+    """A number that, formatted ``.Nf``, shows as many more digits (up to 9) as it takes
+    to differ from ``other`` formatted the same way."""
+
+    def __new__(cls, value: float, other: float) -> Apart:
+        number = super().__new__(cls, value)
+        number.other = float(other)
+        return number
+
+    other: float
+
+    def __format__(self, spec: str) -> str:
+        if not (spec.startswith(".") and spec.endswith("f") and spec[1:-1].isdigit()):
+            return format(float(self), spec)
+        digits = int(spec[1:-1])
+        while digits < 9 and f"{float(self):.{digits}f}" == f"{self.other:.{digits}f}":
+            digits += 1
+        return f"{float(self):.{digits}f}"
+
+
 def message(key: str, locale: str | None = None, /, **fields: Any) -> str:
-    """The text of message ``key`` in ``locale`` with ``fields`` filled in."""
+    """The text of message ``key`` in ``locale`` with ``fields`` filled in (compared
+    numbers with the digits that tell them apart)."""
+    for a, b in COMPARED:
+        if isinstance(fields.get(a), int | float) and isinstance(fields.get(b), int | float):
+            fields[a], fields[b] = Apart(fields[a], fields[b]), Apart(fields[b], fields[a])
     return MESSAGES[normalise_locale(locale)][key].format(**fields)
 
 
