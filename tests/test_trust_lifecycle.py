@@ -143,6 +143,19 @@ def test_deprecated_too_long_is_deleted_and_its_history_archived(kv_url: str) ->
         assert r.trust("bad", "code").tier == Tier.MODERATE  # a fresh start if it returns
 
 
+def test_a_mark_survives_reopening_the_store_so_weekly_runs_retire(kv_url: str) -> None:
+    """Each weekly run is its own process in a cron job: the mark of the first must be
+    found by the last (the engine kept only a pair's decay, written before its mark)."""
+    with AgentRouter(agents=["good", "bad"], store=kv_url, seed=0) as r:
+        seed_good_and_bad(r)
+    reports = []
+    for days in (8, 8 + 21, 8 + 35):
+        with AgentRouter(agents=["good", "bad"], store=kv_url, seed=0) as r:
+            reports.append(run_decay(r, now=T0 + timedelta(days=days)))
+    assert [(x.deprecated, x.deleted) for x in reports] == [(1, 0), (0, 0), (0, 1)]
+    assert reports[-1].retired == [("bad", "code")]
+
+
 def _cli(*args: str) -> int:
     return main(list(args))
 

@@ -136,20 +136,24 @@ _PEOPLE_ORDER = "ORDER BY stored_at, id;"
 _LIFECYCLE = "agent_id, task_type, decay, decayed_at, deprecated_at, changed_at"
 _LIFECYCLE_SELECT = f"SELECT {_LIFECYCLE} FROM trust_lifecycle"
 
+# One write per pair: the embedded engine (surrealkv) keeps only the first of two writes
+# to one record in a transaction once the store is reopened (a mark written after the
+# pair's decay was lost), so a pair's decay and mark go in one UPSERT.
 _DECAY = f"""
 BEGIN TRANSACTION;
 {writers.bump(LIFECYCLE, "1")}
-FOR $c IN $changes {{
-    UPSERT type::thing('trust_lifecycle', [$c.agent_id, $c.task_type]) SET
-        agent_id = $c.agent_id, task_type = $c.task_type, decay = $c.decay,
-        decayed_at = $at, decay_week = $week, changed_at = time::now(),
-        writer = $writer, wseq = $n
-    WHERE decay_week != $week OR decay_week = NONE;
-}};
-FOR $m IN $marks {{
-    UPSERT type::thing('trust_lifecycle', [$m.agent_id, $m.task_type]) SET
-        agent_id = $m.agent_id, task_type = $m.task_type, decay = decay ?? [0.0, 0.0, 0.0],
-        deprecated_at = $m.at, changed_at = time::now(), writer = $writer, wseq = $n;
+FOR $p IN $pairs {{
+    LET $fresh = $p.decay != NONE AND
+        type::thing('trust_lifecycle', [$p.agent_id, $p.task_type]).decay_week != $week;
+    IF $fresh OR $p.marked {{
+        UPSERT type::thing('trust_lifecycle', [$p.agent_id, $p.task_type]) SET
+            agent_id = $p.agent_id, task_type = $p.task_type,
+            decay = IF $fresh THEN $p.decay ELSE decay ?? [0.0, 0.0, 0.0] END,
+            decayed_at = IF $fresh THEN $at ELSE decayed_at END,
+            deprecated_at = IF $p.marked THEN $p.at ELSE deprecated_at END,
+            decay_week = IF $fresh THEN $week ELSE decay_week END,
+            changed_at = time::now(), writer = $writer, wseq = $n;
+    }};
 }};
 FOR $h IN $history {{ CREATE trust_history CONTENT $h; }};
 COMMIT TRANSACTION;
@@ -273,8 +277,17 @@ class TrustRepository:
               marks: Iterable[dict[str, Any]], history: Iterable[dict[str, Any]]) -> None:
         """Set the decay offsets of the pairs in ``changes`` (``decay``: their new
         offsets; once per pair per week), set or lift deprecation marks, log history."""
-        self._write(_DECAY, {"week": week, "at": at, "changes": list(changes),
-                                "marks": list(marks), "history": list(history)})
+        pairs: dict[tuple[str, str], dict[str, Any]] = {}
+        for c in changes:
+            pairs[c["agent_id"], c["task_type"]] = {
+                "agent_id": c["agent_id"], "task_type": c["task_type"], "decay": c["decay"],
+                "marked": False, "at": None}
+        for m in marks:
+            pair = pairs.setdefault((m["agent_id"], m["task_type"]), {
+                "agent_id": m["agent_id"], "task_type": m["task_type"], "decay": None})
+            pair.update(marked=True, at=m["at"])
+        self._write(_DECAY, {"week": week, "at": at, "pairs": list(pairs.values()),
+                             "history": list(history)})
 
     def record_run(self, week: str, decayed: int, deprecated: int, deleted: int,
                    at: datetime) -> None:
