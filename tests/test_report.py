@@ -170,6 +170,18 @@ def test_times_at_the_ends_of_the_calendar_still_draw(
     assert "<img" in section(page, "trend")
 
 
+def test_names_with_dollar_signs_are_drawn_as_written(
+        kv_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # matplotlib reads $...$ as math: 'price_$5_or_$6' failed the whole report
+    names = ["price_$5_or_$6", "a$_$b"]
+    with AgentRouter(names, store=kv_url) as router:
+        for name in names:
+            router.record(agent_id=name, task_type="t$^$", success=True, quality=0.8)
+    page = report(capsys, kv_url, tmp_path / "r.html")
+    assert "<img" in section(page, "routing") and "<img" in section(page, "trend")
+    assert "price_$5_or_$6" in html.unescape(page)
+
+
 def test_a_bad_since_is_one_error_line(
         kv_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     result = run(capsys, "report", "--store", kv_url, "--out", str(tmp_path / "r.html"),

@@ -32,6 +32,12 @@ TIER_BANDS = (("deprecated", 0.0, 0.2, "#f4cccc"), ("tentative", 0.2, 0.4, "#fce
 DATE_SPAN = (date2num(datetime(1, 1, 2, tzinfo=UTC)), date2num(datetime(9999, 12, 30, tzinfo=UTC)))
 
 
+def plain(name: str) -> str:
+    """A name as matplotlib draws it literally: a ``$`` would start math markup (two of
+    them in an agent id failed the whole report)."""
+    return name.replace("$", r"\$")
+
+
 def date_numbers(times: Sequence[datetime]) -> list[float]:
     """``times`` as matplotlib date numbers, pinned inside ``DATE_SPAN``."""
     return [min(max(x, DATE_SPAN[0]), DATE_SPAN[1]) for x in date2num(list(times))]
@@ -68,7 +74,7 @@ def routing_chart(buckets: Sequence[Bucket], quality_range: tuple[float, float] 
     bottom = [0.0] * len(buckets)
     for agent in agents:
         heights = [b.shares.get(agent, 0.0) for b in buckets]
-        ax.bar(xs, heights, bottom=bottom, label=agent, width=0.85)
+        ax.bar(xs, heights, bottom=bottom, label=plain(agent), width=0.85)
         bottom = [lo + h for lo, h in zip(bottom, heights, strict=True)]
     ax.set_ylim(0, 1)
     ax.set_ylabel("share of tasks")
@@ -91,7 +97,7 @@ def radar_chart(agents: Sequence[tuple[str, TrustScores]]) -> str:
     angles = [2 * math.pi * i / 3 for i in range(3)] + [0.0]
     for agent, s in agents:
         values = [s.frequency, s.effectiveness, s.human, s.frequency]
-        ax.plot(angles, values, marker="o", label=f"{agent} ({s.composite:.2f}, {s.tier})")
+        ax.plot(angles, values, marker="o", label=f"{plain(agent)} ({s.composite:.2f}, {s.tier})")
         ax.fill(angles, values, alpha=0.12)
     ax.set_xticks(angles[:3], labels, fontsize=8)
     ax.set_ylim(0, 1)
@@ -107,8 +113,12 @@ def trend_chart(series: Sequence[TrendSeries]) -> str:
         ax.axhspan(lo, hi, color=colour, alpha=0.6, linewidth=0)
         ax.text(1.01, (lo + hi) / 2, name, transform=ax.get_yaxis_transform(), fontsize=7,
                 va="center")
-    for s in series:
-        ax.step(date_numbers(s.times), s.composites, where="post", label=s.agent_id)
+    for s in series:  # a marker on each change: a pair with one point is still drawn
+        ax.step(date_numbers(s.times), s.composites, where="post", label=plain(s.agent_id),
+                marker="o", markersize=3)
+    moments = [t for s in series for t in date_numbers(s.times)]
+    if moments and max(moments) - min(moments) < 1 / 24:  # one moment (a bulk import)
+        ax.set_xlim(min(moments) - 0.5, max(moments) + 0.5)  # a day around it, not years
     ax.set_ylim(0, 1)
     ax.set_ylabel("composite trust")
     time_axis(ax)
@@ -143,7 +153,7 @@ def handoff_chart(rates: dict[str, list[RateBucket]],
     for task_type, buckets in rates.items():
         ax.plot(date_numbers([b.start for b in buckets]),
                 [math.nan if b.rate is None else b.rate for b in buckets],
-                marker="o", label=task_type)
+                marker="o", label=plain(task_type))
     ax.set_ylim(*y_range)
     ax.set_ylabel("hand-off rate")
     time_axis(ax)
