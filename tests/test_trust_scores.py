@@ -8,6 +8,7 @@ import pytest
 
 from trustroute.profiles.trust_counts import TrustCounts
 from trustroute.router.stats import wilson_lower_bound
+from trustroute.router.trust.decay import DecaySettings, decay_once
 from trustroute.router.trust.scores import (
     Tier,
     composite_confidence,
@@ -202,3 +203,14 @@ def test_counts_scores_subtract_decay_offsets_floored_at_zero() -> None:
 ])
 def test_outcome_kind(success: bool, quality: float, kind: str) -> None:
     assert outcome_kind(success, quality) == kind
+
+
+def test_scores_are_decimals_so_an_edge_on_paper_is_the_edge() -> None:
+    # 0.3 - 0.1 is 0.19999999999999998 in binary floats: below 0.2, it took the x0.7
+    assert frequency_score(4, 3) == 0.2 and frequency_score(1, 1) == 0.2
+    weak = composite_confidence(0.19999999999999998, 0.5, 0.5)
+    assert composite_confidence(frequency_score(1, 1), 0.5, 0.5) > weak
+    decayed = TrustCounts(observations=1)
+    for _ in range(5):  # 0.3 - 5 x 0.02 = 0.2
+        decayed = decay_once(decayed, DecaySettings())
+    assert trust_scores(decayed).frequency == 0.2

@@ -14,7 +14,7 @@ from datetime import datetime
 from pydantic import Field
 
 from trustroute.profiles.trust_counts import TrustCounts
-from trustroute.router.trust.scores import DEPRECATED_BELOW
+from trustroute.router.trust.scores import DECIMALS, DEPRECATED_BELOW
 from trustroute.router.trust.settings import Settings
 
 
@@ -44,10 +44,13 @@ def is_unseen(counts: TrustCounts, now: datetime, settings: DecaySettings) -> bo
 
 def decay_once(counts: TrustCounts, settings: DecaySettings) -> TrustCounts:
     """A copy with one week's decay added to the offsets (each offset capped at 1)."""
+    def added(offset: float, step: float) -> float:  # decimals: 5 x 0.02 is 0.1
+        return min(1.0, round(offset + step, DECIMALS))
+
     return replace(
-        counts, frequency_decay=min(1.0, counts.frequency_decay + settings.frequency),
-        effectiveness_decay=min(1.0, counts.effectiveness_decay + settings.effectiveness),
-        human_decay=min(1.0, counts.human_decay + settings.human))
+        counts, frequency_decay=added(counts.frequency_decay, settings.frequency),
+        effectiveness_decay=added(counts.effectiveness_decay, settings.effectiveness),
+        human_decay=added(counts.human_decay, settings.human))
 
 
 def due_for_deletion(counts: TrustCounts, now: datetime, settings: DecaySettings) -> bool:

@@ -36,6 +36,9 @@ DEFAULT_WEIGHTS: tuple[float, float, float] = (0.35, 0.40, 0.25)
 WEAK_DIMENSION = 0.2  # a dimension below this triggers the penalty
 WEAK_PENALTY = 0.7  # composite multiplier when any dimension is weak
 CONTRADICTION_PENALTY = 0.1
+#: Scores are decimals (0.3 - 0.1 = 0.2); binary floats make that 0.19999999999999998,
+#: below the 0.2 edge. Scores are rounded to this many places, far below any real step.
+DECIMALS = 12
 NEUTRAL_SCORE = 0.5  # effectiveness and human score with no evidence
 REVIEWED_SCORE = 0.95  # human score after an explicit approving review
 HUMAN_STEP = 0.15  # the reference: each approval closes 15% of the gap to 1; rejection 15%
@@ -88,7 +91,7 @@ def frequency_score(observations: int, contradictions: int = 0) -> float:
     n = _count(observations, "observations")
     k = _count(contradictions, "contradictions")
     base = next(score for upper, score in FREQUENCY_BANDS if n <= upper)
-    return max(0.0, base - CONTRADICTION_PENALTY * k)
+    return max(0.0, round(base - CONTRADICTION_PENALTY * k, DECIMALS))
 
 
 def effectiveness_score(positive: int, negative: int, neutral: int = 0) -> float:
@@ -150,7 +153,7 @@ def composite_confidence(frequency: float, effectiveness: float, human: float,
     value = sum(wi * si for wi, si in zip(w, scores, strict=True))
     if min(scores) < WEAK_DIMENSION:
         value *= WEAK_PENALTY
-    return min(1.0, max(0.0, value))
+    return min(1.0, max(0.0, round(value, DECIMALS)))
 
 
 def check_weights(weights: tuple[float, float, float]) -> tuple[float, float, float]:
@@ -196,12 +199,12 @@ class TrustScores(NamedTuple):
 def trust_scores(counts: TrustCounts,
                  weights: tuple[float, float, float] = DEFAULT_WEIGHTS) -> TrustScores:
     """A pair's three scores after its decay offsets (each floored at 0), composite, tier."""
-    f = max(0.0, frequency_score(counts.observations, counts.contradictions)
-            - counts.frequency_decay)
-    e = max(0.0, effectiveness_score(counts.positive, counts.negative, counts.neutral)
-            - counts.effectiveness_decay)
-    h = max(0.0, human_score(counts.approvals, counts.rejections, counts.reviewed)
-            - counts.human_decay)
+    f = max(0.0, round(frequency_score(counts.observations, counts.contradictions)
+                       - counts.frequency_decay, DECIMALS))
+    e = max(0.0, round(effectiveness_score(counts.positive, counts.negative, counts.neutral)
+                       - counts.effectiveness_decay, DECIMALS))
+    h = max(0.0, round(human_score(counts.approvals, counts.rejections, counts.reviewed)
+                       - counts.human_decay, DECIMALS))
     c = composite_confidence(f, e, h, weights)
     return TrustScores(f, e, h, c, tier_for(c))
 
