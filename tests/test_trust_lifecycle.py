@@ -156,6 +156,18 @@ def test_a_mark_survives_reopening_the_store_so_weekly_runs_retire(kv_url: str) 
     assert reports[-1].retired == [("bad", "code")]
 
 
+def test_a_second_retirement_counts_only_its_own_executions() -> None:
+    with AgentRouter(agents=["bad"], store="mem://") as r:
+        counted = []
+        for start in (T0, T0 + timedelta(days=70)):
+            r.record(agent_id="bad", task_type="code", success=False, timestamp=start)
+            run_decay(r, now=start + timedelta(days=8))
+            counted.append(run_decay(r, now=start + timedelta(days=8 + 35)))
+        assert [(x.deleted, x.archived_executions) for x in counted] == [(1, 1), (1, 1)]
+        repo = r.store.repository(TrustRepository)
+        assert len(repo.archived_executions("bad", "code")) == 2  # both kept
+
+
 def _cli(*args: str) -> int:
     return main(list(args))
 

@@ -163,7 +163,8 @@ _RETIRE = f"""
 BEGIN TRANSACTION;
 {writers.bump(ARCHIVE, "1")}
 LET $key = [$agent_id, $task_type];
-FOR $e IN (SELECT * FROM execution WHERE agent_id = $agent_id AND task_type = $task_type) {{
+LET $moving = (SELECT * FROM execution WHERE agent_id = $agent_id AND task_type = $task_type);
+FOR $e IN $moving {{
     UPSERT type::thing('execution_archive', record::id($e.id)) CONTENT {{
         agent_id: $e.agent_id, task_type: $e.task_type, success: $e.success,
         quality: $e.quality, latency_ms: $e.latency_ms, cost: $e.cost,
@@ -184,8 +185,7 @@ DELETE execution WHERE agent_id = $agent_id AND task_type = $task_type;
 DELETE trust_feedback WHERE agent_id = $agent_id AND task_type = $task_type;
 DELETE type::thing('trust_lifecycle', $key);
 CREATE trust_history CONTENT $history;
-RETURN (SELECT count() AS n FROM execution_archive
-        WHERE agent_id = $agent_id AND task_type = $task_type GROUP ALL)[0].n ?? 0;
+RETURN array::len($moving);  -- this retirement's, not earlier ones' in the archive
 COMMIT TRANSACTION;
 """
 
