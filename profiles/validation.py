@@ -115,9 +115,14 @@ def _under(name: str, problem: str) -> str:
 
 
 def refuse_bool(value: Any) -> Any:
-    """A number field's value as given, unless it is true or false (an error)."""
+    """A number field's value as given, unless it is true or false, or a list of numbers
+    holding one (an error)."""
     if isinstance(value, bool):
         raise ValueError(f"expected a number, got {str(value).lower()}")
+    if isinstance(value, list | tuple):
+        for item in value:
+            if isinstance(item, bool):
+                raise ValueError(f"expected numbers, got {str(item).lower()} among them")
     return value
 
 

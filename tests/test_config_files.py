@@ -254,6 +254,8 @@ def test_a_byte_order_mark_is_read_past_in_every_format(tmp_path: Path, name: st
      "hooks.0.webhook.attempts: expected a number, got true"),
     ("hooks:\n  - {type: logging, level: false}\n",
      "hooks.0.logging.level: expected a number, got false"),
+    ("trust: {weights: [true, false, false]}\n",
+     "trust.weights: expected numbers, got true among them"),
 ])
 def test_true_or_false_is_not_a_number(tmp_path: Path, text: str, said: str) -> None:
     # pydantic would read true as 1: max_concurrent: true would mean one at a time
