@@ -214,9 +214,3 @@ def test_scores_are_decimals_so_an_edge_on_paper_is_the_edge() -> None:
     for _ in range(5):  # 0.3 - 5 x 0.02 = 0.2
         decayed = decay_once(decayed, DecaySettings())
     assert trust_scores(decayed).frequency == 0.2
-
-
-def test_a_zero_weight_switches_a_dimension_off_with_its_penalty() -> None:
-    assert composite_confidence(0.9, 0.9, 0.05, (0.5, 0.5, 0.0)) == pytest.approx(0.9)
-    assert composite_confidence(0.9, 0.9, 0.05, (0.5, 0.4, 0.1)) == pytest.approx(
-        0.7 * (0.45 + 0.36 + 0.005))

@@ -146,14 +146,13 @@ def reference_human_score(approvals: int, rejections: int) -> float:
 
 def composite_confidence(frequency: float, effectiveness: float, human: float,
                          weights: tuple[float, float, float] = DEFAULT_WEIGHTS) -> float:
-    """Weighted sum of the three scores, x0.7 if any that counts (weight above 0) is
-    below 0.2, clamped to [0, 1]."""
+    """Weighted sum of the three scores, x0.7 if any is below 0.2, clamped to [0, 1]."""
     scores = (check_unit(frequency, "frequency"), check_unit(effectiveness, "effectiveness"),
               check_unit(human, "human"))
     w = check_weights(weights)
     value = sum(wi * si for wi, si in zip(w, scores, strict=True))
-    if any(si < WEAK_DIMENSION for wi, si in zip(w, scores, strict=True) if wi > 0):
-        value *= WEAK_PENALTY  # a weight of 0 switches a dimension off, its red flag too
+    if min(scores) < WEAK_DIMENSION:
+        value *= WEAK_PENALTY
     return min(1.0, max(0.0, round(value, DECIMALS)))
 
 
