@@ -172,6 +172,16 @@ def _cli(*args: str) -> int:
     return main(list(args))
 
 
+def test_calibration_over_no_outcomes_is_null_not_perfect(
+        kv_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with AgentRouter(agents=["a"], store=kv_url) as r:
+        r.select("t")  # a decision, no outcome
+    assert _cli("calibration", "--store", kv_url, "--json") == 0
+    body = json.loads(capsys.readouterr().out)
+    assert body["with_outcome"] == 0
+    assert body["brier"] is None and body["ece"] is None  # a mean over nothing
+
+
 def test_cli_review_decay_trust_and_calibration(kv_url: str,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     with AgentRouter(agents=["good", "bad"], store=kv_url, seed=0) as r:

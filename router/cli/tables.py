@@ -30,8 +30,9 @@ from trustroute.router.demo.summary import LeaderboardRow, Preference
 
 
 def num(value: float | None, digits: int = 3) -> str:
-    """A score with fixed decimals; an em dash when unknown."""
-    return "—" if value is None else f"{value:.{digits}f}"
+    """A score with fixed decimals; an em dash when unknown (None, or NaN: a mean over
+    nothing)."""
+    return "—" if value is None or math.isnan(value) else f"{value:.{digits}f}"
 
 
 def pct(value: float) -> str:

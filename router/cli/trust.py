@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
@@ -21,7 +22,7 @@ from trustroute.router.cli.base import (
     store_label,
     utc_time,
 )
-from trustroute.router.cli.tables import compact_table, fitted, plural
+from trustroute.router.cli.tables import compact_table, fitted, num, plural
 from trustroute.router.cli.text import shown
 from trustroute.router.errors import did_you_mean
 from trustroute.router.trust.calibration import CalibrationReport, calibration_report
@@ -96,15 +97,20 @@ def print_calibration(report: CalibrationReport, title: str) -> None:
     console.print(f"[i]{title}[/]")  # above, not as the title: it wraps at the terminal's
     console.print(fitted(table, console))  # width, so a URL is not cut at the table's
     if report.abstained_with_outcome:
-        failed = (f"abstained that failed {100 * report.abstained_failure_rate:.1f}% "
-                  f"(vs {100 * report.answered_failure_rate:.1f}% of the others)")
+        failed = (f"abstained that failed {share(report.abstained_failure_rate)} "
+                  f"(vs {share(report.answered_failure_rate)} of the others)")
     else:
         failed = (f"abstained that failed: none with an outcome (others failed "
-                  f"{100 * report.answered_failure_rate:.1f}%)")
+                  f"{share(report.answered_failure_rate)})")
     console.print(
         f"decisions {report.decisions} ({report.with_outcome} with outcome)  "
-        f"Brier {report.brier:.4f}  ECE {report.ece:.4f}  "
-        f"abstention rate {100 * report.abstention_rate:.1f}%  {failed}")
+        f"Brier {num(report.brier, 4)}  ECE {num(report.ece, 4)}  "
+        f"abstention rate {share(report.abstention_rate)}  {failed}")
+
+
+def share(rate: float) -> str:
+    """A rate as a percentage to a decimal; a dash for a share of nothing (NaN)."""
+    return "—" if math.isnan(rate) else f"{100 * rate:.1f}%"
 
 
 @cli.command(name="calibration")

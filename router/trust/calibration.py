@@ -204,8 +204,9 @@ def calibration_report(rows: Iterable[tuple[float | None, bool | None, bool]],
     preds, outs = [c for c, _, _ in known], [s for _, s, _ in known]
     return CalibrationReport(
         decisions=len(decided), with_outcome=len(known),
-        table=reliability_table(preds, outs, buckets), brier=brier_score(preds, outs),
-        ece=expected_calibration_error(preds, outs, buckets),
+        table=reliability_table(preds, outs, buckets),  # means over nothing are NaN
+        brier=brier_score(preds, outs) if known else math.nan,
+        ece=expected_calibration_error(preds, outs, buckets) if known else math.nan,
         abstained=sum(bool(a) for _, _, a in decided),
         abstained_with_outcome=sum(a for _, _, a in known),
         abstention_rate=_rate([bool(a) for _, _, a in decided]),
@@ -214,4 +215,5 @@ def calibration_report(rows: Iterable[tuple[float | None, bool | None, bool]],
 
 
 def _rate(flags: list[bool]) -> float:
-    return sum(flags) / len(flags) if flags else 0.0
+    """The share of ``flags`` that are true; NaN of none (``--json``: null)."""
+    return sum(flags) / len(flags) if flags else math.nan
