@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, cast
 from uuid import UUID
 
+from trustroute.profiles.records import check_identifier
 from trustroute.router.async_twin import in_thread
 from trustroute.router.feedback import giving
 from trustroute.router.feedback.policy import FeedbackPolicy
@@ -53,14 +54,14 @@ class TrustMethods:
     def review(self, agent_id: str, task_type: str, approved: bool,
                comment: str | None = None) -> TrustScores:
         """An explicit review of one (agent, task type) pair."""
-        self.check_agent(agent_id)
+        self.check_agent(check_identifier(agent_id, "agent_id"))  # a bad id: its error only
         return self.trust_layer.review(agent_id, task_type, approved, comment)
 
     areview = in_thread(review)
 
     def signal(self, agent_id: str, task_type: str, name: str) -> TrustScores:
         """A named trust signal (``user_accepted``, ``pattern_contradicted``, ...)."""
-        self.check_agent(agent_id)
+        self.check_agent(check_identifier(agent_id, "agent_id"))
         return self.trust_layer.signal(agent_id, task_type, name)
 
     asignal = in_thread(signal)

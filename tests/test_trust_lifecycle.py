@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -180,6 +181,26 @@ def test_calibration_over_no_outcomes_is_null_not_perfect(
     body = json.loads(capsys.readouterr().out)
     assert body["with_outcome"] == 0
     assert body["brier"] is None and body["ece"] is None  # a mean over nothing
+
+
+def test_trust_filters_that_match_nothing_say_so(
+        kv_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with AgentRouter(agents=["coder"], store=kv_url) as r:
+        r.record(agent_id="coder", task_type="code", success=True)
+    said = {}
+    for argv in (("-t", "nosuch"), ("-a", "codr"), ("-a", "coder", "-t", "nosuch")):
+        assert _cli("trust", "--store", kv_url, *argv) == 0
+        said[argv] = capsys.readouterr().out
+    assert "no trust data of task type 'nosuch'" in said["-t", "nosuch"]
+    assert "did you mean 'coder'?" in said["-a", "codr"]
+    assert "did you mean" not in said["-a", "coder", "-t", "nosuch"]
+    # a bad id given to review is its own error, not first an unlisted-agent warning
+    with AgentRouter(agents=["coder"], store=kv_url, unknown_agents="warn") as r, \
+            warnings.catch_warnings(record=True) as warned, \
+            pytest.raises(ValueError, match="must not be empty"):
+        warnings.simplefilter("always")
+        r.review("", "code", approved=False)
+    assert not [w for w in warned if "does not list" in str(w.message)]
 
 
 def test_cli_review_decay_trust_and_calibration(kv_url: str,

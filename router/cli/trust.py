@@ -158,8 +158,14 @@ def trust(task_type: str | None, agent: str | None, config: Path | None, store: 
         print_json([{"agent_id": a, "task_type": t, **s.as_dict(), **asdict(c)}
                     for (a, t), c, s in rows])
         return
-    if not rows and agent is not None and (hint := did_you_mean(agent, {a for a, _ in counted})):
-        console.print(f"no trust data of agent {shown(repr(agent))}{shown(hint)}")
+    if not rows and counted:  # the filters match nothing; say which, and what is close
+        known = {a for a, t in counted if task_type is None or t == task_type}
+        hint = did_you_mean(agent, known - {agent}) if agent is not None else ""
+        if task_type is not None and not hint:
+            hint = did_you_mean(task_type, {t for _, t in counted})
+        wanted = " and ".join(f"{what} {shown(repr(value))}" for what, value in
+                              (("agent", agent), ("task type", task_type)) if value is not None)
+        console.print(f"no trust data of {wanted}{shown(hint)}")
         return
     if not rows:
         console.print("no trust data yet: record outcomes or reviews first")

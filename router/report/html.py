@@ -103,6 +103,9 @@ def span(buckets: Sequence[Bucket] | Sequence[RateBucket]) -> str:
 
 def leaderboard(data: ReportData, charts: ModuleType | None) -> str:
     """Section 1: the profiles per task type, with recent share and trust tier."""
+    if not data.leaderboards and data.task_type is not None:
+        return empty(f"no profiles of task type {data.task_type!r} in this store "
+                     "(`trustroute profiles` lists the task types)")
     if not data.leaderboards:
         return empty("no profiles yet: no executions have been recorded in this store "
                      "(record outcomes with `trustroute record`, `import` or `demo`)")
