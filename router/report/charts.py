@@ -32,6 +32,11 @@ TIER_BANDS = (("deprecated", 0.0, 0.2, "#f4cccc"), ("tentative", 0.2, 0.4, "#fce
 DATE_SPAN = (date2num(datetime(1, 1, 2, tzinfo=UTC)), date2num(datetime(9999, 12, 30, tzinfo=UTC)))
 
 
+#: Agents a chart draws one by one (the most used, or the most trusted); the rest are
+#: summed ("N others") or left to the table beside it.
+MOST_DRAWN = 8
+
+
 def plain(name: str) -> str:
     """A name as matplotlib draws it literally: a ``$`` would start math markup (two of
     them in an agent id failed the whole report)."""
@@ -69,12 +74,20 @@ def routing_chart(buckets: Sequence[Bucket], quality_range: tuple[float, float] 
     """Stacked share of tasks per agent per bucket (buckets of about equal task counts,
     one bar each), mean quality as a line on its own axis over ``quality_range``."""
     fig, ax = _figure()
-    agents = sorted({a for b in buckets for a in b.shares})
+    total: dict[str, float] = {}
+    for b in buckets:
+        for agent, share in b.shares.items():
+            total[agent] = total.get(agent, 0.0) + share
+    ranked = sorted(total, key=lambda a: (-total[a], a))
+    drawn, rest = sorted(ranked[:MOST_DRAWN]), ranked[MOST_DRAWN:]
+    stacks = [(plain(a), [b.shares.get(a, 0.0) for b in buckets]) for a in drawn]
+    if rest:  # the long tail as one bar: 200 colours could not be told apart
+        stacks.append((f"{len(rest)} others", [sum(b.shares.get(a, 0.0) for a in rest)
+                                               for b in buckets]))
     xs = list(range(len(buckets)))
     bottom = [0.0] * len(buckets)
-    for agent in agents:
-        heights = [b.shares.get(agent, 0.0) for b in buckets]
-        ax.bar(xs, heights, bottom=bottom, label=plain(agent), width=0.85)
+    for label, heights in stacks:
+        ax.bar(xs, heights, bottom=bottom, label=label, width=0.85)
         bottom = [lo + h for lo, h in zip(bottom, heights, strict=True)]
     ax.set_ylim(0, 1)
     ax.set_ylabel("share of tasks")
@@ -113,9 +126,12 @@ def trend_chart(series: Sequence[TrendSeries]) -> str:
         ax.axhspan(lo, hi, color=colour, alpha=0.6, linewidth=0)
         ax.text(1.01, (lo + hi) / 2, name, transform=ax.get_yaxis_transform(), fontsize=7,
                 va="center")
-    for s in series:  # a marker on each change: a pair with one point is still drawn
+    latest = sorted(series, key=lambda s: (-s.composites[-1], s.agent_id))
+    for s in latest[:MOST_DRAWN]:  # a marker on each change: one point is still drawn
         ax.step(date_numbers(s.times), s.composites, where="post", label=plain(s.agent_id),
                 marker="o", markersize=3)
+    if len(latest) > MOST_DRAWN:
+        ax.plot([], [], " ", label=f"{len(latest) - MOST_DRAWN} more in the table")
     moments = [t for s in series for t in date_numbers(s.times)]
     if moments and max(moments) - min(moments) < 1 / 24:  # one moment (a bulk import)
         ax.set_xlim(min(moments) - 0.5, max(moments) + 0.5)  # a day around it, not years
