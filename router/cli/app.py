@@ -12,6 +12,7 @@ import sys
 # Importing a command module registers its commands; one name each, keep sorted.
 from trustroute.router.cli import (  # noqa: F401
     demo,
+    export,
     feedback,
     handoff,
     importer,

@@ -4,8 +4,8 @@ Files are streamed, one row in memory at a time. The importer validates the whol
 in a first pass before anything is written, so a bad row leaves the store untouched; the
 error names the file, the line and the field. Columns: ``agent_id`` (or
 ``agent``), ``task_type``, ``success`` (required); ``quality``, ``latency_ms``, ``cost``,
-``timestamp``, ``record_id``, ``decision_id``, ``metadata`` (optional). Unknown columns
-are an error, so a misspelt ``qualty`` is not silently dropped.
+``timestamp``, ``record_id``, ``decision_id``, ``metadata``, ``run_ids`` (optional).
+Unknown columns are an error, so a misspelt ``qualty`` is not silently dropped.
 
 A row without ``record_id`` gets a stable one derived from its content and from how
 many identical rows came before it in the file, so importing the same file twice
@@ -36,7 +36,7 @@ from trustroute.router.row_files import (
 
 REQUIRED = ("task_type", "success")
 OPTIONAL = ("quality", "latency_ms", "cost", "timestamp", "record_id", "decision_id",
-            "metadata")
+            "metadata", "run_ids")
 AGENT_COLUMNS = ("agent_id", "agent")
 COLUMNS = (*AGENT_COLUMNS, *REQUIRED, *OPTIONAL)
 _KNOWN = frozenset(COLUMNS)
@@ -100,10 +100,18 @@ def _timestamp(value: Any) -> Any:
         raise ValueError(f"{value} POSIX seconds is out of range") from None
 
 
+def _run_ids(value: Any) -> Any:
+    """LangChain run ids: a list (JSONL), or a JSON array as text (CSV)."""
+    try:
+        return json.loads(value) if isinstance(value, str) else value
+    except json.JSONDecodeError:
+        raise ValueError("expected a JSON array of run ids") from None
+
+
 # Other columns name something: text.
 _CONVERT: dict[str, Callable[[Any], Any]] = {
     "success": _success, "quality": _number, "latency_ms": _number, "cost": _number,
-    "metadata": _metadata, "timestamp": _timestamp}
+    "metadata": _metadata, "timestamp": _timestamp, "run_ids": _run_ids}
 
 
 def _check_columns(names: Iterable[str]) -> None:

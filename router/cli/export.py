@@ -1,0 +1,134 @@
+"""``trustroute export FILE``: the execution log (and the verdicts on it) as files that
+``trustroute import`` and ``import-feedback`` read back, into this store or another one:
+an embedded store's learning moved to a server, a backup, a copy to study.
+
+Executions keep every field a router learns from (record and decision ids, run ids, a
+quality only when one was given: a run awaiting a verdict stays one); verdicts keep their
+id, so importing either file twice stores it once. Reviews, signals and the lifecycle's
+marks have no import and are counted, not written.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import click
+
+from trustroute.profiles.records import iso_z
+from trustroute.profiles.store import Store
+from trustroute.profiles.store.trust import TrustRepository
+from trustroute.router.cli.base import (
+    CliError,
+    cli,
+    console,
+    json_option,
+    open_reader,
+    print_json,
+    router_options,
+    store_label,
+)
+from trustroute.router.cli.tables import plural
+from trustroute.router.cli.text import shown
+
+
+def execution_rows(store: Store) -> Iterator[dict[str, Any]]:
+    """The stored executions, oldest first, in ``trustroute import``'s columns."""
+    for row in store.executions.iter_executions():
+        out: dict[str, Any] = {
+            "record_id": row["record_id"], "agent_id": row["agent_id"],
+            "task_type": row["task_type"], "success": row["success"]}
+        if row.get("quality_given") is not False:  # else it awaits (or never got) one
+            out["quality"] = row["quality"]
+        out["latency_ms"] = row["latency_ms"]
+        out["timestamp"] = iso_z(row["timestamp"])
+        for name in ("cost", "decision_id"):
+            if row.get(name) is not None:
+                out[name] = row[name]
+        if row.get("metadata"):
+            out["metadata"] = row["metadata"]
+        if row.get("run_ids"):
+            out["run_ids"] = list(row["run_ids"])
+        yield out
+
+
+def verdict_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A stored verdict in ``trustroute import-feedback``'s columns (LangSmith's)."""
+    ref = ("record_id", row["record_id"]) if row.get("record_id") else \
+        ("decision_id", row["decision_id"])
+    out = {"id": row["id"], ref[0]: ref[1], "key": row.get("key") or "user",
+           "score": row["approved"] if row.get("score") is None else row["score"],
+           "created_at": iso_z(row["at"])}
+    if row.get("comment"):
+        out["comment"] = row["comment"]
+    return out
+
+
+def write_jsonl(path: Path, rows: Iterator[dict[str, Any]]) -> int:
+    """``rows`` as JSON lines in a new file ``path``; how many."""
+    count = 0
+    handle: IO[str]
+    with path.open("x", encoding="utf-8") as handle:  # never over an existing file
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
+            count += 1
+    return count
+
+
+def new_file(path: Path | None) -> None:
+    """Refuse a path that exists or whose folder does not (before anything is read)."""
+    if path is None:
+        return
+    if path.exists():
+        raise CliError(f"{path} exists; export writes a new file (remove it or pick another)")
+    if not path.parent.is_dir():
+        raise CliError(f"{path}: the folder {path.parent} does not exist")
+
+
+@cli.command(name="export")
+@click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--feedback", "feedback_file", type=click.Path(path_type=Path, dir_okay=False),
+              default=None, metavar="FILE",
+              help="Also write the verdicts on executions to FILE (import-feedback's "
+                   "format).")
+@router_options
+@json_option
+def export(file: Path, feedback_file: Path | None, config: Path | None, store: str | None,
+           as_json: bool) -> None:
+    """Write the execution log to FILE (JSONL, `trustroute import`'s columns).
+
+    With --feedback, the verdicts too. `trustroute import FILE` (and `import-feedback`)
+    read them back into any store, e.g. to move an embedded store's learning to a
+    server; importing twice stores each row once. Reviews, signals and lifecycle marks
+    are counted, not exported.
+    """
+    new_file(file)
+    new_file(feedback_file)
+    if feedback_file is not None and feedback_file.resolve() == file.resolve():
+        raise CliError("FILE and --feedback name the same file")
+    with open_reader(config, store) as router:
+        where = store_label(router)
+        executions = write_jsonl(file, execution_rows(router.store))
+        said = router.store.repository(TrustRepository).people()
+    verdicts = [verdict_row(r) for r in said if r["kind"] == "feedback"]
+    if feedback_file is not None:
+        write_jsonl(feedback_file, iter(verdicts))
+    left = len(said) - len(verdicts)
+    if as_json:
+        print_json({"store": where, "file": str(file), "executions": executions,
+                    "feedback_file": None if feedback_file is None else str(feedback_file),
+                    "verdicts": len(verdicts) if feedback_file else 0,
+                    "not_exported": left})
+        return
+    console.print(f"exported {plural(executions, 'execution')} from {shown(where)} to "
+                  f"{shown(str(file))}")
+    if feedback_file is not None:
+        console.print(f"exported {plural(len(verdicts), 'verdict')} to "
+                      f"{shown(str(feedback_file))}")
+    elif verdicts:
+        console.print(f"{plural(len(verdicts), 'verdict')} not exported (--feedback FILE "
+                      "writes them)")
+    if left:
+        console.print(f"{left:,} review(s) and signal(s) not exported: they have no import")

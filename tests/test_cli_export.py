@@ -1,0 +1,66 @@
+"""``trustroute export``: the log written as files that ``import`` and ``import-feedback``
+read back into another store, which then learns what the first one did."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from cli_helpers import run
+
+from trustroute import AgentRouter
+
+AGENTS = ["a", "b"]
+
+
+def learned(url: str) -> dict[tuple[str, str], tuple[object, ...]]:
+    """Per pair: what its profile and trust counts say (runs without a quality of their
+    own await a verdict: ``pending``)."""
+    with AgentRouter(AGENTS, store=url, feedback={"wait_s": 3600}) as router:
+        return {(p.agent_id, p.task_type): (
+            p.executions_total, p.pending, round(p.avg_quality, 12), round(p.expertise, 9),
+            router.trust_layer.book.counts(p.agent_id, p.task_type).approvals)
+            for p in router.profiles()}
+
+
+def test_an_exported_store_imported_elsewhere_learns_the_same(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source, target = (f"surrealkv://{tmp_path / name}" for name in ("source", "target"))
+    with AgentRouter(AGENTS, store=source, seed=1, feedback={"wait_s": 3600}) as router:
+        for i in range(30):
+            decision = router.select("code" if i % 2 else "chat")
+            router.record(decision, success=i % 3 != 0, quality=None if i % 5 == 0 else 0.7,
+                          cost=0.01, metadata={"i": i}, run_ids=[f"run-{i}"])
+        router.feedback("run-5", score=0.2, comment="late verdict")
+        router.feedback("run-10", approved=True)
+        router.signal("b", "chat", "pattern_observed_again")  # no import: counted only
+    runs, verdicts = tmp_path / "runs.jsonl", tmp_path / "verdicts.jsonl"
+    out = run(capsys, "export", str(runs), "--feedback", str(verdicts), "--store", source,
+              "--json")
+    assert out.code == 0, out.err
+    assert (out.json()["executions"], out.json()["verdicts"],
+            out.json()["not_exported"]) == (30, 2, 1)
+    for argv in (("import", str(runs)), ("import-feedback", str(verdicts))):
+        assert run(capsys, *argv, "--store", target).code == 0
+        assert "imported 0" in run(capsys, *argv, "--store", target).out  # twice: once
+    assert learned(target) == learned(source)
+    # successes without a quality of their own (runs 5, 10, 20, 25), less the two judged
+    assert sum(pending for _, pending, *_ in learned(target).values()) == 2
+    with AgentRouter(AGENTS, store=target) as router:  # run ids came along: refs still work
+        router.feedback("run-20", approved=False)
+
+
+def test_export_writes_only_new_files(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                      kv_url: str) -> None:
+    taken = tmp_path / "taken.jsonl"
+    taken.write_text("keep me\n")
+    result = run(capsys, "export", str(taken), "--store", kv_url)
+    assert result.code == 2 and "exists" in result.error_line
+    assert taken.read_text() == "keep me\n"
+    missing = run(capsys, "export", str(tmp_path / "no" / "x.jsonl"), "--store", kv_url)
+    assert missing.code == 2 and "does not exist" in missing.error_line
+    empty = tmp_path / "empty.jsonl"
+    assert run(capsys, "export", str(empty), "--store", kv_url).code == 0
+    assert empty.read_text() == ""
+    assert [json.loads(line) for line in empty.read_text().splitlines()] == []
