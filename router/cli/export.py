@@ -20,16 +20,8 @@ import click
 from trustroute.profiles.records import iso_z
 from trustroute.profiles.store import Store
 from trustroute.profiles.store.trust import TrustRepository
-from trustroute.router.cli.base import (
-    CliError,
-    cli,
-    console,
-    json_option,
-    open_reader,
-    print_json,
-    router_options,
-    store_label,
-)
+from trustroute.router.cli import base
+from trustroute.router.cli.base import CliError, console
 from trustroute.router.cli.tables import plural
 from trustroute.router.cli.text import shown
 
@@ -87,14 +79,14 @@ def new_file(path: Path | None) -> None:
         raise CliError(f"{path}: the folder {path.parent} does not exist")
 
 
-@cli.command(name="export")
+@base.cli.command(name="export")
 @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--feedback", "feedback_file", type=click.Path(path_type=Path, dir_okay=False),
               default=None, metavar="FILE",
               help="Also write the verdicts on executions to FILE (import-feedback's "
                    "format).")
-@router_options
-@json_option
+@base.router_options
+@base.json_option
 def export(file: Path, feedback_file: Path | None, config: Path | None, store: str | None,
            as_json: bool) -> None:
     """Write the execution log to FILE (JSONL, `trustroute import`'s columns).
@@ -108,8 +100,8 @@ def export(file: Path, feedback_file: Path | None, config: Path | None, store: s
     new_file(feedback_file)
     if feedback_file is not None and feedback_file.resolve() == file.resolve():
         raise CliError("FILE and --feedback name the same file")
-    with open_reader(config, store) as router:
-        where = store_label(router)
+    with base.open_reader(config, store) as router:
+        where = base.store_label(router)
         executions = write_jsonl(file, execution_rows(router.store))
         said = router.store.repository(TrustRepository).people()
     verdicts = [verdict_row(r) for r in said if r["kind"] == "feedback"]
@@ -117,7 +109,7 @@ def export(file: Path, feedback_file: Path | None, config: Path | None, store: s
         write_jsonl(feedback_file, iter(verdicts))
     left = len(said) - len(verdicts)
     if as_json:
-        print_json({"store": where, "file": str(file), "executions": executions,
+        base.print_json({"store": where, "file": str(file), "executions": executions,
                     "feedback_file": None if feedback_file is None else str(feedback_file),
                     "verdicts": len(verdicts) if feedback_file else 0,
                     "not_exported": left})
