@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -96,7 +97,7 @@ CHILD_OPENER = """
 import sys
 from trustroute.profiles.store import Store, StoreLockedError
 try:
-    Store(sys.argv[1])
+    Store(sys.argv[1], lock_wait_s=float(sys.argv[2]))
 except StoreLockedError as exc:
     print(exc)
     sys.exit(3)
@@ -106,15 +107,28 @@ print("opened")
 
 def test_second_process_gets_a_clear_lock_error(kv_url: str) -> None:
     with Store(kv_url) as store:
-        child = python(CHILD_OPENER, kv_url)
+        child = python(CHILD_OPENER, kv_url, "0.5")
         out, err = child.communicate(timeout=60)
         assert child.returncode == 3, (out, err)
-        assert str(store.location.path) in out
+        assert str(store.location.path) in out and "(waited 0.5 s)" in out
         assert "ws://" in out
         assert "server" in out
-    child = python(CHILD_OPENER, kv_url)  # released on close: the next process may open it
+    child = python(CHILD_OPENER, kv_url, "0")  # released on close: the next process may open it
     out, _ = child.communicate(timeout=60)
     assert child.returncode == 0 and "opened" in out
+
+
+def test_an_open_waits_for_a_holder_that_lets_go(kv_url: str) -> None:
+    """A `trustroute` command reading the store holds it for a moment: an app that
+    (re)starts then waits for it (store.lock_wait_s) instead of failing."""
+    store = Store(kv_url)
+    try:
+        child = python(CHILD_OPENER, kv_url, "30")
+        time.sleep(1.0)  # the child is waiting for the lock
+    finally:
+        store.close()
+    out, err = child.communicate(timeout=60)
+    assert child.returncode == 0 and "opened" in out, (out, err)
 
 
 def test_same_process_second_open_is_refused_too(kv_url: str) -> None:

@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import fcntl
 import os
+import time
 from pathlib import Path
+from typing import NoReturn
 
 from trustroute.profiles.store.errors import StoreLockedError, StoreUnavailableError
+
+POLL_S = 0.05  # how often a waiting open tries the lock again
 
 
 class PathLock:
@@ -24,8 +28,9 @@ class PathLock:
         self._fd: int | None = None
         self._pid: int | None = None  # the process that took the lock
 
-    def acquire(self) -> None:
-        """Take the lock or raise StoreLockedError naming the path and the way out."""
+    def acquire(self, wait_s: float = 0.0) -> None:
+        """Take the lock, waiting up to ``wait_s`` seconds for another process to let go
+        (never for this one), or raise StoreLockedError naming the path and the way out."""
         try:
             self.lock_path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -33,24 +38,34 @@ class PathLock:
             raise StoreUnavailableError(
                 f"could not open the embedded store at {self.path}: "
                 f"{exc.strerror or exc} ({exc.filename})") from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
-            os.close(fd)
-            if holder == str(os.getpid()):
-                raise StoreLockedError(
-                    f"the embedded store at {self.path} is already open in this process; "
-                    "close the other Store or AgentRouter first, or pass that Store to "
-                    "this one (AgentRouter(store=store))") from None
-            raise StoreLockedError(
-                f"the embedded store at {self.path} is already open in another process "
-                f"({describe_holder(holder)}); an embedded store serves one process. To "
-                "share profiles between processes, run a SurrealDB server and use store: "
-                "ws://HOST:PORT") from None
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+                if holder == str(os.getpid()) or time.monotonic() >= deadline:
+                    self._refuse(fd, holder, wait_s)
+                time.sleep(POLL_S)
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
         self._fd, self._pid = fd, os.getpid()
+
+    def _refuse(self, fd: int, holder: str, wait_s: float) -> NoReturn:
+        """Raise StoreLockedError for a lock ``holder`` (a pid) keeps."""
+        os.close(fd)
+        if holder == str(os.getpid()):
+            raise StoreLockedError(
+                f"the embedded store at {self.path} is already open in this process; "
+                "close the other Store or AgentRouter first, or pass that Store to "
+                "this one (AgentRouter(store=store))")
+        waited = f" (waited {wait_s:g} s)" if wait_s else ""
+        raise StoreLockedError(
+            f"the embedded store at {self.path} is already open in another process "
+            f"({describe_holder(holder)}){waited}; an embedded store serves one "
+            "process. To share profiles between processes, run a SurrealDB server and "
+            "use store: ws://HOST:PORT")
 
     def release(self) -> None:
         """Drop the lock (idempotent). A forked child shares the parent's lock (one open

@@ -68,6 +68,11 @@ class StoreSettings(NumbersNotBools):
     #: files on a background thread, so the interval bounds that I/O: once a minute is
     #: fresh enough to inspect a live app and cheap next to the writes themselves.
     snapshot_interval_s: float = Field(default=60.0, ge=0, allow_inf_nan=False)
+    #: An embedded on-disk store held by another process is waited for this long (seconds)
+    #: before the open fails: a `trustroute` command reading it lets go within seconds,
+    #: and an app (re)starting meanwhile should not die of it. Read commands wait 0 (they
+    #: read the holder's snapshot instead).
+    lock_wait_s: float = Field(default=10.0, ge=0, allow_inf_nan=False)
 
     @field_validator("namespace", "database")
     @classmethod

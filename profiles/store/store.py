@@ -57,7 +57,7 @@ class Store:
         #: snapshots for readers while this process holds an on-disk store (snapshot.py)
         self.snapshots: SnapshotWriter | None = None
         if self._lock:
-            self._lock.acquire()  # creates the store's parent folder too
+            self._lock.acquire(self.settings.lock_wait_s)  # makes the parent folder too
         try:
             self.conn.open()
             self.schema_version = ensure_schema(self.conn, SCHEMA_PARTS)

@@ -178,8 +178,12 @@ def open_router(config: Path | None, store: str | None, settings: RouterConfig |
     """Build the router the user's options describe (``settings``, when already loaded),
     for a command that writes: an embedded store held by another process is an error
     saying that writes need it."""
+    settings = settings or load_router_config(config, store)
+    if "lock_wait_s" not in settings.store.model_fields_set:  # a held store: say so now
+        settings = settings.model_copy(update={"store": settings.store.model_copy(
+            update={"lock_wait_s": 0.0})})
     try:
-        return (settings or load_router_config(config, store)).build_router(**overrides)
+        return settings.build_router(**overrides)
     except StoreLockedError as exc:
         ctx = click.get_current_context(silent=True)
         command = ctx.command_path if ctx is not None else "this command"
@@ -208,6 +212,8 @@ def open_reader(config: Path | None, store: str | None, settings: RouterConfig |
     embedded path that holds no store reads as an empty store, and nothing is created
     there (a mistyped --store must not leave a store, or files in a folder, behind)."""
     settings = settings or load_router_config(config, store)
+    settings = settings.model_copy(update={"store": settings.store.model_copy(
+        update={"lock_wait_s": 0.0})})  # held: read the holder's snapshot at once
     location = parse_store_url(settings.store.url)
     if location.path is not None and not location.path.exists():
         empty = settings.model_copy(update={"store": settings.store.model_copy(
