@@ -4,6 +4,7 @@ read back into another store, which then learns what the first one did."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -12,12 +13,13 @@ from cli_helpers import run
 from trustroute import AgentRouter
 
 AGENTS = ["a", "b"]
+SMALL = {"recency": {"window_size": 8}}  # windows the back-filled rows fall out of
 
 
 def learned(url: str) -> dict[tuple[str, str], tuple[object, ...]]:
     """Per pair: what its profile and trust counts say (runs without a quality of their
     own await a verdict: ``pending``)."""
-    with AgentRouter(AGENTS, store=url, feedback={"wait_s": 3600}) as router:
+    with AgentRouter(AGENTS, store=url, feedback={"wait_s": 3600}, settings=SMALL) as router:
         return {(p.agent_id, p.task_type): (
             p.executions_total, p.pending, round(p.avg_quality, 12), round(p.expertise, 9),
             router.trust_layer.book.counts(p.agent_id, p.task_type).approvals)
@@ -27,11 +29,15 @@ def learned(url: str) -> dict[tuple[str, str], tuple[object, ...]]:
 def test_an_exported_store_imported_elsewhere_learns_the_same(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     source, target = (f"surrealkv://{tmp_path / name}" for name in ("source", "target"))
-    with AgentRouter(AGENTS, store=source, seed=1, feedback={"wait_s": 3600}) as router:
+    with AgentRouter(AGENTS, store=source, seed=1, feedback={"wait_s": 3600},
+                     settings=SMALL) as router:
         for i in range(30):
             decision = router.select("code" if i % 2 else "chat")
             router.record(decision, success=i % 3 != 0, quality=None if i % 5 == 0 else 0.7,
                           cost=0.01, metadata={"i": i}, run_ids=[f"run-{i}"])
+        for _ in range(5):  # back-filled history: log order is not timestamp order
+            router.record(agent_id="a", task_type="code", success=False, quality=0.1,
+                          timestamp=datetime.now(UTC) - timedelta(days=7))
         router.feedback("run-5", score=0.2, comment="late verdict")
         router.feedback("run-10", approved=True)
         router.signal("b", "chat", "pattern_observed_again")  # no import: counted only
@@ -40,7 +46,7 @@ def test_an_exported_store_imported_elsewhere_learns_the_same(
               "--json")
     assert out.code == 0, out.err
     assert (out.json()["executions"], out.json()["verdicts"],
-            out.json()["not_exported"]) == (30, 2, 1)
+            out.json()["not_exported"]) == (35, 2, 1)
     for argv in (("import", str(runs)), ("import-feedback", str(verdicts))):
         assert run(capsys, *argv, "--store", target).code == 0
         assert "imported 0" in run(capsys, *argv, "--store", target).out  # twice: once

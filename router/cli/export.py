@@ -2,10 +2,10 @@
 ``trustroute import`` and ``import-feedback`` read back, into this store or another one:
 an embedded store's learning moved to a server, a backup, a copy to study.
 
-Executions keep every field a router learns from (record and decision ids, run ids, a
-quality only when one was given: a run awaiting a verdict stays one); verdicts keep their
-id, so importing either file twice stores it once. Reviews, signals and the lifecycle's
-marks have no import and are counted, not written.
+Executions are written in log order and keep every field a router learns from (record
+and decision ids, run ids, a quality only when one was given: a run awaiting a verdict
+stays one); verdicts keep their id, so importing either file twice stores it once.
+Reviews, signals and the lifecycle's marks have no import and are counted, not written.
 """
 
 from __future__ import annotations
@@ -27,22 +27,26 @@ from trustroute.router.cli.text import shown
 
 
 def execution_rows(store: Store) -> Iterator[dict[str, Any]]:
-    """The stored executions, oldest first, in ``trustroute import``'s columns."""
-    for row in store.executions.iter_executions():
+    """The stored executions in log order (the order a router folds them in, which an
+    import keeps: by timestamp, back-filled history would be placed otherwise), in
+    ``trustroute import``'s columns."""
+    for logged in store.executions.scan():
+        rec = logged.record
         out: dict[str, Any] = {
-            "record_id": row["record_id"], "agent_id": row["agent_id"],
-            "task_type": row["task_type"], "success": row["success"]}
-        if row.get("quality_given") is not False:  # else it awaits (or never got) one
-            out["quality"] = row["quality"]
-        out["latency_ms"] = row["latency_ms"]
-        out["timestamp"] = iso_z(row["timestamp"])
-        for name in ("cost", "decision_id"):
-            if row.get(name) is not None:
-                out[name] = row[name]
-        if row.get("metadata"):
-            out["metadata"] = row["metadata"]
-        if row.get("run_ids"):
-            out["run_ids"] = list(row["run_ids"])
+            "record_id": rec.record_id, "agent_id": rec.agent_id,
+            "task_type": rec.task_type, "success": rec.success}
+        if rec.quality_given:  # else it awaits (or never got) a verdict
+            out["quality"] = rec.quality
+        out["latency_ms"] = rec.latency_ms
+        out["timestamp"] = iso_z(rec.timestamp)
+        if rec.cost is not None:
+            out["cost"] = rec.cost
+        if rec.decision_id is not None:
+            out["decision_id"] = rec.decision_id
+        if rec.metadata:
+            out["metadata"] = rec.metadata
+        if rec.run_ids:
+            out["run_ids"] = list(rec.run_ids)
         yield out
 
 
