@@ -176,6 +176,9 @@ class LogProjection:
                         self.trust.base = counters
                         for learner in self.learners:
                             learner.rebuild(self.book, placed, self.store)
+                        # the verdicts the trust layer folded amended the strategy one by
+                        # one; derive it from the final book, as an open from the cache does
+                        self.strategy.rebuild(self.book, placed, self.store)
                     finally:
                         self.feedback.remember_all(False)
                     self.feedback.take_missed()  # not in the scan: joined when folded

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import random
 import time
 from datetime import UTC, datetime
 from typing import Any
@@ -256,6 +257,33 @@ def test_a_rescue_after_a_restart_charges_the_failure_before_it(
     with AgentRouter(agents=["x", "y"], store=url, store_options=options) as router:
         router.refresh()  # the log
         assert router.trust_layer.book.counts("x", "t").contradictions == 1
+
+
+def test_with_verdicts_a_router_from_the_cache_scores_as_one_that_read_the_log(
+        kv_url: str) -> None:
+    """Verdicts on runs outside the windows: folded one by one after a whole-log read,
+    they left the strategy's evidence other than the cache's (scores 0.603 and 0.608)."""
+    options: dict[str, Any] = {"agents": ["a", "b", "c", "d"], "store": kv_url, "seed": 0,
+                               "feedback": {"wait_s": 3600, "default": "outcome"}}
+    draws, skill = random.Random(1), {"a": 0.9, "b": 0.6, "c": 0.5, "d": 0.3}
+    with AgentRouter(**options) as router:
+        ids = []
+        for n in range(300):
+            decision = router.select("code")
+            ok = draws.random() < skill[decision.agent_id]
+            quality = None if ok and draws.random() < 0.4 else (
+                draws.uniform(0.5, 1) if ok else 0.0)
+            ids.append(router.record(decision, success=ok, quality=quality).record_id)
+            if n % 5 == 0:
+                router.feedback(draws.choice(ids), score=round(draws.random(), 2))
+    scores = []
+    for read_the_log in (False, True):
+        with AgentRouter(**options) as router:
+            if read_the_log:
+                router.refresh()
+            scores.append([(c.agent_id, round(c.score, 9))
+                           for c in router.select("code").candidates])
+    assert scores[0] == scores[1]
 
 
 @pytest.mark.parametrize("enabled", [True, False])
