@@ -15,7 +15,7 @@ from trustroute.router.trust.decay import (
     is_unseen,
     iso_week,
 )
-from trustroute.router.trust.rescues import RescueTracker
+from trustroute.router.trust.rescues import Rescue, RescueTracker
 from trustroute.router.trust.scores import (
     SIGNALS,
     execution_delta,
@@ -177,13 +177,18 @@ def test_decay_settings_reject_bad_values() -> None:
         DecaySettings(colour=1)  # type: ignore[call-arg]
 
 
+def pairs(rescues: list[Rescue]) -> list[tuple[str, str]]:
+    """The (agent, task type) pairs the rescues charge."""
+    return [(r.agent_id, r.task_type) for r in rescues]
+
+
 def test_rescue_charges_each_failed_agent_once() -> None:
     tracker = RescueTracker()
-    assert tracker.observe("a", "code", False, {"task_id": "T1", "attempt": 0}) == []
-    assert tracker.observe("b", "code", False, {"task_id": "T1", "attempt": 1}) == []
-    assert sorted(tracker.observe("c", "code", True, {"task_id": "T1", "attempt": 2})) == \
+    assert pairs(tracker.observe("a", "code", False, {"task_id": "T1", "attempt": 0})) == []
+    assert pairs(tracker.observe("b", "code", False, {"task_id": "T1", "attempt": 1})) == []
+    assert sorted(pairs(tracker.observe("c", "code", True, {"task_id": "T1", "attempt": 2}))) == \
         [("a", "code"), ("b", "code")]
-    assert tracker.observe("d", "code", True, {"task_id": "T1", "attempt": 3}) == []
+    assert pairs(tracker.observe("d", "code", True, {"task_id": "T1", "attempt": 3})) == []
 
 
 def test_rescue_needs_another_agent_and_a_later_attempt() -> None:
@@ -191,19 +196,21 @@ def test_rescue_needs_another_agent_and_a_later_attempt() -> None:
     tracker.observe("a", "code", False, {"task_id": "T", "attempt": 1})
     assert tracker.observe("a", "code", True, {"task_id": "T", "attempt": 2}) == []  # itself
     assert tracker.observe("b", "code", True, {"task_id": "T", "attempt": 0}) == []  # earlier
-    assert tracker.observe("b", "code", True, {"task_id": "T", "attempt": 3}) == [("a", "code")]
+    rescued = tracker.observe("b", "code", True, {"task_id": "T", "attempt": 3})
+    assert pairs(rescued) == [("a", "code")]
 
 
 def test_rescue_without_task_id_is_not_a_contradiction() -> None:
     tracker = RescueTracker()
     tracker.observe("a", "code", False, {})
-    assert tracker.observe("b", "code", True, {}) == []
+    assert pairs(tracker.observe("b", "code", True, {})) == []
 
 
 def test_failure_reported_after_its_rescue_is_still_charged() -> None:
     tracker = RescueTracker()
     tracker.observe("b", "code", True, {"task_id": "T", "attempt": 2})
-    assert tracker.observe("a", "code", False, {"task_id": "T", "attempt": 1}) == [("a", "code")]
+    late = tracker.observe("a", "code", False, {"task_id": "T", "attempt": 1})
+    assert pairs(late) == [("a", "code")]
 
 
 def test_rescue_memory_is_bounded() -> None:
@@ -212,7 +219,7 @@ def test_rescue_memory_is_bounded() -> None:
     tracker.observe("a", "x", False, {"task_id": "T2"})
     tracker.observe("a", "x", False, {"task_id": "T3"})
     assert len(tracker) == 2
-    assert tracker.observe("b", "x", True, {"task_id": "T1"}) == []  # forgotten
+    assert pairs(tracker.observe("b", "x", True, {"task_id": "T1"})) == []  # forgotten
 
 
 def test_attempts_without_numbers_are_ordered_by_when_they_happened() -> None:
@@ -221,7 +228,8 @@ def test_attempts_without_numbers_are_ordered_by_when_they_happened() -> None:
     happened, and a success that happened before the failure rescues nothing."""
     late = RescueTracker()
     late.observe("b", "code", True, {"task_id": "T"}, (20.0, "r2"))
-    assert late.observe("a", "code", False, {"task_id": "T"}, (10.0, "r1")) == [("a", "code")]
+    charged = late.observe("a", "code", False, {"task_id": "T"}, (10.0, "r1"))
+    assert pairs(charged) == [("a", "code")]
     early = RescueTracker()
     early.observe("b", "code", True, {"task_id": "T"}, (10.0, "r1"))
-    assert early.observe("a", "code", False, {"task_id": "T"}, (20.0, "r2")) == []
+    assert pairs(early.observe("a", "code", False, {"task_id": "T"}, (20.0, "r2"))) == []

@@ -17,7 +17,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from trustroute.profiles.records import ExecutionRecord, check_identifier, check_text, utc_now
@@ -116,10 +116,11 @@ class TrustLayer:
             record.success, quality if known and quality is not None
             else record.effective_quality)
         self._change(execution_delta(agent, task_type, kind, at), f"execution {kind}", at, mine)
-        for rescued in self.rescues.observe(agent, task_type, record.success, record.metadata,
-                                            (at.timestamp(), record.record_id)):
-            self._change(TrustDelta(*rescued, contradictions=1, at=at),
-                         f"rescued by {agent}", at, mine)
+        for r in self.rescues.observe(agent, task_type, record.success, record.metadata,
+                                      (at.timestamp(), record.record_id)):
+            when = at if r.at is None else datetime.fromtimestamp(r.at, UTC)  # the rescue's
+            self._change(TrustDelta(r.agent_id, r.task_type, contradictions=1, at=when),
+                         f"rescued by {r.rescuer}", when, mine)
 
     def rebuild(self, book: ProfileBook, placed: Sequence[tuple[ExecutionRecord, int]],
                 store: Store) -> None:

@@ -16,14 +16,22 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
-
-from trustroute.profiles.trust_counts import Pair
+from typing import Any, NamedTuple
 
 #: User tasks the tracker remembers (``trust.rescue_memory``).
 RESCUE_MEMORY = 10_000
 
 Order = tuple[float | None, tuple[float, str]]  # (attempt if given, when)
+
+
+class Rescue(NamedTuple):
+    """A failed pair to charge a contradiction, who rescued its task, and when (the
+    rescue's time, POSIX seconds; None when records came without one)."""
+
+    agent_id: str
+    task_type: str
+    rescuer: str
+    at: float | None
 
 
 def is_later(a: Order, b: Order) -> bool:
@@ -50,12 +58,13 @@ class RescueTracker:
 
     def observe(self, agent_id: str, task_type: str, success: bool,
                 metadata: Mapping[str, Any], when: tuple[float, str] | None = None
-                ) -> list[Pair]:
-        """Fold one record in; returns the (agent, task type) pairs to charge a
-        contradiction (each failed pair rescued by this record, or rescued earlier when
-        this failure arrives late). ``when`` (the record's time and id) orders attempts
-        without a number the same way whatever order records arrive in; without it,
-        arrival order does."""
+                ) -> list[Rescue]:
+        """Fold one record in; returns the pairs to charge a contradiction: each failed
+        pair this record rescues, or this failure when it arrives after its rescue,
+        dated by the rescue either way. ``when`` (the record's time and id) orders
+        attempts without a number the same way whatever order records arrive in;
+        without it, arrival order does."""
+        given = when is not None
         task_id, attempt = metadata.get("task_id"), metadata.get("attempt")
         if isinstance(task_id, bool) or not isinstance(task_id, str | int):
             return []  # not part of a user task
@@ -72,9 +81,12 @@ class RescueTracker:
             task.successes.append((order, agent_id))
             rescued = [f for f in task.failures if f[1] != agent_id and is_later(order, f[0])]
             task.failures = [f for f in task.failures if f not in rescued]
-            return [(a, t) for _, a, t in rescued]
-        if any(a != agent_id and is_later(o, order) for o, a in task.successes):
-            return [(agent_id, task_type)]  # a failure reported after its rescue
+            at = order[1][0] if given else None
+            return [Rescue(a, t, agent_id, at) for _, a, t in rescued]
+        later = [(o, a) for o, a in task.successes if a != agent_id and is_later(o, order)]
+        if later:  # a failure reported after its rescue: charged as of the rescue
+            (o, rescuer) = min(later, key=lambda s: (s[0][0] is None, s[0][0] or 0.0, s[0][1]))
+            return [Rescue(agent_id, task_type, rescuer, o[1][0] if given else None)]
         task.failures.append((order, agent_id, task_type))
         return []
 
