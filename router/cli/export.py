@@ -32,21 +32,12 @@ def execution_rows(store: Store) -> Iterator[dict[str, Any]]:
     ``trustroute import``'s columns."""
     for logged in store.executions.scan():
         rec = logged.record
-        out: dict[str, Any] = {
-            "record_id": rec.record_id, "agent_id": rec.agent_id,
-            "task_type": rec.task_type, "success": rec.success}
-        if rec.quality_given:  # else it awaits (or never got) a verdict
-            out["quality"] = rec.quality
-        out["latency_ms"] = rec.latency_ms
-        out["timestamp"] = iso_z(rec.timestamp)
-        if rec.cost is not None:
-            out["cost"] = rec.cost
-        if rec.decision_id is not None:
-            out["decision_id"] = rec.decision_id
-        if rec.metadata:
-            out["metadata"] = rec.metadata
-        if rec.run_ids:
-            out["run_ids"] = list(rec.run_ids)
+        out = rec.model_dump(mode="json", exclude_none=True)  # ISO times, lists
+        if not rec.quality_given:  # it awaits (or never got) a verdict: no quality
+            out.pop("quality", None)
+        for name in ("metadata", "run_ids"):
+            if not out.get(name):
+                out.pop(name, None)
         yield out
 
 
