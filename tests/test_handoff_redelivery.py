@@ -13,6 +13,7 @@ from test_transfer_dispatcher import Flaky, make_request
 
 from trustroute.profiles.store import Store
 from trustroute.profiles.store.handoffs import HandoffRepository
+from trustroute.router.handoff.settings import HandoffSection
 from trustroute.router.handoff.transfer import (
     CallableHook,
     HookRejected,
@@ -169,3 +170,32 @@ def test_a_sweep_waits_as_long_as_the_receiver_asked() -> None:
         assert got == ["soon"]
         assert [r["reason"] for r in store.repository(HandoffRepository).pending()] == [
             "later"]  # still pending, shown, not lost
+
+
+def test_a_row_queued_in_one_worker_and_swept_by_another_is_sent_once() -> None:
+    """Worker A's queue is slow (its receiver takes long); worker B's sweep takes a row
+    still waiting there and sends it; A's delivery then finds the row taken."""
+    sent: list[tuple[str, str]] = []
+    release = threading.Event()
+
+    def hook(worker: str, hold: bool = False) -> CallableHook:
+        def desk(request: TransferRequest) -> None:
+            sent.append((worker, request.request_id))
+            if hold and not release.is_set():
+                assert release.wait(30)
+        return CallableHook(desk, name="desk")
+
+    with Store("mem://") as store:
+        a = TransferDispatcher([hook("a", hold=True)], store=store,  # A does not sweep
+                               settings=HandoffSection(dispatch_retry_interval_s=0))
+        b = TransferDispatcher([hook("b")], store=store, delivery="sync")
+        first, waiting = make_request(), make_request()
+        a.dispatch(first)  # A's worker is held inside this one
+        a.dispatch(waiting)  # ... so this one waits in A's queue
+        while ("a", first.request_id) not in sent:
+            time.sleep(0.01)
+        # B's sweep, as after its interval: the row A is sending is younger than that
+        assert b.retry_stale(0.0, frozenset({first.request_id})) == (1, 1)  # sent, skipped
+        release.set()
+        assert a.close(30)
+    assert sorted(sent) == sorted([("a", first.request_id), ("b", waiting.request_id)])

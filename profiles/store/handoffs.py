@@ -61,6 +61,8 @@ DEFINE FIELD IF NOT EXISTS delivered_at ON handoff_pending TYPE option<datetime>
 DEFINE FIELD IF NOT EXISTS resolved_at ON handoff_pending TYPE option<datetime>;
 -- not retried by a sweep before this (a receiver's Retry-After); absent: due by age alone
 DEFINE FIELD IF NOT EXISTS not_before ON handoff_pending TYPE option<datetime>;
+-- when a delivery first took the row (a queued one, or a sweep's): absent, nobody has
+DEFINE FIELD IF NOT EXISTS claimed_at ON handoff_pending TYPE option<datetime>;
 DEFINE INDEX IF NOT EXISTS handoff_pending_status ON handoff_pending FIELDS status;
 
 DEFINE TABLE IF NOT EXISTS handoff_decision SCHEMAFULL;
@@ -205,9 +207,21 @@ DEFINE FIELD IF NOT EXISTS created_at ON handoff_calibration TYPE datetime;
         while it is pending and unchanged for ``unchanged_s``, so a sweep of another
         process that read the same row finds it changed and leaves it. True: try it."""
         rows = self._conn.run(
-            f"UPDATE {_ROW} SET updated_at = time::now() WHERE status = 'pending' "
-            f"AND updated_at < {_AGO} AND {_NOT_HELD} RETURN status;",
+            f"UPDATE {_ROW} SET updated_at = time::now(), claimed_at = time::now() "
+            f"WHERE status = 'pending' AND updated_at < {_AGO} AND {_NOT_HELD} "
+            "RETURN status;",
             {"rid": request_id, "hook": hook, "ms": round(unchanged_s * 1000)},
+        )[0]
+        return bool(rows)
+
+    def claim_new(self, request_id: str, hook: str) -> bool:
+        """Take a row nobody has taken since it was stored (compare and set), for the
+        delivery its own process queued: when a sweep of another process took it first
+        (the queue was slow), that sweep delivers it. True: deliver it."""
+        rows = self._conn.run(
+            f"UPDATE {_ROW} SET updated_at = time::now(), claimed_at = time::now() "
+            "WHERE status = 'pending' AND claimed_at = NONE RETURN status;",
+            {"rid": request_id, "hook": hook},
         )[0]
         return bool(rows)
 

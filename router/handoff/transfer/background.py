@@ -27,7 +27,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from trustroute.profiles.store.handoffs import HandoffRepository
 from trustroute.router.drain import drained
+from trustroute.router.handoff.transfer.hook import hook_name
 from trustroute.router.handoff.transfer.request import TransferRequest
 
 if TYPE_CHECKING:
@@ -119,8 +121,9 @@ class BackgroundDelivery:
                 jobs.task_done()
                 break
             try:
-                if not stop.is_set():
-                    self._dispatcher.deliver(job.request, job.hooks, stored=job.stored)
+                hooks = self._untaken(job) if not stop.is_set() else ()
+                if hooks:
+                    self._dispatcher.deliver(job.request, hooks, stored=job.stored)
             except Exception as exc:  # the worker must outlive a failing hook or store
                 log.error("hand-off %s: background delivery failed (it stays pending): %s: %s",
                           job.request.request_id, type(exc).__name__, exc)
@@ -128,6 +131,16 @@ class BackgroundDelivery:
                 with self._lock:
                     self._queued.discard(job.request.request_id)
                 jobs.task_done()
+
+    def _untaken(self, job: _Job) -> tuple[Any, ...]:
+        """The job's hooks whose row this delivery takes (``claim_new``): a sweep of
+        another process that took one while the job waited here delivers it instead."""
+        store = self._dispatcher.store
+        if not job.stored or store is None:
+            return job.hooks
+        repo = store.repository(HandoffRepository)
+        return tuple(h for h in job.hooks if repo.claim_new(job.request.request_id,
+                                                             hook_name(h)))
 
     def _sweep(self, interval: float) -> None:
         with self._lock:
