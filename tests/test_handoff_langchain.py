@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -31,6 +32,7 @@ from trustroute.profiles.store.handoffs import HandoffRepository
 from trustroute.router import AgentRouter
 from trustroute.router.config import RouterConfig
 from trustroute.router.handoff.confidence import RetrievalConfidence
+from trustroute.router.handoff.settings import HandoffSection
 from trustroute.router.handoff.transfer import CallableHook, TransferDispatcher, TransferRequest
 
 # the toy embedder's cosine scores sit lower than a sentence model's
@@ -310,6 +312,23 @@ def test_hooks_named_like_the_routers_are_refused() -> None:
                             hooks=[CallableHook(print, name="desk")])
         HandoffRunnable(faq_store(), echo_chain(), router=router,
                         hooks=[CallableHook(print, name="billing")]).close()
+
+
+def test_its_own_hooks_resend_what_a_crashed_worker_left_pending() -> None:
+    got: list[TransferRequest] = []
+    left = TransferRequest(reason="left by a crashed worker", task_type="billing")
+    desk = TransferDispatcher([CallableHook(print, name="desk")],
+                              settings=HandoffSection(dispatch_retry_interval_s=0.2))
+    with AgentRouter(["bot"], store="mem://", transfer=desk) as router:
+        router.store.repository(HandoffRepository).save_pending(
+            left.payload(), hook="rag", error="the process died")
+        rag = HandoffRunnable(faq_store(), echo_chain(), router=router,
+                              hooks=[CallableHook(got.append, name="rag")])
+        deadline = time.monotonic() + 10
+        while not got and time.monotonic() < deadline:  # no new hand-off needed
+            time.sleep(0.05)
+        rag.close()
+    assert [r.request_id for r in got] == [left.request_id]
 
 
 @pytest.mark.parametrize(

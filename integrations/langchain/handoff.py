@@ -124,10 +124,11 @@ class HandoffRunnable(Runnable[Any, Any]):
         if isinstance(hooks, TransferDispatcher):
             self.dispatcher: TransferDispatcher | None = hooks
         elif hooks:  # delivered as the router's handoff: section says (delivery, retries)
-            routers = router.transfer if router else None
-            own = distinct_hooks(list(hooks), routers.hooks if routers else [])
-            self.dispatcher = TransferDispatcher(own, store=self.store,
-                                                 settings=routers.settings if routers else None)
+            shared = router.transfer if router else None
+            own = distinct_hooks(list(hooks), shared.hooks if shared else [])
+            self.dispatcher = TransferDispatcher(own, settings=shared.settings if shared else None)
+            if self.store is not None:  # and sweeps what a crashed worker left pending
+                self.dispatcher.bind_store(self.store)
             self.owns_dispatcher = True
         else:  # None: the HandoffResult goes back to the caller, who is the hand-off
             self.dispatcher = router.transfer if router else None
