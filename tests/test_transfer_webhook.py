@@ -100,6 +100,13 @@ def test_a_410_gone_endpoint_is_sent_nothing_more_and_its_hand_offs_stay_pending
     assert not any(o.delivered for o in outcomes)
     assert [r["status"] for r in rows] == ["pending"] * 3
     assert caplog.text.count("answered 410 Gone; nothing more is sent") == 1
+    with Store("mem://") as store:  # a sweep leaves its rows alone: no warning per row
+        dispatcher = TransferDispatcher([hook], store=store, delivery="sync")
+        dispatcher.dispatch(request())
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="trustroute"):
+            assert dispatcher.retry_stale(0.0) == (0, 0)
+        assert caplog.text == ""
 
 
 def test_missing_secret_env_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -36,6 +36,8 @@ def redeliver(dispatcher: TransferDispatcher, limit: int, *,
     delivered = still = 0
     for hook in dispatcher.hooks:
         name = hook_name(hook)
+        if unchanged_s is not None and getattr(hook, "gone", False):
+            continue  # its endpoint answered 410 Gone: its rows wait, untried (no flood)
         rows = repo.pending("pending", limit, hooks=[name]) if unchanged_s is None else \
             repo.due(name, unchanged_s, limit)
         for row in rows:
