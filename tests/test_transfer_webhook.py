@@ -242,15 +242,21 @@ def test_redirect_is_not_followed_and_stays_pending(
         assert secret not in error and secret not in caplog.text
 
 
-def test_permanent_failure_is_pending_in_the_store(tmp_path: Path) -> None:
+def test_permanent_failure_is_pending_in_the_store(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     db = tmp_path / "db"
     with webhook_receiver([500]) as server:
         hook = WebhookHook(server.url, attempts=3, backoff_s=0.01)
-        with Store(f"surrealkv://{db}") as store:
+        with Store(f"surrealkv://{db}") as store, \
+                caplog.at_level(logging.WARNING, logger="trustroute"):
             dispatcher = TransferDispatcher([hook], store=store, delivery="sync")
             req = request()
             outcome = dispatcher.dispatch(req)
     assert len(server.received) == 3
+    # the webhook counts its own attempts: the line does not also say "after 1 attempt"
+    assert "transfer hook webhook failed: WebhookError:" in caplog.text
+    assert "failed after 3 attempt(s)" in caplog.text
+    assert "after 1 attempt(s)" not in caplog.text
     assert outcome.pending and outcome.stored and not outcome.delivered
     assert outcome.deliveries[0].error is not None
     assert "HTTP 500" in outcome.deliveries[0].error

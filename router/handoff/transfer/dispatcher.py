@@ -198,7 +198,11 @@ class TransferDispatcher:
         if paused:
             raise error
         text = f"{type(error).__name__}: {error}"
-        log.warning("transfer hook %s failed after %d attempt(s): %s", name, attempts, text)
+        if getattr(hook, "dispatch_attempts", None) == 1:  # it retries itself and says so
+            log.warning("transfer hook %s failed: %s", name, text)
+        else:
+            log.warning("transfer hook %s failed after %d attempt(s): %s", name, attempts,
+                        text)
         return HookDelivery(name, False, attempts, error=text,
                             rejected=isinstance(error, HookRejected),
                             retry_after=getattr(error, "retry_after", None))
