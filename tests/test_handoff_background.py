@@ -356,3 +356,25 @@ DELIVERED_BY_A_COMMAND: list[str] = []
 
 def forbidden_hook(request: TransferRequest) -> None:
     DELIVERED_BY_A_COMMAND.append(request.request_id)
+
+
+def test_close_waits_for_a_sweeps_delivery_in_flight(kv_url: str) -> None:
+    """A sweep delivers on the worker thread, not through the queue: close() gives it
+    its time too, rather than leave an accepted delivery to be sent again."""
+    left = left_pending_by_an_earlier_process(kv_url)
+    inside, release = threading.Event(), threading.Event()
+
+    def slow(request: TransferRequest) -> None:
+        inside.set()
+        assert release.wait(30)
+
+    with Store(kv_url) as store:
+        section = HandoffSection(dispatch_retry_interval_s=0.2)
+        sweeper = TransferDispatcher([CallableHook(slow, name="desk")], store=store,
+                                     settings=section)
+        sweeper.bind_store(store)  # starts the worker: its first sweep takes the row
+        assert inside.wait(10)
+        threading.Timer(0.5, release.set).start()
+        assert sweeper.close(10)
+        rows = {r["request_id"]: r for r in store.repository(HandoffRepository).pending(None)}
+    assert rows[left]["status"] == "delivered"

@@ -163,8 +163,9 @@ class BackgroundDelivery:
         return drained(self._queue, timeout_s)
 
     def close(self, timeout_s: float) -> bool:
-        """Wait at most ``timeout_s`` for the queue, then stop the thread; what it did not
-        deliver stays pending. True when everything queued was done."""
+        """Wait at most ``timeout_s`` for the queue and a sweep's delivery in flight, then
+        stop the thread; what it did not deliver stays pending. True when everything
+        queued, and the sweep, was done."""
         with self._lock:
             thread, closed = self._thread, self._stop.is_set()
         if thread is None:
@@ -172,6 +173,7 @@ class BackgroundDelivery:
         if closed:  # closed before: only the delivery running then can be left to wait for
             thread.join(timeout_s)
             return not thread.is_alive()
+        deadline = time.monotonic() + timeout_s
         done = self.join(timeout_s)
         with self._lock:
             self._stop.set()
@@ -184,6 +186,10 @@ class BackgroundDelivery:
                     break
             self._queue.put_nowait(None)  # wake the thread if it waits
             _running.discard(self)
+        # a sweep runs on the thread, not through the queue: let the one running finish
+        if thread is not threading.current_thread():  # a hook may close its own router
+            thread.join(max(0.0, deadline - time.monotonic()))
+        done = done and not thread.is_alive()
         if not done:
             log.warning("close(): hand-off deliveries still running after %.1f s; what they "
                         "did not deliver stays pending (trustroute handoffs --retry)",
