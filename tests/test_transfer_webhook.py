@@ -326,3 +326,21 @@ def test_retry_after_is_waited_for_and_a_long_one_is_left_to_the_sweep() -> None
             hook(request())  # an hour is the sweep's wait, not this thread's
     assert raised.value.retry_after is not None and raised.value.retry_after > 3000
     assert len(server.received) == 1
+
+
+def test_retry_says_which_rows_their_receiver_holds_and_until_when(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    url = f"surrealkv://{tmp_path / 'db'}"
+    config = tmp_path / "router.yaml"
+    config.write_text(f"store: {url}\nhooks:\n  - {{type: logging}}\n")
+    with Store(url) as store:
+        repo = store.repository(HandoffRepository)
+        req = request()
+        repo.save_pending(req.payload(), hook="logging", error="HTTP 429")
+        repo.mark_failed(req.request_id, "logging", error="HTTP 429", attempts=1,
+                         retry_after_s=3600)  # the receiver asked for an hour
+    text = run(capsys, "handoffs", "--config", str(config), "--retry")
+    assert text.code == 0, text.err
+    assert "0 delivered, 1 still pending (1 held until " in text.out
+    body = run(capsys, "handoffs", "--config", str(config), "--retry", "--json").json()
+    assert body["held"] == 1 and body["held_until"].endswith("Z")

@@ -23,6 +23,7 @@ import json
 import math
 import uuid
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from trustroute.profiles.records import check_identifier
@@ -224,6 +225,14 @@ DEFINE FIELD IF NOT EXISTS created_at ON handoff_calibration TYPE datetime;
             {"rid": request_id, "hook": hook},
         )[0]
         return bool(rows)
+
+    def held(self) -> tuple[int, datetime | None]:
+        """Pending rows no retry may try yet (their receiver's Retry-After), and the
+        latest moment one becomes due."""
+        rows = self._conn.run(
+            "SELECT count() AS n, time::max(not_before) AS until FROM handoff_pending "
+            "WHERE status = 'pending' AND not_before > time::now() GROUP ALL;")[0]
+        return (int(rows[0]["n"]), rows[0]["until"]) if rows else (0, None)
 
     def pending_by_hook(self, exclude: Sequence[str] = ()) -> dict[str, int]:
         """How many pending rows each hook has, leaving out the hooks in ``exclude``."""

@@ -19,6 +19,7 @@ import click
 from rich import box
 from rich.table import Table
 
+from trustroute.profiles.records import iso_z
 from trustroute.profiles.store.handoffs import PENDING_STATUSES, HandoffRepository
 from trustroute.router.cli.base import (
     CliError,
@@ -320,10 +321,14 @@ def handoffs(
                                "pending rows of other hooks can only be --resolve'd")
             delivered, still = router.transfer.retry_pending(limit)
             unknown = router.transfer.unconfigured_pending()
+            held, until = repo.held()
             if as_json:
-                print_json({"delivered": delivered, "pending": still, "unconfigured": unknown})
+                print_json({"delivered": delivered, "pending": still, "unconfigured": unknown,
+                            "held": held, "held_until": until and iso_z(until)})
                 return
-            console.print(f"{delivered} delivered, {still} still pending")
+            wait = (f" ({held} held until {iso_z(until)}, as their receiver asked: "
+                    "Retry-After)") if held and until else ""
+            console.print(f"{delivered} delivered, {still} still pending{wait}")
             if unknown:
                 console.print(_unconfigured_line(unknown))
             return
