@@ -82,7 +82,8 @@ def test_a_receiver_that_is_down_does_not_slow_the_routed_tasks(tmp_path: Path) 
     with webhook_receiver([200]) as back:
         config.write_text(config.read_text().replace(down.url, back.url))
         retried = run_cli("handoffs", "--config", str(config), "--retry", "--json")
-        assert retried == {"delivered": TASKS, "pending": 0, "unconfigured": {}}
+        assert retried == {"delivered": TASKS, "pending": 0, "unconfigured": {}, "held": 0,
+                           "held_until": None}
     assert sorted(r.headers["webhook-id"] for r in back.received) == sorted(ids)
 
 
