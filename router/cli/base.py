@@ -173,6 +173,12 @@ def load_router_config(config: Path | None, store: str | None) -> RouterConfig:
 READ_COMMANDS = "profiles, trust, report, handoffs, calibration, route"
 
 
+def not_waiting(settings: RouterConfig) -> RouterConfig:
+    """``settings`` whose store does not wait for another process's lock."""
+    return settings.model_copy(update={"store": settings.store.model_copy(
+        update={"lock_wait_s": 0.0})})
+
+
 def open_router(config: Path | None, store: str | None, settings: RouterConfig | None = None,
                 **overrides: Any) -> AgentRouter:
     """Build the router the user's options describe (``settings``, when already loaded),
@@ -180,8 +186,7 @@ def open_router(config: Path | None, store: str | None, settings: RouterConfig |
     saying that writes need it."""
     settings = settings or load_router_config(config, store)
     if "lock_wait_s" not in settings.store.model_fields_set:  # a held store: say so now
-        settings = settings.model_copy(update={"store": settings.store.model_copy(
-            update={"lock_wait_s": 0.0})})
+        settings = not_waiting(settings)
     try:
         return settings.build_router(**overrides)
     except StoreLockedError as exc:
@@ -212,8 +217,7 @@ def open_reader(config: Path | None, store: str | None, settings: RouterConfig |
     embedded path that holds no store reads as an empty store, and nothing is created
     there (a mistyped --store must not leave a store, or files in a folder, behind)."""
     settings = settings or load_router_config(config, store)
-    settings = settings.model_copy(update={"store": settings.store.model_copy(
-        update={"lock_wait_s": 0.0})})  # held: read the holder's snapshot at once
+    settings = not_waiting(settings)  # held: read the holder's snapshot at once
     location = parse_store_url(settings.store.url)
     if location.path is not None and not location.path.exists():
         empty = settings.model_copy(update={"store": settings.store.model_copy(
