@@ -22,7 +22,9 @@ def learned(url: str) -> dict[tuple[str, str], tuple[object, ...]]:
     with AgentRouter(AGENTS, store=url, feedback={"wait_s": 3600}, settings=SMALL) as router:
         return {(p.agent_id, p.task_type): (
             p.executions_total, p.pending, round(p.avg_quality, 12), round(p.expertise, 9),
-            router.trust_layer.book.counts(p.agent_id, p.task_type).approvals)
+            router.trust_layer.book.counts(p.agent_id, p.task_type).approvals,
+            router.trust(p.agent_id, p.task_type).human,
+            router.trust(p.agent_id, p.task_type).composite)
             for p in router.profiles()}
 
 
@@ -40,13 +42,16 @@ def test_an_exported_store_imported_elsewhere_learns_the_same(
                           timestamp=datetime.now(UTC) - timedelta(days=7))
         router.feedback("run-5", score=0.2, comment="late verdict")
         router.feedback("run-10", approved=True)
-        router.signal("b", "chat", "pattern_observed_again")  # no import: counted only
+        router.signal("b", "chat", "pattern_observed_again")
+        router.review("a", "code", approved=True, comment="solid")  # pins human at 0.95
+        router.review("b", "code", approved=False)
     runs, verdicts = tmp_path / "runs.jsonl", tmp_path / "verdicts.jsonl"
     out = run(capsys, "export", str(runs), "--feedback", str(verdicts), "--store", source,
               "--json")
     assert out.code == 0, out.err
-    assert (out.json()["executions"], out.json()["verdicts"],
-            out.json()["not_exported"]) == (35, 2, 1)
+    said = out.json()
+    assert (said["executions"], said["verdicts"], said["reviews"], said["signals"],
+            said["not_exported"]) == (35, 2, 2, 1, 0)
     for argv in (("import", str(runs)), ("import-feedback", str(verdicts))):
         assert run(capsys, *argv, "--store", target).code == 0
         assert "imported 0" in run(capsys, *argv, "--store", target).out  # twice: once

@@ -177,3 +177,40 @@ def test_import_feedback_checks_the_whole_file_first(
     assert verdicts() == []
     skipped = run(capsys, "import-feedback", str(path), "--skip-unknown", "--json")
     assert skipped.json()["imported"] == 1 and skipped.json()["unknown_skipped"] == 1
+
+
+def test_import_feedback_takes_reviews_and_signals_checked_first(
+        capsys: pytest.CaptureFixture[str], workdir: Path) -> None:
+    (_, _, run_id), = recorded(1)
+    good = [{"id": "v1", "run_id": run_id, "score": 1},
+            {"id": "r1", "kind": "review", "agent_id": "a", "task_type": "chat",
+             "approved": True, "comment": "checked by hand",
+             "created_at": "2026-01-05T10:00:00Z"},
+            {"id": "s1", "kind": "signal", "agent_id": "b", "task_type": "chat",
+             "signal": "pattern_contradicted"}]
+    for bad, said in (({"kind": "review", "agent_id": "a", "task_type": "chat"},
+                       ":4: a review row needs approved"),
+                      ({"kind": "review", "agent_id": "a", "task_type": "chat",
+                        "approved": "maybe"}, ":4: approved must be true or false"),
+                      ({"kind": "signal", "agent_id": "b", "task_type": "chat",
+                        "signal": "liked_it"}, ":4: unknown trust signal 'liked_it'"),
+                      ({"kind": "signal", "agent_id": "zed", "task_type": "chat",
+                        "signal": "pattern_contradicted"}, "zed"),
+                      ({"kind": "vote", "run_id": run_id, "score": 1},
+                       ":4: kind must be feedback, review or signal")):
+        path = workdir / "said.jsonl"
+        path.write_text("".join(json.dumps(row) + "\n" for row in (*good, bad)))
+        refused = run(capsys, "import-feedback", str(path))
+        assert refused.code == 2 and said in refused.error_line, refused.err
+    assert verdicts() == []  # nothing of a refused file was stored
+    path.write_text("".join(json.dumps(row) + "\n" for row in good))
+    first = run(capsys, "import-feedback", str(path), "--json").json()
+    assert (first["imported"], first["verdicts"], first["reviews"], first["signals"]) == \
+        (3, 1, 1, 1)
+    assert run(capsys, "import-feedback", str(path), "--json").json()["imported"] == 0
+    with AgentRouter.from_config("router.yaml") as router:
+        assert router.trust("a", "chat").human == 0.95  # the approving review pins it
+        said = {row["id"]: row for row in router.store.repository(TrustRepository).people()}
+    assert said["r1"]["at"].isoformat().startswith("2026-01-05T10:00:00")
+    assert (said["r1"]["comment"], said["s1"]["signal"]) == ("checked by hand",
+                                                             "pattern_contradicted")

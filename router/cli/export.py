@@ -4,8 +4,10 @@ an embedded store's learning moved to a server, a backup, a copy to study.
 
 Executions are written in log order and keep every field a router learns from (record
 and decision ids, run ids, a quality only when one was given: a run awaiting a verdict
-stays one); verdicts keep their id, so importing either file twice stores it once.
-Reviews, signals and the lifecycle's marks have no import and are counted, not written.
+stays one); what people said (verdicts, reviews, signals) is written in log order too
+and keeps its ids and times, so importing either file twice stores it once. The
+lifecycle's marks are not written: they are the weekly job's, which the importing store
+runs on its own schedule (docs/trust.md).
 """
 
 from __future__ import annotations
@@ -39,6 +41,22 @@ def execution_rows(store: Store) -> Iterator[dict[str, Any]]:
             if not out.get(name):
                 out.pop(name, None)
         yield out
+
+
+def said_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A stored row of what people said in ``trustroute import-feedback``'s columns: a
+    verdict in LangSmith's, a review or signal with its ``kind`` and pair."""
+    if row["kind"] == "feedback":
+        return verdict_row(row)
+    out = {"id": row["id"], "kind": row["kind"], "agent_id": row["agent_id"],
+           "task_type": row["task_type"], "created_at": iso_z(row["at"])}
+    if row["kind"] == "review":
+        out["approved"] = row["approved"]
+    else:
+        out["signal"] = row["signal"]
+    if row.get("comment"):
+        out["comment"] = row["comment"]
+    return out
 
 
 def verdict_row(row: dict[str, Any]) -> dict[str, Any]:
@@ -78,18 +96,18 @@ def new_file(path: Path | None) -> None:
 @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--feedback", "feedback_file", type=click.Path(path_type=Path, dir_okay=False),
               default=None, metavar="FILE",
-              help="Also write the verdicts on executions to FILE (import-feedback's "
-                   "format).")
+              help="Also write what people said (verdicts on executions, reviews, "
+                   "signals) to FILE (import-feedback's format).")
 @base.router_options
 @base.json_option
 def export(file: Path, feedback_file: Path | None, config: Path | None, store: str | None,
            as_json: bool) -> None:
     """Write the execution log to FILE (JSONL, `trustroute import`'s columns).
 
-    With --feedback, the verdicts too. `trustroute import FILE` (and `import-feedback`)
-    read them back into any store, e.g. to move an embedded store's learning to a
-    server; importing twice stores each row once. Reviews, signals and lifecycle marks
-    are counted, not exported.
+    With --feedback, what people said too: verdicts, reviews and signals.
+    `trustroute import FILE` (and `import-feedback`) read them back into any store,
+    e.g. to move an embedded store's learning to a server; importing twice stores each
+    row once. The lifecycle's weekly marks are not exported.
     """
     new_file(file)
     new_file(feedback_file)
@@ -99,23 +117,25 @@ def export(file: Path, feedback_file: Path | None, config: Path | None, store: s
         where = base.store_label(router)
         executions = write_jsonl(file, execution_rows(router.store))
         said = router.store.repository(TrustRepository).people()
-    verdicts = [verdict_row(r) for r in said if r["kind"] == "feedback"]
+    rows = [said_row(r) for r in said]
     if feedback_file is not None:
-        write_jsonl(feedback_file, iter(verdicts))
-    left = len(said) - len(verdicts)
+        write_jsonl(feedback_file, iter(rows))
+    kinds = {kind: sum(1 for r in said if r["kind"] == kind)
+             for kind in ("feedback", "review", "signal")}
     if as_json:
         base.print_json({"store": where, "file": str(file), "executions": executions,
-                    "feedback_file": None if feedback_file is None else str(feedback_file),
-                    "verdicts": len(verdicts) if feedback_file else 0,
-                    "not_exported": left})
+                         "feedback_file": None if feedback_file is None else str(feedback_file),
+                         **({"verdicts": kinds["feedback"], "reviews": kinds["review"],
+                             "signals": kinds["signal"]} if feedback_file else
+                            {"verdicts": 0, "reviews": 0, "signals": 0}),
+                         "not_exported": 0 if feedback_file else len(rows)})
         return
     console.print(f"exported {plural(executions, 'execution')} from {shown(where)} to "
                   f"{shown(str(file))}")
+    what = ", ".join(plural(kinds[kind], name) for kind, name in
+                     (("feedback", "verdict"), ("review", "review"), ("signal", "signal"))
+                     if kinds[kind] or kind == "feedback")
     if feedback_file is not None:
-        console.print(f"exported {plural(len(verdicts), 'verdict')} to "
-                      f"{shown(str(feedback_file))}")
-    elif verdicts:
-        console.print(f"{plural(len(verdicts), 'verdict')} not exported (--feedback FILE "
-                      "writes them)")
-    if left:
-        console.print(f"{left:,} review(s) and signal(s) not exported: they have no import")
+        console.print(f"exported {what} to {shown(str(feedback_file))}")
+    elif rows:
+        console.print(f"{what} not exported (--feedback FILE writes them)")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from trustroute.profiles.records import check_not_ahead
+from trustroute.profiles.records import check_identifier, check_not_ahead, utc_now
 from trustroute.router.cli.base import (
     CliError,
     cli,
@@ -22,8 +22,9 @@ from trustroute.router.cli.tables import plural
 from trustroute.router.cli.text import shown
 from trustroute.router.errors import UnknownDecision
 from trustroute.router.feedback import giving
-from trustroute.router.feedback.langsmith import FeedbackRow, read_rows
+from trustroute.router.feedback.langsmith import FeedbackRow, PairRow, read_rows
 from trustroute.router.router import AgentRouter
+from trustroute.router.trust.layer import pair_row
 from trustroute.router.trust.scores import TrustScores
 
 
@@ -79,49 +80,74 @@ def import_feedback(file: Path, skip_unknown: bool, config: Path | None, store: 
 
     Columns: id (the feedback id), run_id (or decision_id or record_id), key, score (a
     number or true/false), value (used when score is empty), comment, created_at (ISO
-    8601). The whole file is checked first (every row's verdict and ref); a bad row
+    8601). Rows with kind review or signal (as `trustroute export --feedback` writes
+    them) are reviews and signals of a pair: agent_id, task_type, approved or signal.
+    The whole file is checked first (every row's verdict and ref); a bad row
     stops the import before anything is written, naming its line. Rows whose id is
     stored already, or repeated in the file, are skipped, so importing twice is safe.
     """
     rows = list(read_rows(file))
     with open_router(config, store) as router:
         todo, unknown = _check(router, file, rows, skip_unknown)
-        imported = sum(_give(router, row)[3] for row in todo)
+        stored = [row for row in todo if _give(router, row)[3]]
         url = router.store.url
+    imported = len(stored)
     skipped = len(rows) - len(unknown) - imported
+    kinds = {kind: sum(1 for row in stored if _kind(row) == kind)
+             for kind in ("verdict", "review", "signal")}
     if as_json:
         print_json({"file": str(file), "store": url, "rows": len(rows), "imported": imported,
-                    "duplicates_skipped": skipped, "unknown_skipped": len(unknown)})
+                    "verdicts": kinds["verdict"], "reviews": kinds["review"],
+                    "signals": kinds["signal"], "duplicates_skipped": skipped,
+                    "unknown_skipped": len(unknown)})
         return
-    console.print(f"imported {plural(imported, 'verdict')} from {shown(str(file))} into "
+    what = ", ".join(plural(n, kind) for kind, n in kinds.items() if n or kind == "verdict")
+    console.print(f"imported {what} from {shown(str(file))} into "
                   f"{shown(url)} ({skipped} duplicate(s) skipped"
                   + (f", {len(unknown)} with an unknown ref" if unknown else "") + ")")
 
 
-def _check(router: AgentRouter, file: Path, rows: list[FeedbackRow], skip_unknown: bool
-           ) -> tuple[list[FeedbackRow], list[FeedbackRow]]:
+def _kind(row: FeedbackRow | PairRow) -> str:
+    return "verdict" if isinstance(row, FeedbackRow) else row.kind
+
+
+def _check(router: AgentRouter, file: Path, rows: list[FeedbackRow | PairRow],
+           skip_unknown: bool
+           ) -> tuple[list[FeedbackRow | PairRow], list[FeedbackRow | PairRow]]:
     """Every row checked before anything is written: (rows to give, rows skipped for an
     unknown ref). Repeated ids in the file are given once."""
-    todo, unknown, seen = [], [], set()
+    todo: list[FeedbackRow | PairRow] = []
+    unknown: list[FeedbackRow | PairRow] = []
+    seen: set[str | None] = set()
     for row in rows:
         try:
-            giving.check_verdict(router.feedback_policy, row.approved, row.score, row.key,
-                                 row.comment, row.feedback_id)
             if row.at is not None:  # a verdict from the future would stand for ever
                 check_not_ahead(row.at, "created_at", router.settings.max_clock_skew_s)
-            _resolve(router, row.ref)
-        except UnknownDecision:
-            if not skip_unknown:
-                raise CliError(f"{file}:{row.line}: unknown ref {row.ref!r} (no decision or "
-                               "execution has it; --skip-unknown skips such rows)") from None
-            unknown.append(row)
-            continue
+            if isinstance(row, PairRow):
+                _said(router, row)
+            elif not _known(router, file, row, skip_unknown):
+                unknown.append(row)
+                continue
         except (ValueError, TypeError) as exc:
             raise CliError(f"{file}:{row.line}: {exc}") from None
         if row.feedback_id is None or row.feedback_id not in seen:
             seen.add(row.feedback_id)
             todo.append(row)
     return todo, unknown
+
+
+def _known(router: AgentRouter, file: Path, row: FeedbackRow, skip_unknown: bool) -> bool:
+    """Check a verdict: False when its ref names nothing here and such rows are skipped."""
+    giving.check_verdict(router.feedback_policy, row.approved, row.score, row.key,
+                         row.comment, row.feedback_id)
+    try:
+        _resolve(router, row.ref)
+    except UnknownDecision:
+        if not skip_unknown:
+            raise CliError(f"{file}:{row.line}: unknown ref {row.ref!r} (no decision or "
+                           "execution has it; --skip-unknown skips such rows)") from None
+        return False
+    return True
 
 
 def _resolve(router: AgentRouter, ref: str) -> giving.Target:
@@ -131,10 +157,24 @@ def _resolve(router: AgentRouter, ref: str) -> giving.Target:
     return target
 
 
-def _give(router: AgentRouter, row: FeedbackRow
+def _said(router: AgentRouter, row: PairRow) -> dict[str, object]:
+    """The checked ``trust_feedback`` row of a review or signal read from a file."""
+    router.check_agent(row.agent_id)
+    if row.feedback_id is not None:
+        check_identifier(row.feedback_id, "id")
+    return pair_row(row.agent_id, row.task_type, row.kind, row.at or utc_now(),
+                    approved=row.approved, signal=row.signal, comment=row.comment)
+
+
+def _give(router: AgentRouter, row: FeedbackRow | PairRow
           ) -> tuple[giving.Target, TrustScores, str, bool]:
-    """Store one verdict as ``router.feedback`` does, at its own time; (what it was
-    about, the pair's scores after, its id, whether this call stored it)."""
+    """Store one verdict as ``router.feedback`` does (a review or signal as ``review``
+    and ``signal`` do), at its own time; (what it was about, the pair's scores after,
+    its id, whether this call stored it)."""
+    if isinstance(row, PairRow):
+        said_id = row.feedback_id or giving.new_feedback_id()
+        scores, new = router.trust_layer.give(_said(router, row), said_id)
+        return giving.Target(row.agent_id, row.task_type, None, None), scores, said_id, new
     giving.check_verdict(router.feedback_policy, row.approved, row.score, row.key,
                          row.comment, row.feedback_id)
     target = _resolve(router, row.ref)

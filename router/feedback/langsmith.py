@@ -5,6 +5,11 @@ A row as LangSmith exports it: ``id`` (the feedback id), ``run_id`` (the ref), `
 or ``record_id`` may stand in place of ``run_id``. A bool score (or, without a score, a
 bool or number value) is an approval or a rejection, a number a score on the key's
 scale. Problems raise RowFileError naming the file, the line and what is wrong.
+
+A row with ``kind`` ``review`` or ``signal`` (what ``trustroute export --feedback``
+writes besides verdicts) is a review or a named signal of a pair instead: ``id``,
+``agent_id``, ``task_type``, ``approved`` (a review's verdict) or ``signal`` (its name),
+``comment``, ``created_at``.
 """
 
 from __future__ import annotations
@@ -43,10 +48,25 @@ class FeedbackRow:
     at: datetime | None
 
 
-def read_rows(path: Path) -> Iterator[FeedbackRow]:
-    """The verdicts of a JSONL (``.jsonl``/``.ndjson``/``.json``) or CSV file; a row
-    without an ``id`` gets one derived from its content (``RowIds``), so importing the
-    file twice stores it once."""
+@dataclass(frozen=True, slots=True)
+class PairRow:
+    """One review or signal of a pair read from a file, with the line it came from."""
+
+    line: int
+    feedback_id: str | None
+    kind: str
+    agent_id: str
+    task_type: str
+    approved: bool | None
+    signal: str | None
+    comment: str | None
+    at: datetime | None
+
+
+def read_rows(path: Path) -> Iterator[FeedbackRow | PairRow]:
+    """The verdicts (reviews, signals) of a JSONL (``.jsonl``/``.ndjson``/``.json``) or
+    CSV file; a row without an ``id`` gets one derived from its content (``RowIds``), so
+    importing the file twice stores it once."""
     rows: Iterator[Row] = csv_rows(path) if path.suffix.lower() == ".csv" else jsonl_rows(path)
     ids = RowIds()
     for line, row in rows:
@@ -57,8 +77,13 @@ def read_rows(path: Path) -> Iterator[FeedbackRow]:
             raise RowFileError(path, line, str(exc)) from None
 
 
-def parse(line: int, row: dict[str, Any]) -> FeedbackRow:
-    """One row as a verdict; ValueError says what is wrong."""
+def parse(line: int, row: dict[str, Any]) -> FeedbackRow | PairRow:
+    """One row as a verdict (or a review or signal); ValueError says what is wrong."""
+    kind = _text(row, "kind") or "feedback"
+    if kind in ("review", "signal"):
+        return _pair_row(line, kind, row)
+    if kind != "feedback":
+        raise ValueError(f"kind must be feedback, review or signal, got {kind!r}")
     refs = [name for name in REFS if _text(row, name)]
     if not refs:
         raise ValueError("needs run_id (or decision_id or record_id)")
@@ -66,6 +91,20 @@ def parse(line: int, row: dict[str, Any]) -> FeedbackRow:
     return FeedbackRow(line, _text(row, "id"), _text(row, refs[0]) or "",
                        _text(row, "key") or "user", approved, score,
                        _text(row, "comment"), _moment(_text(row, "created_at")))
+
+
+def _pair_row(line: int, kind: str, row: dict[str, Any]) -> PairRow:
+    """A review (``approved``: true/false) or signal (``signal``: its name) row."""
+    names = ("agent_id", "task_type", "approved" if kind == "review" else "signal")
+    if missing := [name for name in names
+                   if row.get(name) is None or str(row[name]).strip() == ""]:
+        raise ValueError(f"a {kind} row needs {' and '.join(missing)}")
+    approved = _scalar(row["approved"]) if kind == "review" else None
+    if kind == "review" and not isinstance(approved, bool):
+        raise ValueError(f"approved must be true or false, got {row['approved']!r}")
+    return PairRow(line, _text(row, "id"), kind, _text(row, "agent_id") or "",
+                   _text(row, "task_type") or "", approved, _text(row, "signal"),
+                   _text(row, "comment"), _moment(_text(row, "created_at")))
 
 
 def _text(row: dict[str, Any], name: str) -> str | None:

@@ -264,7 +264,8 @@ class TrustLayer:
 
     # -- people and signals (appended at once) --------------------------------------
     def give(self, row: dict[str, Any], row_id: str | None) -> tuple[TrustScores, bool]:
-        """Store a verdict row (``router.feedback``) under the client's id and fold it;
+        """Store a row of what people said (a verdict, ``giving.verdict_row``; a review or
+        signal, ``pair_row``) under the client's id (a new one when None) and fold it;
         the pair's scores after, and whether this call stored it."""
         stored, new = self.repo.append(row, row_id)
         with self.outer, self._lock:
@@ -275,28 +276,13 @@ class TrustLayer:
     def review(self, agent_id: str, task_type: str, approved: bool,
                comment: str | None = None) -> TrustScores:
         """An explicit review of a pair (approval pins the human score at 0.95)."""
-        pair = (check_identifier(agent_id, "agent_id"), check_identifier(task_type, "task_type"))
-        if not isinstance(approved, bool):  # "false" or None is no verdict
-            raise TypeError(f"approved must be True or False, got {type(approved).__name__}")
-        if comment is not None:
-            check_text(comment, "comment")
-        return self._say(pair, "review", approved=approved, comment=comment)
+        return self.give(pair_row(agent_id, task_type, "review", utc_now(), approved=approved,
+                                  comment=comment), None)[0]
 
     def signal(self, agent_id: str, task_type: str, name: str) -> TrustScores:
         """A named signal (see ``scores.SIGNALS``); stored before it returns."""
-        pair = (check_identifier(agent_id, "agent_id"), check_identifier(task_type, "task_type"))
-        signal_delta(*pair, name, utc_now())  # raises for an unknown name
-        return self._say(pair, "signal", signal=name)
-
-    def _say(self, pair: Pair, kind: str, **fields: Any) -> TrustScores:
-        row = {"agent_id": pair[0], "task_type": pair[1], "kind": kind, "at": utc_now(),
-               "approved": None, "comment": None, "decision_id": None, "signal": None,
-               **fields}
-        stored, _ = self.repo.append(row)
-        with self.outer, self._lock:
-            after = self._fold_person(stored, True)
-        self.maybe_flush()
-        return after
+        return self.give(pair_row(agent_id, task_type, "signal", utc_now(), signal=name),
+                         None)[0]
 
     # -- persistence of derived rows --------------------------------------------------
     def maybe_flush(self) -> None:
@@ -342,3 +328,23 @@ class TrustLayer:
         finally:
             self.gate.close()
 
+
+def pair_row(agent_id: str, task_type: str, kind: str, at: datetime, *,
+             approved: bool | None = None, signal: str | None = None,
+             comment: str | None = None) -> dict[str, Any]:
+    """The checked ``trust_feedback`` row of a review (``approved``, a bool) or a signal
+    (``signal``, a name in ``scores.SIGNALS``) of a pair, said ``at``."""
+    pair = (check_identifier(agent_id, "agent_id"), check_identifier(task_type, "task_type"))
+    if kind == "review":
+        if not isinstance(approved, bool):  # "false" or None is no verdict
+            raise TypeError(f"approved must be True or False, got {type(approved).__name__}")
+        if comment is not None:
+            check_text(comment, "comment")
+    elif kind == "signal":
+        signal_delta(*pair, str(signal), at)  # raises for an unknown name
+    else:
+        raise ValueError(f"kind must be 'review' or 'signal', got {kind!r}")
+    return {"agent_id": pair[0], "task_type": pair[1], "kind": kind, "at": at,
+            "approved": approved if kind == "review" else None,
+            "comment": comment if kind == "review" else None, "decision_id": None,
+            "signal": signal if kind == "signal" else None}
