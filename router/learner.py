@@ -51,6 +51,8 @@ class StrategyLearner:
         self.feedback = feedback
         self._prepares = isinstance(strategy, PreparingStrategy)  # checked once: it is slow
         self._amends = isinstance(strategy, AmendingStrategy)
+        #: Quality changes amended one by one since the strategy was last rebuilt.
+        self.amended = 0
 
     def fold(self, batch: Sequence[Committed]) -> None:
         """``observe`` each placed record that is quality evidence, then let the
@@ -77,6 +79,7 @@ class StrategyLearner:
               new: WindowEntry | None) -> None:
         """One record's quality evidence changed (``Strategy.amend`` when the strategy
         has it, else ``reset`` from the book)."""
+        self.amended += 1
         if self._amends:
             cast(AmendingStrategy, self.strategy).amend(agent_id, task_type, old, new, self.book)
         else:
@@ -86,6 +89,7 @@ class StrategyLearner:
     def rebuild(self, book: ProfileBook, placed: Sequence[Committed], store: Store) -> None:
         """``reset`` from the book (also used when rows arrived out of log order)."""
         self.strategy.reset(book)
+        self.amended = 0
 
 
 class ProfileSnapshots:

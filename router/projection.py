@@ -231,6 +231,9 @@ class LogProjection:
         self.trust.settle_due(utc_now())  # runs whose wait ended since it was written
         if retired or self.book.stale:
             return False
+        if self.strategy.amended:  # they amended it one by one: derive it from the final
+            with self._lock:  # book, as a whole-log read does
+                self.strategy.rebuild(self.book, [], self.store)
         log.info("opened from the cached projection (%d executions), then folded %d "
                  "stored after it", sum(claimed.values()), after)
         return True
