@@ -1,0 +1,69 @@
+"""A worker process for the learning tests: its own AgentRouter on a server URL, recording
+what the routers of other processes (and of the test) then learn from.
+
+``python tests/learning_worker.py URL DATABASE COMMAND ...``:
+
+- ``workload WAIT_S RUNS``: RUNS routed executions of task type ``code`` over agents
+  a-d of unequal skill, some without a quality (they await a verdict for WAIT_S, the
+  ``feedback.wait_s``), and a verdict on an earlier execution every fifth run (late
+  feedback); closes (its cached projection is written) and prints ``done``;
+- ``verdicts WAIT_S COUNT``: a verdict on each of the COUNT oldest executions of the
+  log (late feedback, on runs long out of the windows), from a router opened after
+  they were recorded; prints ``done``.
+
+Credentials come from TRUSTROUTE_DB_USER / TRUSTROUTE_DB_PASS.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+from typing import Any
+
+from trustroute import AgentRouter
+
+WORKLOAD = {"agents": ["a", "b", "c", "d"], "seed": 0}
+SKILL = {"a": 0.9, "b": 0.6, "c": 0.5, "d": 0.3}
+
+
+def options(url: str, database: str, wait_s: str) -> dict[str, Any]:
+    """The router of the workload and of the tests that read it (the same options)."""
+    return {"store": url, "store_options": {"database": database}, **WORKLOAD,
+            "feedback": {"wait_s": float(wait_s), "default": "outcome"}}
+
+
+def workload(url: str, database: str, wait_s: str, runs: int) -> None:
+    draws = random.Random(1)
+    with AgentRouter(**options(url, database, wait_s)) as router:
+        ids = []
+        for n in range(runs):
+            decision = router.select("code")
+            ok = draws.random() < SKILL[decision.agent_id]
+            quality = None if ok and draws.random() < 0.4 else (
+                draws.uniform(0.5, 1) if ok else 0.0)
+            ids.append(router.record(decision, success=ok, quality=quality).record_id)
+            if n % 5 == 0:
+                router.feedback(draws.choice(ids), score=round(draws.random(), 2))
+    print("done", flush=True)
+
+
+def verdicts(url: str, database: str, wait_s: str, count: int) -> None:
+    draws = random.Random(2)
+    with AgentRouter(**options(url, database, wait_s)) as router:
+        for row in router.store.executions.scan()[:count]:
+            router.feedback(row.record.record_id, score=round(draws.random(), 2))
+    print("done", flush=True)
+
+
+def main() -> None:
+    url, database, command, *args = sys.argv[1:]
+    if command == "workload":
+        workload(url, database, args[0], int(args[1]))
+    elif command == "verdicts":
+        verdicts(url, database, args[0], int(args[1]))
+    else:
+        sys.exit(f"unknown command {command!r}")
+
+
+if __name__ == "__main__":
+    main()
