@@ -9,21 +9,30 @@ what the routers of other processes (and of the test) then learn from.
   feedback); closes (its cached projection is written) and prints ``done``;
 - ``verdicts WAIT_S COUNT``: a verdict on each of the COUNT oldest executions of the
   log (late feedback, on runs long out of the windows), from a router opened after
-  they were recorded; prints ``done``.
+  they were recorded; prints ``done``;
+- ``attempt AGENT SUCCESS TASK_ID ATTEMPT TIMESTAMP``: records one attempt at a user
+  task (``metadata={"task_id", "attempt"}``; SUCCESS ``1``/``0``; TIMESTAMP ISO 8601,
+  when it ran), then prints one JSON line of what this router holds for agent ``a`` on
+  ``t``: its contradictions, its ``last_seen`` and how many pairs a decay run now would
+  decay (``run_decay(dry_run=True)``).
 
 Credentials come from TRUSTROUTE_DB_USER / TRUSTROUTE_DB_PASS.
 """
 
 from __future__ import annotations
 
+import json
 import random
 import sys
+from datetime import datetime
 from typing import Any
 
 from trustroute import AgentRouter
+from trustroute.router.trust.lifecycle import run_decay
 
 WORKLOAD = {"agents": ["a", "b", "c", "d"], "seed": 0}
 SKILL = {"a": 0.9, "b": 0.6, "c": 0.5, "d": 0.3}
+RESCUES = {"agents": ["a", "b"], "seed": 0}
 
 
 def options(url: str, database: str, wait_s: str) -> dict[str, Any]:
@@ -55,12 +64,32 @@ def verdicts(url: str, database: str, wait_s: str, count: int) -> None:
     print("done", flush=True)
 
 
+def held(router: AgentRouter) -> dict[str, Any]:
+    """What the router holds for ``a`` on ``t`` (its contradictions and ``last_seen``),
+    and how many pairs a decay run now would decay (the tests read routers so too)."""
+    counts = router.trust_layer.book.counts("a", "t")
+    seen = counts.last_seen.isoformat() if counts.last_seen else None
+    return {"contradictions": counts.contradictions, "last_seen": seen,
+            "decayed": run_decay(router, dry_run=True).decayed}
+
+
+def attempt(url: str, database: str, agent: str, success: str, task_id: str,
+            number: str, timestamp: str) -> None:
+    with AgentRouter(store=url, store_options={"database": database}, **RESCUES) as router:
+        router.record(agent_id=agent, task_type="t", success=success == "1",
+                      timestamp=datetime.fromisoformat(timestamp),
+                      metadata={"task_id": task_id, "attempt": int(number)})
+        print(json.dumps(held(router)), flush=True)
+
+
 def main() -> None:
     url, database, command, *args = sys.argv[1:]
     if command == "workload":
         workload(url, database, args[0], int(args[1]))
     elif command == "verdicts":
         verdicts(url, database, args[0], int(args[1]))
+    elif command == "attempt":
+        attempt(url, database, *args)
     else:
         sys.exit(f"unknown command {command!r}")
 
