@@ -6,9 +6,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 from surreal_fixtures import Target, serve
 
 from trustroute.router import AgentRouter
+
+# No timed assertions: Hypothesis's per-example deadline (200 ms) fails a property test
+# on a loaded machine, which says nothing about the property.
+settings.register_profile("trustroute", deadline=None)
+settings.load_profile("trustroute")
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 

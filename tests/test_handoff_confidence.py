@@ -264,7 +264,7 @@ def test_result_is_json_ready() -> None:
     }
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(
     scores=st.lists(st.floats(-1.0, 1.0), max_size=8),
     tokens=st.none() | st.integers(0, 5000),
