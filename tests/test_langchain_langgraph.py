@@ -9,6 +9,7 @@ from typing import Any, TypedDict
 
 import pytest
 from langchain_core.runnables import RunnableLambda
+from langchain_helpers import executions, prefer
 
 from trustroute.integrations.langchain import RoutedRunnable, fixed_task_type
 from trustroute.integrations.langchain.resume import PausedTasks, graph_task_key
@@ -167,3 +168,53 @@ def test_paused_tasks_are_bounded_and_forgotten() -> None:
     assert paused.recall(keys[2]) == "c"
     paused.forget(keys[2])
     assert paused.recall(keys[2]) is None
+
+
+class Retry(TypedDict, total=False):
+    kind: str
+    error: Any
+    out: str
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_a_fallback_that_asks_resumes_as_the_same_attempt_of_the_same_task(
+        asynchronous: bool) -> None:
+    """b fails, a (the fallback) asks a person about b's error. The resume used to be a
+    new task: attempt 1 under a new task id (b's failure never linked to a's rescue, no
+    contradiction) without the error in a's input, so a took another path and the
+    person's answer was dropped."""
+    inputs: list[list[str]] = []
+
+    def a(state: Retry) -> Retry:
+        inputs.append(sorted(state))
+        if state.get("error") is None:
+            return {"out": "a answered without asking"}
+        return {"out": "a: " + interrupt(f"b failed with {state['error']}; retry slowly?")}
+
+    def b(state: Retry) -> Retry:
+        raise ValueError("b broke")
+
+    with AgentRouter(["a", "b"], store="mem://", seed=0) as router:
+        prefer(router, "b", "t")  # b is tried first
+        routed = RoutedRunnable(router=router, task_type="kind", exception_key="error",
+                                agents={"a": RunnableLambda(a), "b": RunnableLambda(b)})
+        graph = StateGraph(Retry)
+        graph.add_node("route", routed)
+        graph.add_edge(START, "route")
+        graph.add_edge("route", END)
+        app = graph.compile(checkpointer=InMemorySaver())
+        thread = {"configurable": {"thread_id": "t-1"}}
+
+        def run(value: Any) -> Any:
+            if asynchronous:
+                return asyncio.run(app.ainvoke(value, thread))
+            return app.invoke(value, thread)
+
+        assert "b broke" in run({"kind": "t"})["__interrupt__"][0].value
+        assert run(Command(resume="yes"))["out"] == "a: yes"
+        assert inputs == [["error", "kind"], ["error", "kind"]]  # the same input again
+        tasks = [(e["agent_id"], e["success"], e["metadata"]["attempt"],
+                  e["metadata"]["task_id"]) for e in executions(router) if e["metadata"]]
+        assert [t[:3] for t in tasks] == [("b", False, 1), ("a", True, 2)]
+        assert tasks[0][3] == tasks[1][3]  # one task
+        assert router.trust_layer.book.counts("b", "t").contradictions == 1

@@ -1,13 +1,17 @@
-"""The agent a paused LangGraph task was routed to, so that its resume goes back to it.
+"""The attempt a paused LangGraph task was on, so that its resume goes back to it.
 
 An agent that calls LangGraph's ``interrupt()`` pauses its graph; resumed, the node runs
 again from its start and so does the routed runnable in it. Nothing was recorded for the
 paused attempt, so a new decision could pick another agent (at cold start, a coin toss),
-and the person's answer would reach an agent that never asked. So each attempt that
-passes an interrupt up is remembered here, keyed by the LangGraph task (the thread and
-checkpoint namespace of the node run, as ``LangGraphInterruptHook`` keys its request
-ids: the same when the node re-runs), and the re-run prefers that agent while it is
-still eligible. The entry is forgotten once the task has an outcome.
+and the person's answer would reach an agent that never asked; and a fresh task would
+have a new task id and no failures, so an agent that failed before the one that asked
+would never be linked to its rescue. So each attempt that passes an interrupt up is
+remembered here (``PausedAttempt``: its agent, task id, attempt number and the failures
+before it), keyed by the LangGraph task (the thread and checkpoint namespace of the
+node run, as ``LangGraphInterruptHook`` keys its request ids: the same when the node
+re-runs), and the re-run resumes it as the same attempt of the same task, preferring
+that agent while it is still eligible. The entry is forgotten once the task has an
+outcome.
 
 The memory is this process's: a graph resumed in another process (or after a restart)
 decides again, as before. At most ``size`` paused tasks are kept, the least recently
@@ -19,10 +23,24 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 #: A LangGraph task, as ``graph_task_key`` names it.
 TaskKey = tuple[Hashable, ...]
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class PausedAttempt:
+    """What a paused attempt needs to run again as itself: its agent, its task's id, its
+    attempt number (1-based) and the agents that failed before it, with their errors in
+    the order tried (so ``exception_key`` gives the agent the same input again)."""
+
+    agent_id: str
+    task_id: str
+    attempt: int
+    errors: Mapping[str, BaseException]
 
 
 def graph_task_key(config: Mapping[str, Any], *scope: Hashable) -> TaskKey | None:
@@ -35,46 +53,46 @@ def graph_task_key(config: Mapping[str, Any], *scope: Hashable) -> TaskKey | Non
     return (*scope, str(thread), str(namespace))
 
 
-class PausedTasks:
-    """LangGraph task -> the agent whose ``interrupt()`` paused it (thread-safe, LRU)."""
+class PausedTasks(Generic[T]):
+    """LangGraph task -> what paused it (thread-safe, LRU)."""
 
     def __init__(self, size: int = 1024) -> None:
         if size < 1:
             raise ValueError(f"size must be >= 1, got {size}")
         self.size = size
-        self._agents: OrderedDict[TaskKey, str] = OrderedDict()
+        self._paused: OrderedDict[TaskKey, T] = OrderedDict()
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
         with self._lock:
-            return len(self._agents)
+            return len(self._paused)
 
-    def remember(self, key: TaskKey | None, agent_id: str) -> None:
-        """``agent_id`` paused the task ``key`` (nothing outside a graph)."""
+    def remember(self, key: TaskKey | None, paused: T) -> None:
+        """``paused`` paused the task ``key`` (nothing outside a graph)."""
         if key is None:
             return
         with self._lock:
-            self._agents.pop(key, None)
-            self._agents[key] = agent_id
-            if len(self._agents) > self.size:
-                self._agents.popitem(last=False)
+            self._paused.pop(key, None)
+            self._paused[key] = paused
+            if len(self._paused) > self.size:
+                self._paused.popitem(last=False)
 
-    def recall(self, key: TaskKey | None) -> str | None:
-        """The agent that paused the task ``key``, if this process remembers one."""
+    def recall(self, key: TaskKey | None) -> T | None:
+        """What paused the task ``key``, if this process remembers it."""
         if key is None:
             return None
         with self._lock:
-            agent_id = self._agents.get(key)
-            if agent_id is not None:
-                self._agents.move_to_end(key)
-            return agent_id
+            paused = self._paused.get(key)
+            if paused is not None:
+                self._paused.move_to_end(key)
+            return paused
 
     def forget(self, key: TaskKey | None) -> None:
         """The task ``key`` has an outcome: its next run is a new decision."""
         if key is not None:
             with self._lock:
-                self._agents.pop(key, None)
+                self._paused.pop(key, None)
 
 
-#: The paused tasks of every RoutedRunnable in this process (keys carry the router).
-PAUSED = PausedTasks()
+#: The paused attempts of every RoutedRunnable in this process (keys carry the router).
+PAUSED: PausedTasks[PausedAttempt] = PausedTasks()

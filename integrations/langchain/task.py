@@ -1,8 +1,9 @@
 """One user task routed by ``RoutedRunnable``: its input, task type, id, attempts and leases.
 
 Every ``record()`` made for one task carries ``{"task_id", "attempt"}`` metadata (one
-uuid per invocation, 1-based attempt): the trust layer counts a contradiction when an
-agent failed and a later attempt on the same task succeeded. Selection waits for a
+uuid per invocation, or the paused task's when it resumes; 1-based attempt): the trust
+layer counts a contradiction when an agent failed and a later attempt on the same task
+succeeded. Selection waits for a
 released slot (``router.slots.wait_for_release``) when every eligible agent is at
 capacity, so a large ``abatch`` queues instead of failing; any other "no agent" answer
 is final.
@@ -20,7 +21,12 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig, ensure_config
 
 from trustroute.integrations.langchain.errors import AllAgentsFailed, TaskTypeError
-from trustroute.integrations.langchain.resume import PAUSED, TaskKey, graph_task_key
+from trustroute.integrations.langchain.resume import (
+    PAUSED,
+    PausedAttempt,
+    TaskKey,
+    graph_task_key,
+)
 from trustroute.profiles.records import check_identifier
 from trustroute.router.agents import AgentSpec
 from trustroute.router.decision import RoutingDecision
@@ -131,6 +137,7 @@ class RoutedTask:
     current: RoutingDecision | None = None
     problem: Exception | None = None
     graph_task: TaskKey | None = None  # the LangGraph task it runs in (see resume.py)
+    resuming: str | None = None  # the agent whose interrupt() paused this task (resume.py)
 
     def __enter__(self) -> RoutedTask:
         return self
@@ -163,8 +170,10 @@ class RoutedTask:
 
     def paused(self, decision: RoutingDecision) -> None:
         """The agent of ``decision`` paused the LangGraph task with ``interrupt()``: its
-        re-run on resume prefers that agent (``resume.py``)."""
-        PAUSED.remember(self.graph_task, decision.agent_id)
+        re-run on resume is this attempt of this task again, preferring that agent
+        (``resume.py``)."""
+        PAUSED.remember(self.graph_task, PausedAttempt(decision.agent_id, self.task_id,
+                                                       self.attempt, dict(self.errors)))
 
     def settled(self) -> None:
         """An attempt was recorded: a later run of the LangGraph task decides anew."""
@@ -172,9 +181,13 @@ class RoutedTask:
 
     def run_config(self, config: RunnableConfig | None) -> RunnableConfig:
         """``config`` plus run metadata (nested runs inherit it): the task's type and id.
-        Notes the LangGraph task the run belongs to, if any (``graph_task``)."""
+        Notes the LangGraph task the run belongs to, if any (``graph_task``): resuming
+        a paused attempt of it, the task takes that attempt's id, number and failures."""
         config = ensure_config(config)
         self.graph_task = graph_task_key(config, id(self.router), self.task_type)
+        if (paused := PAUSED.recall(self.graph_task)) is not None and self.attempt == 0:
+            self.task_id, self.attempt = paused.task_id, paused.attempt - 1
+            self.errors, self.resuming = dict(paused.errors), paused.agent_id
         config["metadata"] = {**config.get("metadata", {}), "task_id": self.task_id}
         if self.problem is None:
             config["metadata"]["task_type"] = self.task_type
@@ -242,9 +255,9 @@ class RoutedTask:
                 return
 
     def _resumed(self) -> RoutingDecision | None:
-        """The first attempt of a resumed LangGraph task: the agent whose ``interrupt()``
+        """The resumed attempt of a paused LangGraph task: the agent whose ``interrupt()``
         paused it, when it is still eligible and free (else None: a normal decision)."""
-        agent_id = PAUSED.recall(self.graph_task) if self.attempt == 0 else None
+        agent_id, self.resuming = self.resuming, None
         if agent_id is None or agent_id not in self.router.agents:
             return None
         others = [other for other in self.router.agents if other != agent_id]
