@@ -19,7 +19,7 @@ import json
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 from trustroute.router.handoff.transfer.request import TransferRequest
@@ -31,20 +31,47 @@ OUTSIDE_A_GRAPH = (
     "checkpointer (it pauses the graph with interrupt()); call the HandoffRunnable or the "
     "dispatcher from the node, or use another hook (CallableHook, WebhookHook) outside a graph"
 )
-_RUNS_KEPT = 1024  # node runs whose hand-off count is remembered (oldest forgotten first)
+
+
+def current_node_run() -> Any:
+    """LangGraph's ``ExecutionInfo`` of the node running now; None outside a graph (or
+    without langgraph). Equal for one run of a node and different for its next run (a
+    resume, a retry): it carries when the run started."""
+    try:
+        from langgraph.runtime import get_runtime
+    except ImportError:  # pragma: no cover - langgraph is in the dev extra
+        return None
+    try:
+        runtime = get_runtime()
+    except (RuntimeError, KeyError):  # not inside a runnable, or not inside a graph
+        return None
+    return getattr(runtime, "execution_info", None)
+
+
+class CallsPerNodeRun:
+    """The index of each call within its node run (0, 1, ...), per ``scope``. A node
+    re-run on resume takes the same path up to its ``interrupt()`` (LangGraph's rule),
+    so the n-th call of the re-run is the n-th call of the run that paused. The counts
+    of the last ``kept`` node runs are remembered, the oldest forgotten first."""
+
+    def __init__(self, kept: int = 1024) -> None:
+        self.kept = kept
+        self._counts: OrderedDict[Hashable, int] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def next(self, run: Any, *scope: Hashable) -> int:
+        """The index of this call within the node run ``run`` (``current_node_run``)."""
+        key = (run, *scope)
+        with self._lock:
+            index = self._counts.pop(key, 0)
+            self._counts[key] = index + 1
+            if len(self._counts) > self.kept:
+                self._counts.popitem(last=False)
+            return index
+
+
 # hand-offs prepared so far per node run; shared: two hooks in one node must not reuse an index
-_handoffs: OrderedDict[Any, int] = OrderedDict()
-_handoffs_lock = threading.Lock()
-
-
-def _handoff_index(run: Any) -> int:
-    """The index of this hand-off within the node run ``run`` (0, 1, ...)."""
-    with _handoffs_lock:
-        index = _handoffs.pop(run, 0)
-        _handoffs[run] = index + 1
-        if len(_handoffs) > _RUNS_KEPT:
-            _handoffs.popitem(last=False)
-        return index
+_handoffs = CallsPerNodeRun()
 
 
 class LangGraphInterruptHook:
@@ -62,7 +89,6 @@ class LangGraphInterruptHook:
     ) -> None:
         try:
             from langgraph.errors import GraphBubbleUp
-            from langgraph.runtime import get_runtime
             from langgraph.types import interrupt
         except ImportError as exc:  # pragma: no cover - langgraph is in the dev extra
             raise ImportError(
@@ -70,21 +96,12 @@ class LangGraphInterruptHook:
                 "pip install 'trustroute[langgraph]'"
             ) from exc
         self._interrupt = interrupt
-        self._get_runtime = get_runtime
         self.passthrough: tuple[type[BaseException], ...] = (GraphBubbleUp,)
         self.name = name
         self._payload = payload or (lambda request: {"handoff": request.payload()})
 
     def __repr__(self) -> str:
         return f"LangGraphInterruptHook({self.name!r})"
-
-    def _node_run(self) -> Any:
-        """LangGraph's ``ExecutionInfo`` of the node running now; None outside a graph."""
-        try:
-            runtime = self._get_runtime()
-        except RuntimeError:  # not even inside a runnable
-            return None
-        return getattr(runtime, "execution_info", None)
 
     def prepare_request(self, request: TransferRequest) -> TransferRequest:
         """The request with a ``request_id`` that is the same each time the node runs.
@@ -93,16 +110,16 @@ class LangGraphInterruptHook:
         the hand-off's index within this node run. Outside a graph, or when the caller
         chose the id, the request is returned unchanged.
         """
-        run = self._node_run()
+        run = current_node_run()
         if run is None or "request_id" in request.model_fields_set:
             return request
-        key = [run.thread_id, run.checkpoint_id, run.checkpoint_ns, _handoff_index(run)]
+        key = [run.thread_id, run.checkpoint_id, run.checkpoint_ns, _handoffs.next(run)]
         request_id = uuid.uuid5(REQUEST_ID_NAMESPACE, json.dumps(key))
         return request.model_copy(update={"request_id": str(request_id)})
 
     def __call__(self, request: TransferRequest) -> Any:
         """Interrupt the graph (first run) or return the person's answer (on resume)."""
-        if self._node_run() is None:
+        if current_node_run() is None:
             raise RuntimeError(OUTSIDE_A_GRAPH)
         return self._interrupt(self._payload(request))
 

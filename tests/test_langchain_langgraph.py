@@ -218,3 +218,55 @@ def test_a_fallback_that_asks_resumes_as_the_same_attempt_of_the_same_task(
         assert [t[:3] for t in tasks] == [("b", False, 1), ("a", True, 2)]
         assert tasks[0][3] == tasks[1][3]  # one task
         assert router.trust_layer.book.counts("b", "t").contradictions == 1
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_two_routed_calls_in_one_node_each_resume_as_themselves(asynchronous: bool) -> None:
+    """The node's first routed call completes, its second one's agent asks a person.
+    Both used to share one paused-task entry: on resume the first call took it (steered
+    to the asking agent), so the second decided anew and the answer went to b."""
+    calls: list[tuple[str, str]] = []
+
+    def agent(name: str) -> RunnableLambda[Any, str]:
+        def work(x: dict[str, str]) -> str:
+            calls.append((x["step"], name))
+            if x["step"] == "ask":
+                return f"{name} got {interrupt(name)!r}"
+            return f"{name} summary"
+
+        async def awork(x: dict[str, str]) -> str:
+            return work(x)
+
+        return RunnableLambda(work, afunc=awork)
+
+    with AgentRouter(["a", "b"], store="mem://", seed=0) as router:
+        prefer(router, "a", "t")  # both calls go to a on the first run
+        routed = RoutedRunnable(router=router, task_type="kind",
+                                agents={"a": agent("a"), "b": agent("b")})
+
+        def node(state: Task) -> Task:
+            first = routed.invoke({"kind": "t", "step": "summarize"})
+            return {"out": first + " | " + routed.invoke({"kind": "t", "step": "ask"})}
+
+        async def anode(state: Task) -> Task:
+            first = await routed.ainvoke({"kind": "t", "step": "summarize"})
+            return {"out": first + " | " + await routed.ainvoke({"kind": "t", "step": "ask"})}
+
+        graph = StateGraph(Task)
+        graph.add_node("n", anode if asynchronous else node)
+        graph.add_edge(START, "n")
+        graph.add_edge("n", END)
+        app = graph.compile(checkpointer=InMemorySaver())
+        thread = {"configurable": {"thread_id": "t-1"}}
+
+        def run(value: Any) -> Any:
+            if asynchronous:
+                return asyncio.run(app.ainvoke(value, thread))
+            return app.invoke(value, thread)
+
+        assert run({"kind": "t"})["__interrupt__"][0].value == "a"
+        assert calls == [("summarize", "a"), ("ask", "a")]
+        prefer(router, "b", "t", n=40)  # meanwhile b became the better agent
+        calls.clear()
+        assert run(Command(resume="yes"))["out"] == "b summary | a got 'yes'"
+        assert calls == [("summarize", "b"), ("ask", "a")]  # decided, resumed

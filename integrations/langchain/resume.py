@@ -7,11 +7,13 @@ and the person's answer would reach an agent that never asked; and a fresh task 
 have a new task id and no failures, so an agent that failed before the one that asked
 would never be linked to its rescue. So each attempt that passes an interrupt up is
 remembered here (``PausedAttempt``: its agent, task id, attempt number and the failures
-before it), keyed by the LangGraph task (the thread and checkpoint namespace of the
-node run, as ``LangGraphInterruptHook`` keys its request ids: the same when the node
-re-runs), and the re-run resumes it as the same attempt of the same task, preferring
-that agent while it is still eligible. The entry is forgotten once the task has an
-outcome.
+before it), keyed by the routed call: the LangGraph task (the thread and checkpoint
+namespace of the node run, the same when the node re-runs) and the call's index among
+the node run's routed calls of that router and task type, as ``LangGraphInterruptHook``
+keys its request ids (a re-run takes the same path up to the interrupt, so the n-th call
+is the same call). The re-run resumes it as the same attempt of the same task,
+preferring that agent while it is still eligible. The entry is forgotten once that call
+has an outcome; the node's other routed calls neither take nor forget it.
 
 The memory is this process's: a graph resumed in another process (or after a restart)
 decides again, as before. At most ``size`` paused tasks are kept, the least recently
@@ -25,6 +27,8 @@ from collections import OrderedDict
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
+
+from trustroute.integrations.langgraph import CallsPerNodeRun, current_node_run
 
 #: A LangGraph task, as ``graph_task_key`` names it.
 TaskKey = tuple[Hashable, ...]
@@ -51,6 +55,20 @@ def graph_task_key(config: Mapping[str, Any], *scope: Hashable) -> TaskKey | Non
     if thread is None or not namespace:
         return None
     return (*scope, str(thread), str(namespace))
+
+
+_CALLS = CallsPerNodeRun()  # routed calls so far per node run, router and task type
+
+
+def routed_call_key(config: Mapping[str, Any], *scope: Hashable) -> TaskKey | None:
+    """The routed call a run is, within its LangGraph task: ``graph_task_key`` plus the
+    index of the call among the node run's calls of the same ``scope`` (0, 1, ...; 0
+    when the node run is unknown), so two routed calls in one node are told apart."""
+    task = graph_task_key(config, *scope)
+    if task is None:
+        return None
+    run = current_node_run()
+    return (*task, 0 if run is None else _CALLS.next(run, *task))
 
 
 class PausedTasks(Generic[T]):

@@ -25,7 +25,7 @@ from trustroute.integrations.langchain.resume import (
     PAUSED,
     PausedAttempt,
     TaskKey,
-    graph_task_key,
+    routed_call_key,
 )
 from trustroute.profiles.records import check_identifier
 from trustroute.router.agents import AgentSpec
@@ -136,7 +136,7 @@ class RoutedTask:
     errors: dict[str, BaseException] = field(default_factory=dict)
     current: RoutingDecision | None = None
     problem: Exception | None = None
-    graph_task: TaskKey | None = None  # the LangGraph task it runs in (see resume.py)
+    graph_task: TaskKey | None = None  # the routed call in its LangGraph task (resume.py)
     resuming: str | None = None  # the agent whose interrupt() paused this task (resume.py)
 
     def __enter__(self) -> RoutedTask:
@@ -184,7 +184,7 @@ class RoutedTask:
         Notes the LangGraph task the run belongs to, if any (``graph_task``): resuming
         a paused attempt of it, the task takes that attempt's id, number and failures."""
         config = ensure_config(config)
-        self.graph_task = graph_task_key(config, id(self.router), self.task_type)
+        self.graph_task = routed_call_key(config, id(self.router), self.task_type)
         if (paused := PAUSED.recall(self.graph_task)) is not None and self.attempt == 0:
             self.task_id, self.attempt = paused.task_id, paused.attempt - 1
             self.errors, self.resuming = dict(paused.errors), paused.agent_id
