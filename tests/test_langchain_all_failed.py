@@ -13,6 +13,7 @@ from langchain_helpers import chunks, executions, prefer
 
 from trustroute.integrations.langchain import AllAgentsFailed, RoutedRunnable
 from trustroute.router import AgentRouter
+from trustroute.router.trust.abstention import Abstained, AbstentionPolicy
 
 
 class RateLimited(Exception):
@@ -112,3 +113,33 @@ def test_max_attempts_says_so_on_the_first_error() -> None:
         assert summary is not None and len(summary.errors) == 2
         assert "max_attempts=2 reached" in "\n".join(info.value.__notes__)
         assert r.store.executions.count() == 2
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke", "stream", "astream"])
+def test_an_abstention_on_the_fallback_raises_the_first_agents_error(mode: str) -> None:
+    """on_abstain: raise, a fails and the router abstains on the rest (only b, with a
+    bad history): the caller used to get Abstained, and a's own error was lost."""
+    policy = AbstentionPolicy(on_abstain="raise")
+    with AgentRouter(["a", "b"], store="mem://", seed=0, abstention=policy) as router:
+        prefer(router, "a", "code")
+        routed = RoutedRunnable(router=router, task_type=lambda _: "code",
+                                agents={"a": limited("a"), "b": RunnableLambda(str)})
+        with pytest.raises(RateLimited) as info:
+            if mode == "invoke":
+                routed.invoke("x")
+            elif mode == "ainvoke":
+                asyncio.run(routed.ainvoke("x"))
+            else:
+                chunks(routed, mode, "x")
+        summary = AllAgentsFailed.of(info.value)
+        assert summary is not None and list(summary.errors) == ["a"]
+        assert "router abstained on task type 'code'" in str(summary)
+        assert [(e["agent_id"], e["success"]) for e in executions(router)[-1:]] == \
+            [("a", False)]
+        assert router.in_flight("a") == router.in_flight("b") == 0
+        for _ in range(30):  # now a too has a bad history: the first decision abstains
+            router.record(agent_id="a", task_type="code", success=False)
+        before = router.store.executions.count()
+        with pytest.raises(Abstained):  # no agent ran: the router's own answer stands
+            routed.invoke("x")
+        assert router.store.executions.count() == before

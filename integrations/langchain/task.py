@@ -37,6 +37,7 @@ from trustroute.router.errors import (
     RouterError,
 )
 from trustroute.router.router import AgentRouter
+from trustroute.router.trust.abstention import Abstained
 
 TaskTypeSpec = str | Callable[[Any], str]
 
@@ -233,7 +234,8 @@ class RoutedTask:
     def _tries(self) -> Iterator[tuple[int, float | None]]:
         """Take the next attempt's decision as ``current``. Between tries it yields (the
         releases seen, seconds) for the caller to wait for a released slot, its one
-        blocking step. Raises the task's ``problem``, or once ``max_attempts`` are spent."""
+        blocking step. Raises the task's ``problem``, or once ``max_attempts`` are spent
+        or the router abstains on a fallback (the first failure, ``_all_failed``)."""
         if self.problem is not None:
             raise self.problem
         if self.attempt >= self.max_attempts:
@@ -250,9 +252,16 @@ class RoutedTask:
                                                   acquire=True)
             except (NoAgentAvailable, AgentAtCapacity) as exc:
                 yield seen, self._wait_or_raise(exc, deadline, seen)
+            except Abstained as exc:  # on_abstain: raise
+                if not self.errors:
+                    raise  # the first decision: no agent ran, the router's answer stands
+                abstained = exc
+                break
             else:
                 self.attempt += 1
                 return
+        # a fallback decision abstained: the agents tried failed and no other is tried
+        raise self._all_failed(f"then {abstained}")
 
     def _resumed(self) -> RoutingDecision | None:
         """The resumed attempt of a paused LangGraph task: the agent whose ``interrupt()``
