@@ -175,6 +175,32 @@ def test_configured_copies_share_one_background_queue() -> None:
         assert routed.close() == 0
 
 
+def test_copies_with_another_evaluator_or_router_share_the_originals_queue() -> None:
+    # a configurable evaluator (A/B judges) or router (one per tenant) made each call's
+    # copy start evaluator threads of its own, never stopped and out of flush's reach
+    first, second = Judge(score=0.25), Judge(score=0.75)
+    before = set(threading.enumerate())
+    with AgentRouter(agents=["a"], store="mem://", feedback=PENDING) as router, \
+            AgentRouter(agents=["a"], store="mem://", feedback=PENDING) as tenant:
+        routed = background(router, first, evaluate_workers=2)
+        configurable = routed.configurable_fields(
+            evaluator=ConfigurableField(id="judge"), router=ConfigurableField(id="tenant"))
+        for _ in range(5):
+            assert configurable.invoke("x", {"configurable": {"judge": second}}) == "a:x"
+            assert configurable.invoke("y", {"configurable": {"tenant": tenant}}) == "a:y"
+        workers = [t for t in set(threading.enumerate()) - before
+                   if t.name.startswith("trustroute-evaluator-")]
+        assert len(workers) <= 2
+        assert routed.flush(timeout=30)  # the copies' outputs too, each by its own judge
+        assert (second.judged, first.judged) == (["a:x"] * 5, ["a:y"] * 5)
+        assert router.profile("a", "t").avg_quality == pytest.approx(0.75)
+        assert tenant.profile("a", "t").avg_quality == pytest.approx(0.25)  # its verdicts
+        assert routed.close() == 0
+        for worker in workers:
+            worker.join(30)
+        assert not any(worker.is_alive() for worker in workers)  # close stopped them all
+
+
 def test_an_async_evaluator_runs_in_the_background_of_ainvoke() -> None:
     async def judge(input_: Any, output: Any) -> bool:
         await asyncio.sleep(0.2)

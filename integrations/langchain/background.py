@@ -8,6 +8,11 @@ key="evaluator")``. A verdict is a bool (``approved``) or a number (``score``, w
 key's scale of the router's feedback policy). The feedback id is derived from the
 record id, so a verdict sent twice counts once.
 
+Each job carries the router and evaluator of the runnable that recorded it, so the
+copies LangChain builds of a RoutedRunnable for configurable fields (another
+``evaluator`` or ``router`` per call) queue on their original's queue and are judged by
+its workers: one bounded set of threads, flushed and closed with the original.
+
 When the queue is full, or after ``close``, the execution is not judged: it stays
 pending until a verdict from elsewhere or the policy's ``default`` settles it (a
 rate-limited WARNING says so). An evaluator that raises or returns anything else, or
@@ -40,11 +45,14 @@ _FEEDBACK_IDS = uuid.UUID("3b0e6a52-4f1d-5c8e-b7a9-2d6c1e8f0a47")  # namespace o
 
 @dataclass(frozen=True, slots=True)
 class Job:
-    """One output to judge: the execution's record id, the task input and the output."""
+    """One output to judge: the execution's record id, the task input and the output,
+    the evaluator that judges it and the router its verdict goes to."""
 
     record_id: str
     input: Any
     output: Any
+    evaluator: Callable[[Any, Any], Any]
+    router: AgentRouter
 
 
 async def _awaited(value: Awaitable[Any]) -> Any:
@@ -52,12 +60,10 @@ async def _awaited(value: Awaitable[Any]) -> Any:
 
 
 class BackgroundEvaluations:
-    """Judges outputs off the request path: a bounded queue drained by worker threads."""
+    """Judges outputs off the request path: a bounded queue drained by worker threads,
+    started on the first job."""
 
-    def __init__(self, router: AgentRouter, evaluator: Callable[[Any, Any], Any], *,
-                 max_queue: int, workers: int, log_interval_s: float) -> None:
-        self.router = router
-        self.evaluator = evaluator
+    def __init__(self, *, max_queue: int, workers: int, log_interval_s: float) -> None:
         self.workers = workers
         self.max_queue = max_queue
         # unbounded itself, so close() can always post its stop marks; submit bounds it
@@ -128,10 +134,10 @@ class BackgroundEvaluations:
 
     def _judge(self, job: Job, runner: asyncio.Runner) -> None:
         try:
-            verdict = self.evaluator(job.input, job.output)
+            verdict = job.evaluator(job.input, job.output)
             if inspect.isawaitable(verdict):
                 verdict = runner.run(_awaited(verdict))
-            self.router.feedback(job.record_id, key=EVALUATOR_KEY,
+            job.router.feedback(job.record_id, key=EVALUATOR_KEY,
                                  feedback_id=str(uuid.uuid5(_FEEDBACK_IDS, job.record_id)),
                                  **_verdict(verdict))
         except Exception as exc:  # logged: a background failure has no caller to reach

@@ -314,8 +314,10 @@ class Attempt:
 
     def _judge_later(self, rec: ExecutionRecord, output: Any) -> None:
         """Queue ``output`` for the background evaluator (``evaluate="background"``)."""
-        if (background := self.routed.background) is not None:
-            background.submit(Job(rec.record_id, self.task.input, output))
+        routed = self.routed
+        if (background := routed.background) is not None and routed.evaluator is not None:
+            background.submit(Job(rec.record_id, self.task.input, output, routed.evaluator,
+                                  routed.router))
 
     def _fields(self, output: Any) -> dict[str, Any]:
         tokens = None if self.usage is None else self.usage.tokens(self.task.input, output)

@@ -117,16 +117,16 @@ class RoutedRunnable(RunnableSerializable[Any, Any]):
     novelty_cache: NoveltyCache = Field(default_factory=NoveltyCache)
     trace_weights: TraceWeights | None = None
     capacity_timeout: float | None = Field(default=30.0, ge=0.0)
-    #: The queue of outputs awaiting the evaluator (``evaluate="background"``), made on
-    #: construction. LangChain hands it to the copies it builds for configurable fields,
-    #: so they share this queue and its workers (and ``flush``/``close``) with you.
+    #: The queue of outputs awaiting a background evaluator, made on construction (its
+    #: threads start on the first output). LangChain hands it to the copies it builds
+    #: for configurable fields, so whatever their evaluator, router or ``evaluate``,
+    #: they share this queue and its workers (and ``flush``/``close``) with you.
     background_queue: BackgroundEvaluations | None = Field(default=None, exclude=True,
                                                            repr=False)
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
     _single_thought_seen: bool = PrivateAttr(default=False)
     _failures: FailureLog = PrivateAttr()
-    _background: BackgroundEvaluations | None = PrivateAttr(default=None)
 
     def __init__(self, **data: Any) -> None:
         try:
@@ -137,17 +137,13 @@ class RoutedRunnable(RunnableSerializable[Any, Any]):
         if known != given:
             raise AgentsMismatch(missing=known - given, unknown=given - known)
         self._failures = FailureLog(self.failure_log_interval_s)
-        if self.evaluate == "background":
-            if self.evaluator is None:
-                raise ValueError("evaluate='background' runs the evaluator after the reply; "
-                                 "pass evaluator= too")
-            shared = self.background_queue
-            if shared is None or (shared.router, shared.evaluator) != (self.router,
-                                                                        self.evaluator):
-                shared = BackgroundEvaluations(
-                    self.router, self.evaluator, max_queue=self.evaluate_queue_size,
-                    workers=self.evaluate_workers, log_interval_s=self.failure_log_interval_s)
-            self._background = self.background_queue = shared
+        if self.evaluate == "background" and self.evaluator is None:
+            raise ValueError("evaluate='background' runs the evaluator after the reply; "
+                             "pass evaluator= too")
+        if self.background_queue is None:  # else a copy's: its original's queue
+            self.background_queue = BackgroundEvaluations(
+                max_queue=self.evaluate_queue_size, workers=self.evaluate_workers,
+                log_interval_s=self.failure_log_interval_s)
 
     @property
     def failures(self) -> FailureLog:
@@ -156,19 +152,21 @@ class RoutedRunnable(RunnableSerializable[Any, Any]):
 
     @property
     def background(self) -> BackgroundEvaluations | None:
-        """The queue of outputs awaiting the evaluator (``evaluate="background"``)."""
-        return self._background
+        """The queue this runnable's outputs await the evaluator on (``evaluate=
+        "background"``; else None)."""
+        return self.background_queue if self.evaluate == "background" else None
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait (at most ``timeout`` seconds) until the background evaluator has judged
-        every queued output; True when none is left. Replies never wait for this."""
-        return True if self._background is None else self._background.flush(timeout)
+        every queued output, also those of the copies made for configurable fields;
+        True when none is left. Replies never wait for this."""
+        return True if self.background_queue is None else self.background_queue.flush(timeout)
 
     def close(self, timeout: float | None = 10.0) -> int:
-        """Stop background evaluation, giving queued outputs ``timeout`` seconds; returns
-        how many were not judged (they stay pending, see docs/feedback.md). Close it
-        before the router."""
-        return 0 if self._background is None else self._background.close(timeout)
+        """Stop background evaluation (also the copies' made for configurable fields),
+        giving queued outputs ``timeout`` seconds; returns how many were not judged
+        (they stay pending, see docs/feedback.md). Close it before the router."""
+        return 0 if self.background_queue is None else self.background_queue.close(timeout)
 
     @field_validator("agents", mode="before")
     @classmethod
