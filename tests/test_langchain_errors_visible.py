@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from langchain_core.prompts import ChatPromptTemplate
-from langchain_core.runnables import RunnableGenerator, RunnableLambda
+from langchain_core.runnables import ConfigurableField, RunnableGenerator, RunnableLambda
 from langchain_helpers import chat, executions, prefer, word_stream
 
 from trustroute.integrations.langchain import RoutedRunnable
@@ -57,6 +57,23 @@ def always(error: type[Exception], calls: list[str], name: str) -> RunnableLambd
         calls.append(name)
         raise error(f"{name} is broken")
     return RunnableLambda(fail)
+
+
+def test_the_copies_made_for_configurable_fields_share_the_rate_limit(
+        router: AgentRouter, caplog: pytest.LogCaptureFixture) -> None:
+    """LangChain builds a new RoutedRunnable per call that configures a field; each had
+    a log of its own, so every failure was a WARNING (10 instead of 2 here)."""
+    calls: list[str] = []
+    routed = RoutedRunnable(router=router, task_type=lambda _: "t",
+                            agents={"a": always(ValueError, calls, "a"),
+                                    "b": always(ValueError, calls, "b")})
+    configurable = routed.configurable_fields(max_attempts=ConfigurableField(id="tries"))
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        for _ in range(5):
+            with pytest.raises(ValueError):
+                configurable.invoke("x", {"configurable": {"tries": 2}})
+    assert len(calls) == 10
+    assert len(warnings_of(caplog)) == 2  # one per kind: (a, t, ValueError), (b, ...)
 
 
 def test_warnings_are_rate_limited_per_kind_and_count_what_was_held_back(

@@ -123,10 +123,12 @@ class RoutedRunnable(RunnableSerializable[Any, Any]):
     #: they share this queue and its workers (and ``flush``/``close``) with you.
     background_queue: BackgroundEvaluations | None = Field(default=None, exclude=True,
                                                            repr=False)
+    #: Where agent failures are logged, made on construction and handed to the copies
+    #: the same way, so one rate limit (``failure_log_interval_s``) covers them all.
+    failure_log: FailureLog | None = Field(default=None, exclude=True, repr=False)
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
     _single_thought_seen: bool = PrivateAttr(default=False)
-    _failures: FailureLog = PrivateAttr()
 
     def __init__(self, **data: Any) -> None:
         try:
@@ -136,7 +138,8 @@ class RoutedRunnable(RunnableSerializable[Any, Any]):
         known, given = set(self.router.agents), set(self.agents)
         if known != given:
             raise AgentsMismatch(missing=known - given, unknown=given - known)
-        self._failures = FailureLog(self.failure_log_interval_s)
+        if self.failure_log is None:  # else a copy's: its original's log
+            self.failure_log = FailureLog(self.failure_log_interval_s)
         if self.evaluate == "background" and self.evaluator is None:
             raise ValueError("evaluate='background' runs the evaluator after the reply; "
                              "pass evaluator= too")
@@ -148,7 +151,8 @@ class RoutedRunnable(RunnableSerializable[Any, Any]):
     @property
     def failures(self) -> FailureLog:
         """Where this runnable logs its agents' failures (see ``failures.py``)."""
-        return self._failures
+        assert self.failure_log is not None  # made on construction
+        return self.failure_log
 
     @property
     def background(self) -> BackgroundEvaluations | None:
