@@ -67,15 +67,17 @@ class FailureLog:
         self.limit = RateLimit(interval_s)
 
     def failed(self, agent_id: str, task_type: str, error: BaseException, *,
-               recorded: bool, then: str) -> None:
+               recorded: bool, then: str, warn: bool | None = None) -> None:
         """Log that ``agent_id`` raised ``error`` on ``task_type``; ``then`` says what
-        happens next. Only ``recorded`` failures are warned about: the others reach the
-        caller unchanged, which reports them already."""
+        happens next. Only ``recorded`` failures are warned about (unless ``warn`` says
+        otherwise: an error the caller does not get, such as an agent that cannot run
+        on a sync call, falling back): the others reach the caller unchanged, which
+        reports them already."""
         summary = f"agent {agent_id!r} failed on task type {task_type!r}: {describe(error)}"
         extra = {"agent_id": agent_id, "task_type": task_type,
                  "error_type": type(error).__name__}
         log.debug("%s (%s)", summary, then, exc_info=error, extra=extra)
-        if not recorded:
+        if not (recorded if warn is None else warn):
             return
         held = self.limit.held_back((agent_id, task_type, type(error).__qualname__))
         if held is None:

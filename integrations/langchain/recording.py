@@ -40,6 +40,7 @@ except ImportError:  # pragma: no cover (without langgraph nothing raises them)
     CONTROL_FLOW = TO_PARENT = PAUSES = ()
 
 from trustroute.integrations.langchain.background import Job
+from trustroute.integrations.langchain.call_style import cannot_run
 from trustroute.integrations.langchain.callbacks import MAX_STEP_CHARS, TraceCollector
 from trustroute.integrations.langchain.task import RoutedTask
 from trustroute.profiles.records import ExecutionRecord
@@ -247,14 +248,20 @@ class Attempt:
 
     def failed(self, error: BaseException, *, streamed: bool = False) -> None:
         """Record an attempt whose agent raised ``error`` (tokens spent still cost), and
-        log it; ``streamed``: chunks already reached the caller."""
-        self.routed.router.record(self.decision, success=False, **self._fields(None))
-        self._failed(error, streamed)
+        log it; ``streamed``: chunks already reached the caller. An agent with no sync
+        implementation is not judged (``call_style.py``): logged, not recorded."""
+        unjudged = cannot_run(error, sync=True)
+        if not unjudged:
+            self.routed.router.record(self.decision, success=False, **self._fields(None))
+        self._failed(error, streamed, "a sync call" if unjudged else None)
 
     async def afailed(self, error: BaseException, *, streamed: bool = False) -> None:
-        """Async ``failed``."""
-        await self.routed.router.arecord(self.decision, success=False, **self._fields(None))
-        self._failed(error, streamed)
+        """Async ``failed`` (not judged: an agent with no async implementation)."""
+        unjudged = cannot_run(error, sync=False)
+        if not unjudged:
+            await self.routed.router.arecord(self.decision, success=False,
+                                             **self._fields(None))
+        self._failed(error, streamed, "an async call" if unjudged else None)
 
     def passed_up(self, error: BaseException) -> NoReturn:
         """Raise on ``error``, LangGraph's control flow (``CONTROL_FLOW``), whatever
@@ -281,14 +288,19 @@ class Attempt:
             self.task.paused(self.decision)
         self.not_handled(error, "LangGraph control flow: raised to the graph, not recorded")
 
-    def _failed(self, error: BaseException, streamed: bool) -> None:
+    def _failed(self, error: BaseException, streamed: bool, missing: str | None) -> None:
+        """Log the failure; ``missing``: the call style the agent has no implementation
+        for (not recorded), else None (recorded)."""
         self.task.failed(self.decision, error)
         self.task.settled()
-        then = ("recorded; its chunks already reached the caller, so it is raised" if streamed
-                else "recorded; falling back to another agent" if self.task.can_fall_back()
-                else "recorded; no further attempt")
+        then = ("its chunks already reached the caller, so it is raised" if streamed
+                else "falling back to another agent" if self.task.can_fall_back()
+                else "no further attempt")
+        why = "recorded" if missing is None else \
+            f"not recorded: the agent has no implementation for {missing}"
         self.routed.failures.failed(self.decision.agent_id, self.task.task_type, error,
-                                    recorded=True, then=then)
+                                    recorded=missing is None, warn=True,
+                                    then=f"{why}; {then}")
 
     def not_handled(self, error: BaseException, then: str = "not in exceptions_to_handle: "
                     "raised to the caller, not recorded") -> None:
