@@ -270,3 +270,44 @@ def test_two_routed_calls_in_one_node_each_resume_as_themselves(asynchronous: bo
         calls.clear()
         assert run(Command(resume="yes"))["out"] == "b summary | a got 'yes'"
         assert calls == [("summarize", "b"), ("ask", "a")]  # decided, resumed
+
+
+class Draft(TypedDict, total=False):
+    question: str
+    draft: str
+    answer: str
+
+
+@pytest.mark.parametrize("mode", ["stream", "astream", "values"])
+def test_a_streamed_graph_agent_is_judged_on_its_final_state(mode: str) -> None:
+    """A graph streams updates ({node: update}), which do not add up: the evaluator used
+    to get the last update, not the state invoke returns, and raised after the caller
+    had every chunk (nothing recorded)."""
+    graph = StateGraph(Draft)
+    graph.add_node("draft", lambda state: {"draft": "2+2=4"})
+    graph.add_node("answer", lambda state: {"answer": state["draft"][-1]})
+    graph.add_edge(START, "draft")
+    graph.add_edge("draft", "answer")
+    graph.add_edge("answer", END)
+    agent = graph.compile()
+    judged: list[Any] = []
+
+    def judge(task: Any, state: Any) -> float:  # written against invoke's output
+        judged.append(state)
+        return 1.0 if state["answer"] == "4" else 0.0
+
+    with AgentRouter(["a"], store="mem://", seed=0) as router:
+        routed = RoutedRunnable(router=router, agents={"a": agent}, evaluator=judge,
+                                task_type=fixed_task_type("math"))
+        value: Draft = {"question": "2+2?"}
+        options = {"stream_mode": "values"} if mode == "values" else {}
+        if mode == "astream":
+            async def collect() -> list[Any]:
+                return [c async for c in routed.astream(value)]
+            got = asyncio.run(collect())
+        else:
+            got = list(routed.stream(value, **options))
+        assert got == list(agent.stream(value, **options))  # the caller's chunks as they were
+        assert judged == [agent.invoke(value)]
+        (record,) = executions(router)
+        assert (record["success"], record["quality"]) == (True, 1.0)

@@ -120,6 +120,26 @@ class UsageCollector(BaseCallbackHandler):
         return sum(t[0] for t in usage.values()), sum(t[1] for t in usage.values())
 
 
+class RunOutput(BaseCallbackHandler):
+    """The output one run reports as it ends (``on_chain_end``). For a stream, that is
+    what the agent produced as a whole: a LangGraph graph's final state (what its
+    ``invoke`` returns, whatever ``stream_mode`` the caller streams), an LCEL chain's
+    chunks added up."""
+
+    run_inline = True
+
+    def __init__(self, run_id: uuid.UUID) -> None:
+        super().__init__()
+        self.run_id = run_id
+        self.reported = False
+        self.output: Any = None
+
+    def on_chain_end(self, outputs: Any, *, run_id: uuid.UUID, **kwargs: Any) -> None:
+        """Keep the output of the run ``run_id`` (nested runs end too: not theirs)."""
+        if run_id == self.run_id:
+            self.output, self.reported = outputs, True
+
+
 def run_cost(spec: AgentSpec, tokens: tuple[int, int] | None) -> float | None:
     """Token cost at the agent's prices plus its ``cost_per_call``.
 
@@ -173,29 +193,33 @@ class Attempt:
     parent: RunManager
     usage: UsageCollector | None  # only for an agent with token prices
     trace: TraceCollector | None  # only with quality="trace"
+    ended: RunOutput | None  # only for a stream: the output the agent's run reports
     run_ids: tuple[str, ...]  # the routed run's and this attempt's child run's
     seconds: float = 0.0
 
     @classmethod
     def start(cls, routed: RoutedRunnable, task: RoutedTask, decision: RoutingDecision,
-              config: RunnableConfig, parent: RunManager) -> Attempt:
+              config: RunnableConfig, parent: RunManager, *, stream: bool = False
+              ) -> Attempt:
         """The attempt of ``decision``: a child run of ``parent`` named after the agent;
         no collector at all keeps a plain call cheap."""
         callbacks = parent.get_child()
         spec = routed.router.agent(decision.agent_id)
         priced = spec.price_per_1k_input_tokens is not None or \
             spec.price_per_1k_output_tokens is not None
+        run_id = uuid.uuid4()  # the agent's run gets this id: tracers show it
         usage = UsageCollector() if priced else None
         trace = TraceCollector() if routed.quality == "trace" else None
-        for handler in (usage, trace):
+        ended = RunOutput(run_id) if stream else None
+        for handler in (usage, trace, ended):
             if handler is not None:
                 callbacks.add_handler(handler, inherit=True)
         # ``config`` already carries the task's metadata (run_config); add the attempt's agent
         child = patch_config(config, callbacks=callbacks, run_name=decision.agent_id)
         child["metadata"] = {**child["metadata"], **task.credit(decision)}
-        child["run_id"] = uuid.uuid4()  # the agent's run gets this id: tracers show it
-        return cls(routed, task, decision, spec, child, parent, usage, trace,
-                   (str(parent.run_id), str(child["run_id"])))
+        child["run_id"] = run_id
+        return cls(routed, task, decision, spec, child, parent, usage, trace, ended,
+                   (str(parent.run_id), str(run_id)))
 
     @property
     def agent(self) -> Runnable[Any, Any]:
@@ -212,8 +236,9 @@ class Attempt:
             self.seconds += time.perf_counter() - start
 
     def succeeded(self, output: Any) -> None:
-        """Record an attempt that returned ``output``."""
-        routed = self.routed
+        """Record an attempt that returned ``output`` (a stream's chunks added up: see
+        ``_whole``)."""
+        routed, output = self.routed, self._whole(output)
         verdict = self._evaluate(output)
         if inspect.isawaitable(verdict):
             if inspect.iscoroutine(verdict):
@@ -231,7 +256,7 @@ class Attempt:
 
     async def asucceeded(self, output: Any) -> None:
         """Async ``succeeded``: the database write runs off the event loop."""
-        routed = self.routed
+        routed, output = self.routed, self._whole(output)
         verdict = self._evaluate(output)
         if inspect.isawaitable(verdict):
             verdict = await verdict
@@ -315,6 +340,11 @@ class Attempt:
         Updated in place: LangChain has no other way to add metadata at a run's end (the
         start event shares the dict; docs/langchain.md, "Run metadata")."""
         self.parent.metadata.update(self.task.credit(self.decision))
+
+    def _whole(self, output: Any) -> Any:
+        """What the agent produced: for a stream, the output its run reported as it
+        ended (a graph's final state, not its last update), else ``output``."""
+        return self.ended.output if self.ended is not None and self.ended.reported else output
 
     def _evaluate(self, output: Any) -> Any:
         """The evaluator's verdict (maybe awaitable); without one, or when it judges in

@@ -310,7 +310,7 @@ class RoutedRunnable(RunnableSerializable[Any, Any]):
                      **kwargs: Any) -> Iterator[Any]:
         input_ = next(inputs)
         while True:
-            attempt = Attempt.start(self, task, task.next(), config, run_manager)
+            attempt = Attempt.start(self, task, task.next(), config, run_manager, stream=True)
             chunks: Iterator[Any] | None = None  # made at the first chunk: an error making
             output: Any = _END                    # it is the agent's, as an invoke's is
             try:
@@ -360,7 +360,8 @@ class RoutedRunnable(RunnableSerializable[Any, Any]):
                             **kwargs: Any) -> AsyncIterator[Any]:
         input_ = await anext(inputs)
         while True:
-            attempt = Attempt.start(self, task, await task.anext(), config, run_manager)
+            attempt = Attempt.start(self, task, await task.anext(), config, run_manager,
+                                    stream=True)
             chunks: AsyncIterator[Any] | None = None  # made at the first chunk (as stream)
             output: Any = _END
             try:
