@@ -16,10 +16,11 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import httpx
 import pytest
+from langchain_core.output_parsers import StrOutputParser
 from langchain_core.runnables import ConfigurableField, RunnableLambda
 from langchain_helpers import RunLog, chunks, failing, prefer, tagged
 from surreal_fixtures import Target, serve
@@ -107,6 +108,37 @@ def test_the_routed_run_id_names_the_attempt_whose_answer_was_returned(
     router.feedback(run_id, approved=False)  # the user disliked b's answer
     assert router.profile("a", "t") == a  # a's failure is not what the user saw
     assert router.profile("b", "t").avg_quality < b.avg_quality
+
+
+class Answer(TypedDict, total=False):
+    out: str
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke", "stream", "graph"])
+def test_the_id_of_the_run_the_caller_invoked_is_a_ref(mode: str) -> None:
+    """The docs' ``routed | StrOutputParser()`` (or a graph with the routed runnable as a
+    node) invoked with ``config={"run_id": ...}``: that id, the root run LangSmith shows,
+    used to be refused (UnknownDecision): only the routed run's id was stored."""
+    with AgentRouter(agents=["a"], store="mem://", seed=0, feedback=PENDING) as router:
+        routed = RoutedRunnable(router=router, task_type=fixed_task_type("t"),
+                                agents={"a": tagged("a")})
+        chain: Any = routed | StrOutputParser()
+        if mode == "graph":
+            graph = pytest.importorskip("langgraph.graph").StateGraph(Answer)
+            graph.add_node("route", lambda state: {"out": routed.invoke("x")})
+            graph.set_entry_point("route")
+            chain = graph.compile()
+        run_id = uuid.uuid4()
+        config: Any = {"run_id": run_id}
+        if mode == "ainvoke":
+            asyncio.run(chain.ainvoke("x", config))
+        elif mode == "stream":
+            assert "".join(chain.stream("x", config)) == "a:x"
+        else:
+            chain.invoke({} if mode == "graph" else "x", config)
+        assert router.profile("a", "t").pending == 1
+        router.feedback(run_id, approved=False)
+        assert router.profile("a", "t").pending == 0
 
 
 # -- the background evaluator -----------------------------------------------------------

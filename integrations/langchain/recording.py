@@ -43,6 +43,7 @@ from trustroute.integrations.langchain.background import Job
 from trustroute.integrations.langchain.call_style import cannot_run
 from trustroute.integrations.langchain.callbacks import MAX_STEP_CHARS, TraceCollector
 from trustroute.integrations.langchain.task import RoutedTask
+from trustroute.integrations.langgraph import current_node_run
 from trustroute.profiles.records import ExecutionRecord
 from trustroute.router.agents import AgentSpec
 from trustroute.router.decision import RoutingDecision
@@ -194,7 +195,7 @@ class Attempt:
     usage: UsageCollector | None  # only for an agent with token prices
     trace: TraceCollector | None  # only with quality="trace"
     ended: RunOutput | None  # only for a stream: the output the agent's run reports
-    run_ids: tuple[str, ...]  # the routed run's and this attempt's child run's
+    run_ids: tuple[str, ...]  # the routed run's, this attempt's child run's, and callers'
     seconds: float = 0.0
 
     @classmethod
@@ -218,8 +219,12 @@ class Attempt:
         child = patch_config(config, callbacks=callbacks, run_name=decision.agent_id)
         child["metadata"] = {**child["metadata"], **task.credit(decision)}
         child["run_id"] = run_id
+        # refs for router.feedback: also the run that invoked the routed one (the chain of
+        # ``routed | parser``) and the LangGraph run it is in, when its caller named it
+        callers = (parent.parent_run_id, getattr(current_node_run(), "run_id", None))
+        run_ids = dict.fromkeys(str(r) for r in (parent.run_id, run_id, *callers) if r)
         return cls(routed, task, decision, spec, child, parent, usage, trace, ended,
-                   (str(parent.run_id), str(run_id)))
+                   tuple(run_ids))
 
     @property
     def agent(self) -> Runnable[Any, Any]:
