@@ -27,10 +27,10 @@ from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig, patch_config
 from langchain_core.runnables.utils import ConfigurableFieldSpec
-from langchain_core.vectorstores import InMemoryVectorStore
 
 from trustroute.integrations.langchain.checks import as_runnable, distinct_hooks, retrieval_source
 from trustroute.integrations.langchain.handoff_result import HandoffResult
+from trustroute.integrations.langchain.retrieval import ScoredRetrieval
 from trustroute.integrations.langchain.task import (
     TaskTypeSpec,
     check_task_type,
@@ -39,7 +39,6 @@ from trustroute.integrations.langchain.task import (
 )
 from trustroute.profiles.store.handoffs import HandoffRepository
 from trustroute.router.handoff.confidence import ConfidenceResult, RetrievalConfidence
-from trustroute.router.handoff.inputs import SCORE_KEYS, as_number
 from trustroute.router.handoff.messages import message
 from trustroute.router.handoff.transfer import TransferDispatcher, TransferOutcome, TransferRequest
 from trustroute.router.handoff.transfer.hook import hook_name
@@ -158,73 +157,9 @@ class HandoffRunnable(Runnable[Any, Any]):
         return self.dispatcher.close(timeout_s)
 
     # -- retrieval -------------------------------------------------------------------
-    def _search(self, asynchronous: bool) -> Callable[..., Any] | None:
-        """The vector store method giving (document, score) pairs, None for a retriever.
-
-        Relevance scores, or raw scores mapped by ``relevance_score_fn``. An
-        ``InMemoryVectorStore`` defines no relevance function, but its raw scores are
-        cosine similarities, which are used as they are.
-        """
-        if not callable(getattr(self.source, "similarity_search_with_relevance_scores", None)):
-            return None
-        raw = self.relevance_score_fn is not None or isinstance(self.source, InMemoryVectorStore)
-        name = "similarity_search_with_score" if raw else "similarity_search_with_relevance_scores"
-        return getattr(self.source, "a" + name if asynchronous else name)
-
-    def _from_pairs(
-        self, pairs: Sequence[tuple[Document, float]]
-    ) -> tuple[list[Document], list[float]]:
-        fn = self.relevance_score_fn or float
-        return [d for d, _ in pairs], [float(fn(s)) for _, s in pairs]
-
-    def _scored(self, docs: Sequence[Document]) -> tuple[list[Document], list[float]]:
-        """A retriever's documents, each with the relevance score in its metadata."""
-        return list(docs), [self._score(d, i) for i, d in enumerate(docs)]
-
-    def _score(self, doc: Document, index: int) -> float:
-        keys = (self.score_key,) if self.score_key else SCORE_KEYS
-        for key in keys:
-            if key in doc.metadata:  # checked as evaluate checks scores
-                return as_number(doc.metadata[key], f"document {index}.metadata.{key}")
-        # no relevance score: say what to pass instead
-        name, store = type(self.source).__name__, getattr(self.source, "vectorstore", None)
-        if store is not None:  # vectorstore.as_retriever(): the store itself has the scores
-            raise ValueError(
-                f"{name} over {type(store).__name__} returns documents without relevance "
-                "scores; pass the vector store itself (retriever.vectorstore, with k= and "
-                "search_kwargs=), which HandoffRunnable searches with relevance scores"
-            )
-        raise ValueError(
-            f"{name} returned document {index} without a relevance score in its metadata "
-            f"(looked for {', '.join(keys)}). HandoffRunnable needs one per document: use a "
-            "retriever that writes it into each document's metadata (rerankers write "
-            "'relevance_score'; name another key with score_key=), or pass a vector store "
-            "instead of a retriever (searched with relevance scores)"
-        )
-
-    def _no_relevance(self) -> ValueError:
-        return ValueError(
-            f"{type(self.source).__name__} has no relevance-score function; pass "
-            "relevance_score_fn= to map its similarity_search_with_score scores to [0, 1]"
-        )
-
-    def _retrieve(self, query: str, config: RunnableConfig) -> tuple[list[Document], list[float]]:
-        if (search := self._search(asynchronous=False)) is None:
-            return self._scored(self.source.invoke(query, config))
-        try:
-            return self._from_pairs(search(query, k=self.k, **self.search_kwargs))
-        except NotImplementedError:
-            raise self._no_relevance() from None
-
-    async def _aretrieve(
-        self, query: str, config: RunnableConfig
-    ) -> tuple[list[Document], list[float]]:
-        if (search := self._search(asynchronous=True)) is None:
-            return self._scored(await self.source.ainvoke(query, config))
-        try:
-            return self._from_pairs(await search(query, k=self.k, **self.search_kwargs))
-        except NotImplementedError:
-            raise self._no_relevance() from None
+    def _retrieval(self) -> ScoredRetrieval:
+        return ScoredRetrieval(self.source, self.k, self.search_kwargs, self.score_key,
+                               self.relevance_score_fn)
 
     # -- the decision ----------------------------------------------------------------
     def _decide(
@@ -319,7 +254,7 @@ class HandoffRunnable(Runnable[Any, Any]):
         query = _query_of(input_, self.input_key)
         task_type = resolve_task_type(self.task_type, input_)
         child = patch_config(config, callbacks=run_manager.get_child())
-        docs, scores = self._retrieve(query, child)
+        docs, scores = self._retrieval().retrieve(query, child)
         result, request = self._decide(input_, query, task_type, docs, scores, run_manager.run_id)
         if request is None:
             self._record(task_type, result, run_manager.run_id, None)
@@ -336,7 +271,7 @@ class HandoffRunnable(Runnable[Any, Any]):
         query = _query_of(input_, self.input_key)
         task_type = resolve_task_type(self.task_type, input_)
         child = patch_config(config, callbacks=run_manager.get_child())
-        docs, scores = await self._aretrieve(query, child)
+        docs, scores = await self._retrieval().aretrieve(query, child)
         result, request = self._decide(input_, query, task_type, docs, scores, run_manager.run_id)
         if request is None:
             await asyncio.to_thread(self._record, task_type, result, run_manager.run_id, None)
