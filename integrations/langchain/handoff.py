@@ -19,6 +19,7 @@ import asyncio
 import logging
 import math
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 from uuid import UUID
 
@@ -27,6 +28,7 @@ from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig, patch_config
 from langchain_core.runnables.utils import ConfigurableFieldSpec
+from pydantic import BaseModel, ConfigDict, create_model
 
 from trustroute.integrations.langchain.checks import as_runnable, distinct_hooks, retrieval_source
 from trustroute.integrations.langchain.handoff_result import HandoffResult
@@ -36,6 +38,8 @@ from trustroute.integrations.langchain.task import (
     check_task_type,
     fixed_task_type,
     resolve_task_type,
+    text_field,
+    with_task_type_key,
 )
 from trustroute.profiles.store.handoffs import HandoffRepository
 from trustroute.router.handoff.confidence import ConfidenceResult, RetrievalConfidence
@@ -59,6 +63,15 @@ def estimate_tokens(text: str) -> int:
     one per CJK character (where a character is often a whole word)."""
     cjk = sum(1 for ch in text if "\u3000" <= ch <= "\u9fff" or "\uac00" <= ch <= "\ud7af")
     return cjk + math.ceil((len(text) - cjk) / 4)
+
+
+@lru_cache(maxsize=128)
+def question_schema(key: str, name: str) -> type[BaseModel]:
+    """A dict schema with the question under ``key`` (a required string), other keys
+    allowed."""
+    about = "the question: answered from the retrieved documents, or handed to a person"
+    return create_model(name, __config__=ConfigDict(extra="allow"),
+                        **text_field(key, about, "handoff_question"))
 
 
 def _query_of(input_: Any, key: str | None) -> str:
@@ -143,10 +156,25 @@ class HandoffRunnable(Runnable[Any, Any]):
         self.name = name or "HandoffRunnable"
         self.handoff_output = handoff_output
 
+    def __repr__(self) -> str:
+        return (f"HandoffRunnable(name={self.name!r}, task_type={self.task_type!r}, "
+                f"k={self.k}, handoff_output={self.handoff_output!r})")
+
     @property
     def config_specs(self) -> list[ConfigurableFieldSpec]:
         """The answer chain's configurable fields (so ``configurable`` reaches it)."""
         return self.answer_chain.config_specs
+
+    def get_input_schema(self, config: RunnableConfig | None = None) -> type[BaseModel]:
+        """A dict with the question (under ``input_key``, else ``question``) and, when
+        ``task_type`` names a key, the task type, both required strings; other keys
+        reach the answer chain. So ``as_tool()`` has arguments; a plain string input
+        works as before."""
+        key, name = self.input_key or "question", self.get_name("Input")
+        schema = question_schema(key, name)
+        if isinstance(self.task_type, str) and self.task_type != key:
+            return with_task_type_key(schema, self.task_type, name)
+        return schema
 
     def close(self, timeout_s: float | None = None) -> bool:
         """Finish the background deliveries of the hooks given as ``hooks=`` (at most

@@ -18,7 +18,7 @@ import asyncio
 import inspect
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping
 from contextlib import aclosing
-from functools import lru_cache, partial
+from functools import partial
 from typing import Any, Literal, cast
 
 from langchain_core.callbacks import (
@@ -32,9 +32,7 @@ from pydantic import (
     ConfigDict,
     Field,
     PrivateAttr,
-    RootModel,
     ValidationError,
-    create_model,
     field_validator,
 )
 
@@ -43,7 +41,12 @@ from trustroute.integrations.langchain.checks import as_runnable, one_line
 from trustroute.integrations.langchain.errors import AgentsMismatch
 from trustroute.integrations.langchain.failures import FailureLog
 from trustroute.integrations.langchain.recording import CONTROL_FLOW, Attempt
-from trustroute.integrations.langchain.task import RoutedTask, check_task_type, resolve_task_type
+from trustroute.integrations.langchain.task import (
+    RoutedTask,
+    check_task_type,
+    resolve_task_type,
+    with_task_type_key,
+)
 from trustroute.router.router import AgentRouter
 from trustroute.router.trace import NoveltyCache, TraceWeights
 
@@ -64,19 +67,6 @@ def _combine(total: Any, chunk: Any) -> Any:
         return total + chunk
     except TypeError:
         return chunk
-
-
-@lru_cache(maxsize=128)
-def with_task_type_key(schema: type[BaseModel], key: str, name: str) -> type[BaseModel]:
-    """``schema`` with ``key`` added as a required string field (a schema of the whole
-    input, a ``RootModel``, has no fields to keep: then a dict schema of ``key`` alone)."""
-    about = "the task type, by which the input is routed to an agent"
-    fields: dict[str, Any] = {key: (str, Field(description=about))}
-    if key.startswith("_") or key in BaseModel.__dict__:  # not a field name: an alias
-        fields = {"routed_task_type": (str, Field(alias=key, description=about))}
-    if issubclass(schema, RootModel):
-        return create_model(name, __config__=ConfigDict(extra="allow"), **fields)
-    return cast(type[BaseModel], create_model(name, __base__=schema, **fields))
 
 
 async def _aiter_one(value: Any) -> AsyncIterator[Any]:

@@ -16,9 +16,11 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from functools import lru_cache
+from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig, ensure_config
+from pydantic import BaseModel, ConfigDict, Field, RootModel, create_model
 
 from trustroute.integrations.langchain.errors import AllAgentsFailed, TaskTypeError
 from trustroute.integrations.langchain.resume import (
@@ -74,6 +76,25 @@ def check_task_type(value: Any) -> TaskTypeSpec:
     raise TypeError("task_type must be a non-empty string (the input key holding the "
                     "task type), a callable of the input, or fixed_task_type(name), "
                     f"got {value!r}")
+
+
+@lru_cache(maxsize=128)
+def with_task_type_key(schema: type[BaseModel], key: str, name: str) -> type[BaseModel]:
+    """``schema`` with ``key`` added as a required string field (a schema of the whole
+    input, a ``RootModel``, has no fields to keep: then a dict schema of ``key`` alone)."""
+    about = "the task type, by which the input is routed to an agent"
+    fields = text_field(key, about, "routed_task_type")
+    if issubclass(schema, RootModel):
+        return create_model(name, __config__=ConfigDict(extra="allow"), **fields)
+    return cast(type[BaseModel], create_model(name, __base__=schema, **fields))
+
+
+def text_field(key: str, about: str, python_name: str) -> dict[str, Any]:
+    """The field definition (for ``create_model``) of a required string under ``key``;
+    a key that cannot be a field's name is the alias of ``python_name``."""
+    if key.startswith("_") or key in BaseModel.__dict__:  # not a field name: an alias
+        return {python_name: (str, Field(alias=key, description=about))}
+    return {key: (str, Field(description=about))}
 
 
 def _describe(input_: Any, key: str) -> str:
