@@ -10,12 +10,20 @@ from handoff_helpers import faq_store
 from langchain_core.runnables import RunnableLambda
 from webhook_server import webhook_receiver
 
+from trustroute.integrations.langchain import RoutedRunnable, fixed_task_type
 from trustroute.integrations.langchain.handoff import HandoffResult, HandoffRunnable
 from trustroute.profiles.store import Store
 from trustroute.profiles.store.handoffs import HandoffRepository
+from trustroute.router import AgentRouter
 from trustroute.router.config import RouterConfig
 from trustroute.router.handoff.confidence import RetrievalConfidence
-from trustroute.router.handoff.transfer import TransferDispatcher, TransferRequest, WebhookHook
+from trustroute.router.handoff.transfer import (
+    CallableHook,
+    TransferDispatcher,
+    TransferRequest,
+    WebhookHook,
+)
+from trustroute.router.trust.abstention import AbstentionPolicy
 
 langgraph = pytest.importorskip("langgraph")
 
@@ -216,3 +224,39 @@ def test_a_request_id_given_by_the_caller_is_kept() -> None:
     done = app.invoke(Command(resume="ok"), thread)
     assert paused["__interrupt__"][0].value["handoff"]["request_id"] == "ticket-42"
     assert done["human"] == "ok" and tickets == ["ticket-42", "ticket-42"]
+
+
+def test_an_abstention_skips_the_langgraph_hook_and_says_so_at_construction(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """The abstention's hand-off runs on the background worker, outside any graph: the
+    LangGraph hook always failed there, its row stayed pending and every sweep tried it
+    again with a WARNING; nothing said so when the router was built."""
+    handed: list[str] = []
+    hooks = TransferDispatcher([LangGraphInterruptHook(), CallableHook(
+        lambda request: handed.append(request.task_type), name="desk")])
+    with caplog.at_level("WARNING"):
+        router = AgentRouter(["a", "b"], store="mem://", seed=0, transfer=hooks,
+                             abstention=AbstentionPolicy(on_abstain="human"))
+    (warning,) = [r.getMessage() for r in caplog.records]
+    assert "on_abstain: human" in warning and "langgraph cannot run" in warning
+    with router:
+        for agent_id in ("a", "b"):  # both always failed: weak_resonance fires
+            for _ in range(10):
+                router.record(agent_id=agent_id, task_type="t", success=False)
+        routed = RoutedRunnable(router=router, task_type=fixed_task_type("t"),
+                                agents={"a": RunnableLambda(lambda _: {"answer": "A"}),
+                                        "b": RunnableLambda(lambda _: {"answer": "B"})})
+        graph = StateGraph(State)
+        graph.add_node("route", routed)
+        graph.add_edge(START, "route")
+        graph.add_edge("route", END)
+        app = graph.compile(checkpointer=InMemorySaver())
+        caplog.clear()
+        with caplog.at_level("WARNING"):
+            out = app.invoke({"question": "q"}, {"configurable": {"thread_id": "t-1"}})
+            assert hooks.join(5)
+        assert out["answer"] in ("A", "B") and "__interrupt__" not in out
+        assert handed == ["t"]  # the desk got it; the LangGraph hook was not tried
+        rows = router.store.repository(HandoffRepository).pending(status=None)
+        assert [(row["hook"], row["status"]) for row in rows] == [("desk", "delivered")]
+        assert caplog.records == []

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from typing import Any
 
 from trustroute.router.handoff.transfer import TransferDispatcher, TransferRequest
 
@@ -29,15 +30,17 @@ class HandoffWorker:
         self._lock = threading.Lock()
         self._closed = False
 
-    def submit(self, transfer: TransferDispatcher, request: TransferRequest) -> None:
-        """Deliver ``request`` (already ``accept``ed) through ``transfer`` in the background."""
+    def submit(self, transfer: TransferDispatcher, request: TransferRequest,
+               hooks: list[Any] | None = None) -> None:
+        """Deliver ``request`` (already ``accept``ed) through ``transfer`` (its hooks, or
+        ``hooks``) in the background."""
         with self._lock:
             if self._closed:
                 log.warning("hand-off %s stored pending: the router is closed, it is not "
                             "delivered now", request.request_id)
                 return
             self._transfers[id(transfer)] = transfer
-        transfer.deliver_later(request)
+        transfer.deliver_later(request, hooks)
 
     def close(self, timeout_s: float) -> None:
         """Wait at most ``timeout_s`` for the deliveries, then stop the workers."""

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from trustroute.router.decision import CandidateScore, RoutingDecision
 from trustroute.router.handoff.transfer import TransferDispatcher, TransferRequest
+from trustroute.router.handoff.transfer.hook import hook_name, passthrough_of
 from trustroute.router.handoff.worker import HandoffWorker
 from trustroute.router.trust.abstention import Abstained, AbstentionPolicy, GateView
 from trustroute.router.trust.book import TrustBook
@@ -51,6 +52,12 @@ class TrustGate:
         self.transfer = transfer  # where ``on_abstain: human`` hands decisions over
         self.exploit_only = exploit_only  # the tier policy's mode
         self._handoffs = HandoffWorker(transfer)  # hooks may do network I/O: on a worker
+        pausing = [hook_name(h) for h in transfer.hooks if passthrough_of(h)] if \
+            transfer is not None and abstention.on_abstain == "human" else []
+        if pausing:
+            log.warning("on_abstain: human hands an abstention over on a background worker, "
+                        "where hook(s) %s cannot run (they pause their caller, such as a "
+                        "LangGraph graph): abstentions skip them", ", ".join(pausing))
 
     def admit(self, task_type: str, ranked: list[CandidateScore]) -> list[CandidateScore]:
         """``ranked`` with the candidates the tier policy does not admit moved last
@@ -86,9 +93,13 @@ class TrustGate:
             log.warning("on_abstain is 'human' but the router has no transfer dispatcher; "
                         "decision %s routed anyway", decision.decision_id)
             return
+        # not to hooks that pause their caller: the worker is no caller (see __init__)
+        hooks = [h for h in self.transfer.hooks if not passthrough_of(h)]
         request = self.transfer.accept(TransferRequest.from_decision(  # stored first
-            decision, reason=f"{decision.abstain_reason}: {detail}" if detail else None))
-        self._handoffs.submit(self.transfer, request)
+            decision, reason=f"{decision.abstain_reason}: {detail}" if detail else None),
+            hooks)
+        if hooks:
+            self._handoffs.submit(self.transfer, request, hooks)
 
     def close(self) -> None:
         """Give hand-offs in flight ``dispatch_close_timeout_s`` and stop their worker

@@ -207,10 +207,10 @@ class TransferDispatcher:
                             rejected=isinstance(error, HookRejected),
                             retry_after=getattr(error, "retry_after", None))
 
-    def _prepared(self, request: TransferRequest) -> TransferRequest:
+    def _prepared(self, request: TransferRequest, hooks: list[Any]) -> TransferRequest:
         """The request every hook receives: each hook's ``prepare_request`` may settle it
         (the LangGraph hook gives it an id that stays the same when its node re-runs)."""
-        for hook in self._ordered():
+        for hook in hooks:
             prepare = getattr(hook, "prepare_request", None)
             if not callable(prepare):
                 continue
@@ -221,17 +221,21 @@ class TransferDispatcher:
                             hook_name(hook), request.request_id, type(exc).__name__, exc)
         return request
 
-    def accept(self, request: TransferRequest) -> TransferRequest:
+    def accept(self, request: TransferRequest, hooks: Iterable[Any] | None = None
+               ) -> TransferRequest:
         """Prepare ``request`` (see ``prepare_request``) and store it pending for every hook
-        before any delivery; returns the request to ``deliver``. Never raises for the
-        store: when it fails, the request is kept in memory if delivery fails too."""
-        return self._accept(request)[0]
+        (or ``hooks``) before any delivery; returns the request to ``deliver``. Never
+        raises for the store: when it fails, the request is kept in memory if delivery
+        fails too."""
+        return self._accept(request, self._hooks(hooks))[0]
 
-    def _accept(self, request: TransferRequest) -> tuple[TransferRequest, set[str], bool]:
+    def _accept(self, request: TransferRequest, hooks: list[Any] | None = None
+                ) -> tuple[TransferRequest, set[str], bool]:
         """The prepared request, the hooks whose row is pending (a request accepted before
         keeps its delivered rows) and whether the store holds it."""
-        request = self._prepared(request)
-        names = [hook_name(h) for h in self._ordered()]
+        hooks = self._ordered() if hooks is None else hooks
+        request = self._prepared(request, hooks)
+        names = [hook_name(h) for h in hooks]
         if self.store is None:
             return request, set(names), False
         repo = self.store.repository(HandoffRepository)
