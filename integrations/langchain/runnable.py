@@ -6,10 +6,12 @@ takes an in-flight slot), running it as a child run named after its id and recor
 the outcome all happen inside that run, so an error at any step is the run's error, seen
 by tracers. A failed agent hands the task to the next-best one (a stream only before its
 first chunk: after that the caller already holds that agent's output). The slot is
-released on every path; a cancelled or abandoned run records nothing, since whether the
-agent would have succeeded is unknown. Async paths never wait on the database on the
-event loop (choosing is in memory, or in a worker thread when it takes a lease shared
-through a server store; ``router.arecord`` writes from a worker thread).
+released on every path (a cancelled async call: at once, although sync code LangChain
+runs in a thread for it runs on; docs/langchain.md, "In-flight slots"); a cancelled or
+abandoned run records nothing, since whether the agent would have succeeded is unknown.
+Async paths never wait on the database on the event loop (choosing is in memory, or in
+a worker thread when it takes a lease shared through a server store; ``router.arecord``
+writes from a worker thread).
 """
 
 from __future__ import annotations
