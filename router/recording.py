@@ -73,6 +73,17 @@ def build_record(decision: RoutingDecision | ExecutionRecord | None,
         error=InvalidRecord)
 
 
+def as_judged(record: ExecutionRecord, known: tuple[bool, float | None]) -> ExecutionRecord:
+    """``record`` as the router holds it, given ``known``: (whether the router remembers
+    the run, its quality evidence). A record given without a quality carries the one the
+    feedback policy gave it: None while it awaits a verdict (``wait_s``), or the
+    quality of a verdict given on its decision before it was recorded."""
+    remembered, quality = known
+    if record.quality_given or not remembered or quality == record.quality:
+        return record
+    return record.model_copy(update={"quality": quality})  # still marked as not given
+
+
 def admit_all(records: Sequence[ExecutionRecord], settings: ProfileSettings,
               check_agent: Callable[[str], None]) -> None:
     """Check every record with ``settings.admit`` (ValueError names the first bad one's

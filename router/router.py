@@ -39,7 +39,7 @@ from trustroute.router.load import InFlightTracker, Lease, discounted
 from trustroute.router.options import options_of
 from trustroute.router.people import TrustMethods
 from trustroute.router.projection import LogProjection
-from trustroute.router.recording import admit_all, build_record
+from trustroute.router.recording import admit_all, as_judged, build_record
 from trustroute.router.report import write_report
 from trustroute.router.strategies import (
     DEFAULT_STRATEGY,
@@ -340,16 +340,16 @@ class AgentRouter(TrustMethods):
                timestamp: datetime | None = None, record_id: str | None = None,
                metadata: Mapping[str, Any] | None = None, run_ids: Sequence[str] = ()
                ) -> ExecutionRecord:
-        """Record one execution; returns the stored ExecutionRecord.
-
+        """Record one execution; returns the stored ExecutionRecord, its ``quality``
+        the one it counts with (None while it awaits a verdict: docs/feedback.md).
         Pass the decision from ``select`` (its agent and task type are used and its
         lease released), or ``agent_id`` and ``task_type`` directly, or a ready
         ``ExecutionRecord`` (stored as it is: other fields with it are a TypeError). A
         ``record_id`` this router has already folded raises ``DuplicateRecord`` and
         changes nothing; the same record stored by an earlier try whose answer was lost
-        is folded now, once. An agent this router does not
-        list is recorded, with a warning or an error as ``unknown_agents`` says.
-        ``run_ids``: its LangChain run ids, refs for ``feedback`` (docs/feedback.md).
+        is folded now, once. An agent this router does not list is recorded, with a
+        warning or an error as ``unknown_agents`` says. ``run_ids``: its LangChain run
+        ids, refs for ``feedback`` (docs/feedback.md).
         """
         rec = build_record(decision, self._agents, agent_id=agent_id, task_type=task_type,
                            success=success, quality=quality, latency_ms=latency_ms,
@@ -364,7 +364,7 @@ class AgentRouter(TrustMethods):
             if isinstance(decision, RoutingDecision):
                 decision.release()
         self.trust_layer.maybe_flush()
-        return rec
+        return as_judged(rec, self.projection.feedback.quality_of(rec.record_id))
 
     arecord = in_thread(record)
 

@@ -77,7 +77,17 @@ def test_a_run_awaiting_its_verdict_shows_no_quality_until_it_comes(
     row = next(line for line in table.splitlines() if line.startswith("a "))
     assert row.split()[3] == "0.25" and "awaiting a verdict" not in table
     rated = run(capsys, "record", "a", "chat", "--success", "-q", "0.5", "--json").json()
-    assert rated["awaiting_verdict"] is False
+    assert rated["awaiting_verdict"] is False and rated["record"]["quality"] == 0.5
+
+
+def test_record_json_claims_no_quality_for_a_run_awaiting_its_verdict(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    for _ in range(2):  # the retry of a stored id says the same
+        said = run(capsys, "record", "a", "chat", "--success", "--record-id", "r1", "--json")
+        assert said.code == 0, said.err
+        body = said.json()
+        assert body["awaiting_verdict"] is True and body["record"]["quality"] is None
+    assert body["stored"] is False
 
 
 @pytest.mark.parametrize(("argv", "message"), [

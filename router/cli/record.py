@@ -18,7 +18,7 @@ from trustroute.router.cli.base import (
 )
 from trustroute.router.cli.tables import duration, num, plural
 from trustroute.router.cli.text import shown
-from trustroute.router.recording import build_record
+from trustroute.router.recording import as_judged, build_record
 
 
 @cli.command()
@@ -55,11 +55,12 @@ def record(agent: str, task_type: str, success: bool, failure: bool, quality: fl
                            success=success, quality=quality, latency_ms=latency_ms, cost=cost,
                            record_id=record_id, decision_id=decision_id)
         try:
-            router.record(rec)
+            rec = router.record(rec)  # its quality as counted: None while awaiting a verdict
             stored = True
         except DuplicateRecord:  # a retry of a stored id: done already; show what is stored
             stored = False
-            rec = router.store.executions.stored([rec.record_id])[rec.record_id].record
+            rec = as_judged(router.store.executions.stored([rec.record_id])[rec.record_id]
+                            .record, router.projection.feedback.quality_of(rec.record_id))
         profile = router.profile(agent, task_type)
         run = router.projection.feedback.run(rec.record_id)  # as the router placed it
         awaiting = run is not None and run.pending  # no quality yet (docs/feedback.md)
@@ -72,7 +73,8 @@ def record(agent: str, task_type: str, success: bool, failure: bool, quality: fl
         console.print(f"record {shown(rec.record_id)} was already stored; nothing changed")
     else:
         outcome = "[green]success[/]" if rec.success else "[red]failure[/]"
-        given = "awaiting a verdict" if awaiting else f"quality {num(rec.quality, 2)}"
+        given = ("awaiting a verdict" if awaiting else "no quality" if rec.quality is None
+                 else f"quality {num(rec.quality, 2)}")
         console.print(f"recorded {shown(agent)} on {shown(task_type)}: {outcome}, {given}, "
                       f"{duration(rec.latency_ms)}")
     waiting = f", {profile.pending:,} awaiting a verdict" if profile.pending else ""
