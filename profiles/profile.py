@@ -9,6 +9,12 @@ passed in, nothing here touches I/O.
 - confidence: ``min(1, executions_total / confidence_ramp)`` (ramp 20 by default), so
   one lucky run cannot outrank an established record;
 - adjusted_score: ``expertise x confidence``.
+
+``avg_quality`` over no judged run (none yet, or every run awaiting a verdict or never
+judged) is None, as ``avg_cost`` is without a cost: not known, never 0.0. ``expertise``
+and ``adjusted_score`` are ranking inputs that strategies compute with (the reference
+ranking, custom strategies' ``Arm.profile``): without quality evidence they are 0.0,
+the bottom of the ranking, as for a pair never run.
 """
 
 from __future__ import annotations
@@ -241,7 +247,7 @@ class ProfileState:
             executions_total=n,
             executions_successful=self.executions_successful,
             success_rate=self.executions_successful / n if n else 0.0,
-            avg_quality=self.quality_sum / judged if (judged := n - self.unjudged) else 0.0,
+            avg_quality=self.quality_sum / judged if (judged := n - self.unjudged) else None,
             avg_latency_ms=self.latency_sum_ms / n if n else 0.0,
             avg_cost=self.avg_cost,
             last_updated=self.last_updated,
@@ -262,10 +268,12 @@ class TaskTypeProfile(BaseModel):
     executions_total: int = 0
     executions_successful: int = 0
     success_rate: float = 0.0
-    avg_quality: float = 0.0
+    #: Mean quality over the judged runs; None without any (see the module).
+    avg_quality: float | None = None
     avg_latency_ms: float = 0.0
     avg_cost: float | None = None
     last_updated: datetime | None = None
+    #: Recency-weighted mean quality of the window; 0.0 without quality evidence.
     expertise: float = 0.0
     confidence: float = 0.0
     adjusted_score: float = 0.0

@@ -88,6 +88,9 @@ def test_record_json_claims_no_quality_for_a_run_awaiting_its_verdict(
         body = said.json()
         assert body["awaiting_verdict"] is True and body["record"]["quality"] is None
     assert body["stored"] is False
+    assert body["profile"]["avg_quality"] is None  # a mean over no judged run
+    listed = run(capsys, "profiles", "--json").json()
+    assert [(p["agent_id"], p["pending"], p["avg_quality"]) for p in listed] == [("a", 1, None)]
 
 
 @pytest.mark.parametrize(("argv", "message"), [

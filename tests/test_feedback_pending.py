@@ -3,6 +3,8 @@ returned record carries the quality the router counts it with, never a made-up 1
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from trustroute import AgentRouter
@@ -32,3 +34,17 @@ def test_a_pending_record_settles_like_any_other_when_its_verdict_comes() -> Non
         assert rec.quality is None
         router.feedback(rec.record_id, score=0.25)
         assert router.profile("a", "chat").avg_quality == pytest.approx(0.25)
+
+
+@pytest.mark.parametrize("policy", [{"wait_s": 3600}, {"wait_s": 0.05, "default": "ignore"}])
+def test_a_mean_over_no_judged_run_is_none_not_zero(policy: dict[str, object]) -> None:
+    with AgentRouter(["a"], store="mem://", feedback=policy) as router:
+        assert router.profile("a", "chat").avg_quality is None  # never run
+        router.record(agent_id="a", task_type="chat", success=True)
+        time.sleep(0.1)  # past the short wait: settled, as no quality evidence
+        p = router.profile("a", "chat")
+        assert p.executions_total == 1 and p.avg_quality is None
+        assert p.model_dump(mode="json")["avg_quality"] is None
+        assert (p.expertise, p.adjusted_score) == (0.0, 0.0)  # ranking inputs: the bottom
+        router.record(agent_id="a", task_type="chat", success=True, quality=0.4)
+        assert router.profile("a", "chat").avg_quality == pytest.approx(0.4)

@@ -176,9 +176,8 @@ def profiles_tables(profiles: Iterable[TaskTypeProfile]) -> list[Table]:
                               title=f"[bold]{shown(task_type)}[/]")
         table.columns[0].min_width = width
         for p in rows:
-            judged_none = p.pending == p.executions_total  # a mean over nothing yet
             table.add_row(shown(p.agent_id), str(p.executions_total), pct(p.success_rate),
-                          num(None if judged_none else p.avg_quality, 2), num(p.expertise, 2),
+                          num(p.avg_quality, 2), num(p.expertise, 2),
                           num(p.confidence, 2), num(p.adjusted_score, 2),
                           duration(p.avg_latency_ms), age(p.last_updated, now))
         if waiting := [p for p in rows if p.pending]:
