@@ -88,6 +88,26 @@ def test_narrow_terminals_leave_out_right_columns_and_say_so(
         assert "not shown at this width: " in result.out, result.out
 
 
+@pytest.mark.parametrize("columns", [60, 80])
+def test_the_handoffs_table_wraps_its_text_whole_words_and_fits(
+        capsys: pytest.CaptureFixture[str], kv_url: str, monkeypatch: pytest.MonkeyPatch,
+        columns: int) -> None:
+    monkeypatch.setenv("COLUMNS", str(columns))
+    reason = "sparse_evidence: only 0 candidate(s) have outcomes for 'code'; 3 needed"
+    error = "WebhookError: POST failed after 1 attempt(s): connection refused"
+    with AgentRouter(["a"], store=kv_url) as router:
+        request = TransferRequest(reason=reason, task_type="code").payload()
+        router.store.repository(HandoffRepository).save_pending(request, hook="webhook",
+                                                                error=error)
+    result = run(capsys, "handoffs", "--store", kv_url)
+    assert result.code == 0, result.err
+    assert max(len(line) for line in result.out.splitlines()) <= columns, result.out
+    words = result.out.split()
+    for word in f"{reason} {error} request age hook task type tries reason / last error".split():
+        assert word in words, f"{word!r} cut:\n{result.out}"
+    assert kv_url in "".join(words)  # the heading is a line: a long path folds, whole
+
+
 def test_demo_and_replay_tables_fit_80_columns(capsys: pytest.CaptureFixture[str],
                                                workdir: Path) -> None:
     fits(run(capsys, "demo", "-n", "60", "--store", "mem://"), "agent", "routed", "quality",

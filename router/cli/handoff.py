@@ -177,15 +177,18 @@ def calibrate_handoff(
         )
 
 
-def pending_table(rows: list[dict[str, Any]], title: str) -> Table:
-    """Stored transfer requests, oldest first (ids shortened; --json has everything)."""
-    table = Table(title=title, box=box.SIMPLE)
-    table.add_column("request", no_wrap=True)
-    table.add_column("age", no_wrap=True)
-    table.add_column("hook", overflow="fold")
-    table.add_column("task type", overflow="fold")
-    table.add_column("tries", justify="right")
-    table.add_column("reason / last error", overflow="fold", ratio=1)
+#: The columns of ``pending_table`` whose text wraps (the others are never cut), and
+#: the index of its free text, which narrows first.
+PENDING_TEXT = frozenset({"hook", "task type", "reason / last error"})
+PENDING_REASON = 5
+
+
+def pending_table(rows: list[dict[str, Any]]) -> Table:
+    """Stored transfer requests, oldest first (ids shortened; --json has everything),
+    drawn as every table is (``tables.compact_table``, then ``fitted``)."""
+    table = compact_table(("request", "age", "hook", "task type", "tries",
+                           "reason / last error"), names=PENDING_TEXT)
+    table.columns[0].justify = table.columns[1].justify = "left"
     for r in rows:
         table.add_row(
             shown(r["request_id"][:SHORT_ID]),
@@ -336,8 +339,8 @@ def handoffs(
     if as_json:
         print_json(rows)
     elif rows:
-        console.print(fitted(pending_table(rows, f"{status} hand-offs in {shown(url)}"),
-                             console))
+        console.print(f"{status} hand-offs in {shown(url)}")  # a line: wraps, is not cut
+        console.print(fitted(pending_table(rows), console, text=PENDING_REASON))
     else:
         which = "" if status == "all" else f"{status} "  # not "no all hand-offs"
         console.print(f"no {which}hand-offs in {shown(url)}")

@@ -99,15 +99,24 @@ def compact_table(headers: Iterable[str], names: Collection[str] = NAME_COLUMNS,
 NAME_WIDTH = 12
 
 
-def fitted(table: Table, console: Console) -> Table:
+def fitted(table: Table, console: Console, text: int | None = None) -> Table:
     """``table`` as it fits ``console``'s width: while even its narrowest rendering is
     wider, its rightmost column is left out (the caption names them; ``--json`` has
-    everything), so the first columns, names among them, are never cut."""
+    everything), so the first columns, names among them, are never cut. ``text``: the
+    index of a column of free text (a folding one), which gives up width first, down to
+    NAME_WIDTH, so that the names keep theirs; it wraps between words."""
     for column in table.columns:  # names fold, though not narrower than NAME_WIDTH
         if column.overflow == "fold":
             widest = max((Measurement.get(console, console.options, cell).maximum
                           for cell in column.cells), default=0)
             column.min_width = max(column.min_width or 0, min(NAME_WIDTH, widest))
+    wide = console.options.update_width(1_000_000)
+    if text is not None and (excess := Measurement.get(console, wide, table).maximum
+                             - console.width) > 0:
+        column = table.columns[text]
+        widest = max((Measurement.get(console, wide, cell).maximum
+                      for cell in [column.header, *column.cells]), default=0)
+        column.max_width = max(column.min_width or 0, widest - excess)
     dropped: list[str] = []
     while len(table.columns) > 2 and _narrowest(table, console) > console.width:
         dropped.insert(0, str(table.columns.pop().header).replace("\n", " "))
