@@ -96,6 +96,11 @@ class DecisionRepository:
         rows = self._conn.run("SELECT count() AS n FROM decision GROUP ALL;")
         return int(rows[0][0]["n"]) if rows[0] else 0
 
+    def strategy_counts(self) -> dict[str, int]:
+        """Logged decisions per strategy name."""
+        rows = self._conn.run("SELECT strategy, count() AS n FROM decision GROUP BY strategy;")
+        return {str(r["strategy"]): int(r["n"]) for r in rows[0] if r.get("strategy")}
+
     def calibration_pairs(self, strategy: str, limit: int) -> list[tuple[float, bool]]:
         """The latest ``limit`` (predicted, success) pairs of ``strategy``, oldest first."""
         rows = self._conn.run(

@@ -11,6 +11,7 @@ import click
 
 from trustroute.profiles.store.decisions import DecisionRepository
 from trustroute.router.cli.base import (
+    CliError,
     cli,
     console,
     exclusive,
@@ -25,6 +26,7 @@ from trustroute.router.cli.base import (
 from trustroute.router.cli.tables import compact_table, fitted, num, plural
 from trustroute.router.cli.text import shown
 from trustroute.router.errors import did_you_mean
+from trustroute.router.strategies import available_strategies
 from trustroute.router.trust.calibration import CalibrationReport, calibration_report
 from trustroute.router.trust.lifecycle import run_decay
 
@@ -126,17 +128,32 @@ def calibration(strategy: str | None, buckets: int, config: Path | None, store: 
     abstention rate and how often abstained decisions failed."""
     with open_reader(config, store) as router:
         router.flush()
-        rows = router.store.repository(DecisionRepository).confidence_outcomes(strategy)
+        decisions = router.store.repository(DecisionRepository)
+        rows = decisions.confidence_outcomes(strategy)
+        logged = decisions.strategy_counts() if strategy and not rows else {}
         url = store_label(router)
+    if strategy and not rows and strategy not in available_strategies():
+        raise CliError(f"--strategy: no decisions of {strategy!r} in {url}"
+                       f"{did_you_mean(strategy, [*logged, *available_strategies()])}; "
+                       f"logged: {strategies_line(logged)}")
     report = calibration_report(rows, buckets)
     if as_json:
         print_json(report.as_dict())
+        return
+    if strategy and not rows:
+        console.print(f"no decisions of strategy {shown(repr(strategy))} in {shown(url)}; "
+                      f"logged: {shown(strategies_line(logged))}")
         return
     if not report.with_outcome:
         console.print(f"no decisions with recorded outcomes in {shown(url)} yet "
                       f"({report.decisions} logged)")
         return
     print_calibration(report, f"calibration of decision confidence in {shown(url)}")
+
+
+def strategies_line(logged: dict[str, int]) -> str:
+    """``knowledge_gradient (100), thompson (3)``, or ``none`` for an empty log."""
+    return ", ".join(f"{name} ({count:,})" for name, count in sorted(logged.items())) or "none"
 
 
 @cli.command(name="trust")

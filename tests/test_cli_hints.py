@@ -1,0 +1,40 @@
+"""Typos get told apart from empty stores: filters that match nothing name what is
+there and the closest name (as agent ids and config keys do)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cli_helpers import isolate, run
+
+from trustroute import AgentRouter
+
+
+@pytest.fixture(autouse=True)
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    return isolate(tmp_path, monkeypatch, columns=80)
+
+
+@pytest.fixture
+def decided(kv_url: str) -> str:
+    """A store with 5 decisions of knowledge_gradient, each with its outcome."""
+    with AgentRouter(["coder", "writer"], store=kv_url, seed=0) as router:
+        for _ in range(5):
+            router.record(router.select("code"), success=True, quality=0.8)
+    return kv_url
+
+
+def test_calibration_of_a_mistyped_strategy_is_an_error_naming_what_is_logged(
+        capsys: pytest.CaptureFixture[str], decided: str) -> None:
+    for argv in ([], ["--json"]):
+        typo = run(capsys, "calibration", "--strategy", "thompsen", "--store", decided, *argv)
+        assert typo.code == 2
+        assert "no decisions of 'thompsen'" in typo.error_line
+        assert "(did you mean 'thompson'?)" in typo.error_line
+        assert typo.error_line.endswith("logged: knowledge_gradient (5)")
+    other = run(capsys, "calibration", "--strategy", "thompson", "--store", decided)
+    assert other.code == 0 and "no decisions of strategy 'thompson'" in other.out
+    assert "logged: knowledge_gradient (5)" in " ".join(other.out.split())
+    mine = run(capsys, "calibration", "--strategy", "knowledge_gradient", "--store", decided)
+    assert mine.code == 0 and "decisions 5 (5 with outcome)" in mine.out
