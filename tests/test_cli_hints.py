@@ -38,3 +38,29 @@ def test_calibration_of_a_mistyped_strategy_is_an_error_naming_what_is_logged(
     assert "logged: knowledge_gradient (5)" in " ".join(other.out.split())
     mine = run(capsys, "calibration", "--strategy", "knowledge_gradient", "--store", decided)
     assert mine.code == 0 and "decisions 5 (5 with outcome)" in mine.out
+
+
+def test_a_task_type_close_to_a_known_one_gets_a_hint(
+        capsys: pytest.CaptureFixture[str], decided: str) -> None:
+    routed = run(capsys, "route", "cod", "--store", decided)
+    assert routed.code == 0, routed.err  # a new task type may be meant: routed all the same
+    assert "warning: task type 'cod' has no outcomes yet (did you mean 'code'?)" in routed.err
+    listed = run(capsys, "profiles", "-t", "cod", "--store", decided)
+    assert listed.out.strip() == "no profiles of task type 'cod' (did you mean 'code'?)"
+    recorded = run(capsys, "record", "coder", "cod", "--success", "--store", decided)
+    assert recorded.code == 0 and "(did you mean 'code'?); recording it as a new" in \
+        recorded.err
+    new = run(capsys, "route", "summaries", "--store", decided)
+    assert new.code == 0 and new.err == ""  # nothing close: simply new
+
+
+def test_route_agent_close_to_a_known_one_gets_a_hint(
+        capsys: pytest.CaptureFixture[str], decided: str, workdir: Path) -> None:
+    routed = run(capsys, "route", "code", "-a", "codr", "-a", "writer", "--store", decided)
+    assert routed.code == 0, routed.err
+    assert "warning: agent 'codr' is not in the config and has no outcomes (did you mean " \
+        "'coder'?)" in routed.err
+    (workdir / "router.yaml").write_text("agents: [coder, writer]\nunknown_agents: error\n")
+    refused = run(capsys, "route", "code", "-a", "codr", "--store", decided)
+    assert refused.code == 2
+    assert refused.error_line == "--agent: unknown agent 'codr' (did you mean 'coder'?)"

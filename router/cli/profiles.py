@@ -17,6 +17,7 @@ from trustroute.router.cli.base import (
     store_label,
 )
 from trustroute.router.cli.handoff import stats_table
+from trustroute.router.cli.hints import new_task_type_hint
 from trustroute.router.cli.tables import PROFILES_LEGEND, fitted, profiles_tables
 from trustroute.router.cli.text import shown
 from trustroute.router.errors import did_you_mean
@@ -39,11 +40,15 @@ def show_profiles(task_type: str | None, agent: str | None, config: Path | None,
         found = router.profiles(task_type)
         url = store_label(router)
         rates = router.store.repository(HandoffRepository).decision_stats(task_type)
+        task_hint = "" if found or task_type is None else new_task_type_hint(router, task_type)
     known = sorted({p.agent_id for p in found})
     if agent is not None:
         found = [p for p in found if p.agent_id == agent]
     if as_json:
         print_json([p.model_dump(mode="json") for p in found])
+        return
+    if task_hint:
+        console.print(f"no profiles of task type {shown(repr(task_type))}{shown(task_hint)}")
         return
     if not found and agent is not None and (hint := did_you_mean(agent, known)):
         console.print(f"no profiles of agent {shown(repr(agent))}{shown(hint)}")

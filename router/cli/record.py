@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import click
@@ -16,6 +17,7 @@ from trustroute.router.cli.base import (
     print_json,
     router_options,
 )
+from trustroute.router.cli.hints import new_task_type_hint
 from trustroute.router.cli.tables import duration, num, plural
 from trustroute.router.cli.text import shown
 from trustroute.router.recording import as_judged, build_record
@@ -51,6 +53,9 @@ def record(agent: str, task_type: str, success: bool, failure: bool, quality: fl
         raise click.UsageError("say how it went: --success or --failure",
                                ctx=click.get_current_context())
     with open_router(config, store) as router:
+        if hint := new_task_type_hint(router, task_type):
+            warnings.warn(f"task type {task_type!r} has no outcomes yet{hint}; recording "
+                          "it as a new task type", stacklevel=1)
         rec = build_record(None, router.agents, agent_id=agent, task_type=task_type,
                            success=success, quality=quality, latency_ms=latency_ms, cost=cost,
                            record_id=record_id, decision_id=decision_id)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import click
@@ -18,6 +19,7 @@ from trustroute.router.cli.base import (
     strategy_option,
     strategy_overrides,
 )
+from trustroute.router.cli.hints import new_agent_hint, new_task_type_hint
 from trustroute.router.cli.tables import decision_table, fitted, num
 from trustroute.router.cli.text import shown
 from trustroute.router.errors import did_you_mean
@@ -71,8 +73,18 @@ def route(task_type: str, agents: tuple[str, ...], exclude: tuple[str, ...],
     # a preview: no decision log entry awaiting an outcome, no hand-off to a person
     settings = settings.without_handoffs()
     settings.trust = settings.trust.model_copy(update={"log_decisions": False})
+    listed = [spec.id for spec in settings.agents]
     with open_reader(config, store, settings, transfer=None, **overrides) as router:
         adopt_known_agents(router)
+        for agent_id in agents:  # -a names agents; one known nowhere may be a typo
+            if hint := new_agent_hint(router, agent_id, listed):
+                if settings.unknown_agents == "error":
+                    raise CliError(f"--agent: unknown agent {agent_id!r}{hint}")
+                warnings.warn(f"agent {agent_id!r} is not in the config and has no "
+                              f"outcomes{hint}", stacklevel=1)
+        if hint := new_task_type_hint(router, task_type):
+            warnings.warn(f"task type {task_type!r} has no outcomes yet{hint}; routing it "
+                          "as a new task type", stacklevel=1)
         for agent_id in exclude:  # a typo would exclude nothing and route anyway
             if agent_id not in router.agents:
                 raise CliError(f"--exclude: unknown agent {agent_id!r}"
