@@ -62,6 +62,32 @@ def test_no_credentials_says_where_they_come_from(surreal: Target,
     assert "store.username / store.password" in message
 
 
+def with_userinfo(url: str, userinfo: str) -> str:
+    scheme, rest = url.split("://", 1)
+    return f"{scheme}://{userinfo}@{rest}"
+
+
+def test_credentials_in_the_url_sign_in_before_settings_and_environment(
+        surreal: Target, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TRUSTROUTE_DB_USER", raising=False)
+    monkeypatch.delenv("TRUSTROUTE_DB_PASS", raising=False)
+    url = with_userinfo(surreal.url, f"{surreal.user}:{surreal.password}")
+    with Store(url, database=surreal.database) as store:
+        assert store.executions.count() == 0
+        assert store.url == with_userinfo(surreal.url, "***")
+    monkeypatch.setenv("TRUSTROUTE_DB_USER", surreal.user)  # the URL's wrong password
+    monkeypatch.setenv("TRUSTROUTE_DB_PASS", surreal.password)  # is not passed over
+    with pytest.raises(StoreAuthError) as info:
+        Store(with_userinfo(surreal.url, f"{surreal.user}:wr%40ng"), database=surreal.database,
+              username=surreal.user, password=surreal.password)
+    message = str(info.value)
+    assert "check the credentials given by the store URL" in message
+    assert "wr%40ng" not in message and "wr@ng" not in message
+    user_only = with_userinfo(surreal.url, surreal.user)  # the password from elsewhere
+    with Store(user_only, database=surreal.database) as store:
+        assert store.executions.count() == 0
+
+
 @pytest.mark.parametrize("suffix", ["/", "/rpc", "/rpc/"])
 def test_url_with_a_trailing_slash_or_rpc_works(surreal: Target, suffix: str) -> None:
     with AgentRouter(agents=["a"], store=surreal.url + suffix,

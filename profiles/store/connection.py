@@ -50,6 +50,7 @@ from tenacity import (
 )
 from websockets.exceptions import WebSocketException
 
+from trustroute.profiles.store.credentials import WHERE, Credentials, sdk_url
 from trustroute.profiles.store.errors import (
     StoreAuthError,
     StoreError,
@@ -80,8 +81,6 @@ TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
 RETRYABLE = "can be retried"
 #: What a server says when the signed-in user (or nobody) may not do something.
 _REFUSED = ("Not enough permissions", "IAM error", "problem with authentication")
-_CREDENTIALS = ("store.username / store.password (store_options, config) or the "
-                "environment variables TRUSTROUTE_DB_USER / TRUSTROUTE_DB_PASS")
 
 #: Open connections, so that a forked child can disown the ones it inherited.
 _OPEN: weakref.WeakSet[Connection] = weakref.WeakSet()
@@ -106,13 +105,7 @@ class Connection:
                  ) -> None:
         self.location = location
         self.settings = s = settings or StoreSettings()
-        self._username = s.username if s.username is not None else os.environ.get(
-            "TRUSTROUTE_DB_USER")
-        self._password = s.password if s.password is not None else os.environ.get(
-            "TRUSTROUTE_DB_PASS")
-        self._credentials_from = (
-            "TRUSTROUTE_DB_USER / TRUSTROUTE_DB_PASS" if s.username is None and s.password is None
-            else "store.username / store.password")
+        self._credentials = Credentials.of(location, s)  # the URL's, the settings', the env's
         self._backoff = wait_exponential(multiplier=0.1, max=s.retry_max_wait_s)
         self._lock = threading.Lock()
         self._db: Any = None
@@ -167,20 +160,21 @@ class Connection:
         """A new SDK connection, signed in and ``use``d (the caller holds the lock);
         against a server all of it within ``request_timeout_s``."""
         timeout = self.settings.request_timeout_s
-        db: Any = (DeadlineHttp(self.location.url, timeout)
-                   if self.location.scheme in ("http", "https")
-                   else Surreal(self.location.url))  # remote kinds connect on first request
+        url = sdk_url(self.location)
+        db: Any = (DeadlineHttp(url, timeout) if self.location.scheme in ("http", "https")
+                   else Surreal(url))  # remote kinds connect on first request
         if self.location.scheme in ("ws", "wss") and isinstance(
                 db, BlockingWsSurrealConnection):  # the SDK uses the socket it is given
             db.socket = open_socket(db.raw_url, timeout, self._logger)
-        step = f"the sign-in of user {self._username!r}"
+        user = self._credentials.username
+        step = f"the sign-in of user {user!r}"
         try:
             with limit(db, timeout):
-                if self.location.is_remote and self._username:
+                if self.location.is_remote and user:
                     self._logger.signing_in = True
                     try:
-                        db.signin({"username": self._username,
-                                   "password": self._password or ""})
+                        db.signin({"username": user,
+                                   "password": self._credentials.password or ""})
                     finally:
                         self._logger.signing_in = False
                 namespace, database = self.settings.namespace, self.settings.database
@@ -211,10 +205,10 @@ class Connection:
     def _refused(self, what: str, reason: object) -> StoreAuthError:
         """The one-line error for credentials the server refused (or that are missing)."""
         said = " ".join(str(getattr(reason, "message", "") or reason).split())
-        if self._username:
-            hint = f"check the credentials given by {self._credentials_from}"
+        if self._credentials.username:
+            hint = f"check the credentials given by {self._credentials.source}"
         else:
-            hint = f"no credentials were given; set {_CREDENTIALS}"
+            hint = f"no credentials were given; give them as {WHERE}"
         return StoreAuthError(f"SurrealDB at {self.location.redacted()} refused {what} "
                               f"({said}); {hint}")
 
