@@ -31,8 +31,8 @@ def did_you_mean(name: str, known: Iterable[str]) -> str:
 def unlisted_agent(agent_id: str, known: Iterable[str]) -> str:
     """The warning for an outcome of an agent the router does not list."""
     return (f"recording agent {agent_id!r}, which this router does not list"
-            f"{did_you_mean(agent_id, known) or ' (a typo?)'}; unknown_agents='error' "
-            "refuses it")
+            f"{did_you_mean(agent_id, known) or ' (a typo?)'}; recorded all the same "
+            "(unknown_agents: error would refuse it)")
 
 
 class UnknownAgent(RouterError, KeyError):

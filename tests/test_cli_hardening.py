@@ -171,7 +171,7 @@ def test_an_unlisted_agent_warns_on_one_line_or_is_refused(
     assert warned.code == 0
     assert warned.err.strip().splitlines() == [
         "warning: recording agent 'codr', which this router does not list (did you mean "
-        "'coder'?); unknown_agents='error' refuses it"]
+        "'coder'?); recorded all the same (unknown_agents: error would refuse it)"]
     (workdir / "router.yaml").write_text(
         f"store: {kv_url}\nagents: [coder]\nunknown_agents: error\n")
     refused = run(capsys, "record", "codr2", "code", "--success")
