@@ -98,7 +98,10 @@ def test_record_json_claims_no_quality_for_a_run_awaiting_its_verdict(
     (["--score", "nan"], "score must be a finite number"),
     (["--approve", "--score", "0.5"], "contradict each other"),
     ([], "say --approve, --reject or --score"),
-    (["--key", "judge", "--score", "11"], "score must be <= 10.0"),
+    (["--key", "judge", "--score", "11"],
+     "score must be <= 10.0, got 11.0 (key 'judge': scale [1, 10])"),
+    (["--key", "grader", "--score", "7"], "score must be <= 1.0, got 7.0 (key 'grader': "
+     "scale [0, 1], the default; set feedback.keys.grader.scale for another)"),
 ])
 def test_feedback_bad_input_is_one_line_and_stores_nothing(
         capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
