@@ -218,10 +218,17 @@ def test_profiles_table_and_filters(capsys: pytest.CaptureFixture[str], kv_url: 
     assert none.code == 0 and "no profiles matching the filters" in none.out
 
 
-def test_route_without_any_agent_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
+def test_route_without_any_agent_is_a_clear_error(capsys: pytest.CaptureFixture[str],
+                                                  workdir: Path) -> None:
     result = run(capsys, "route", "code", "--store", "mem://")
     assert result.code == 2
-    assert result.error_line.startswith("no agents to route to")
+    assert result.error_line.startswith("no agents to route to: list them under `agents:` "
+                                        "in router.yaml (`trustroute init` writes one)")
+    (workdir / "s.yaml").write_text("store: mem://\n")
+    named = run(capsys, "route", "code", "-c", "s.yaml")  # the file given, not router.yaml
+    assert named.code == 2
+    assert named.error_line.startswith("no agents to route to: list them under `agents:` "
+                                       "in s.yaml, pass --agent")
 
 
 def test_route_when_no_agent_accepts_the_task_type(capsys: pytest.CaptureFixture[str],

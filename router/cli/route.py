@@ -30,20 +30,21 @@ ON_ABSTAIN = {"route_anyway": "routes it anyway", "human": "hands the task to a 
               "raise": "raises Abstained"}
 
 
-def adopt_known_agents(router: AgentRouter) -> None:
+def adopt_known_agents(router: AgentRouter, config: Path | None = None) -> None:
     """With no agents configured, route among the agents the store has profiles for.
 
     So `trustroute import log.jsonl` then `trustroute route code` works without writing
-    a config first.
+    a config first. ``config``: the file given by --config, named in the error.
     """
     if router.agents:
         return
     for agent_id in sorted({state.agent_id for state in router.book}):
         router.register(agent_id)
     if not router.agents:
-        raise CliError("no agents to route to: list them under `agents:` in router.yaml "
-                       "(`trustroute init` writes one), pass --agent, or record executions "
-                       "first")
+        where = shown(str(config)) if config is not None else \
+            "router.yaml (`trustroute init` writes one)"
+        raise CliError(f"no agents to route to: list them under `agents:` in {where}, pass "
+                       "--agent, or record executions first")
 
 
 @cli.command()
@@ -75,7 +76,7 @@ def route(task_type: str, agents: tuple[str, ...], exclude: tuple[str, ...],
     settings.trust = settings.trust.model_copy(update={"log_decisions": False})
     listed = [spec.id for spec in settings.agents]
     with open_reader(config, store, settings, transfer=None, **overrides) as router:
-        adopt_known_agents(router)
+        adopt_known_agents(router, config)
         for agent_id in agents:  # -a names agents; one known nowhere may be a typo
             if hint := new_agent_hint(router, agent_id, listed):
                 if settings.unknown_agents == "error":
