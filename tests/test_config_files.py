@@ -80,8 +80,11 @@ def test_yaml_toml_and_json_mean_the_same_config(tmp_path: Path, name: str) -> N
     assert settings.recency.boost_window_days == 7.0  # untouched keys keep the reference value
 
 
-def test_empty_file_is_all_defaults(tmp_path: Path) -> None:
-    config = load_config(write(tmp_path, "router.yaml", "# nothing set\n"))
+@pytest.mark.parametrize(("name", "text"), [("router.yaml", "# nothing set\n"),
+                                            ("router.toml", ""), ("router.json", ""),
+                                            ("router.json", " \n")])
+def test_empty_file_is_all_defaults(tmp_path: Path, name: str, text: str) -> None:
+    config = load_config(write(tmp_path, name, text))
     assert config.agents == []
     assert config.profiles.confidence_ramp == 20
     assert config.profiles.recency.window_size == 100

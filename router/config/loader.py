@@ -113,8 +113,8 @@ def read_mapping(path: str | Path, secrets: set[str] | None = None) -> dict[str,
         raise ConfigError(f"{p}: unknown config format {p.suffix or '(no extension)'!r}; "
                           "use .yaml, .yml, .toml or .json")
     text = _read_text(p)
-    try:
-        data = parse(text, fmt)
+    try:  # an empty file is all defaults, in every format (JSON has no empty document)
+        data = parse(text, fmt) if text.strip() else {}
     except ParseError as exc:
         raise ConfigError(f"{p}: not valid {fmt}: {exc}") from None
     except (yaml.YAMLError, tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
