@@ -83,7 +83,10 @@ def describe_problem(err: Any, model: type[BaseModel] | None = None) -> str:
             msg = "a value " + msg
         msg = "expected " + msg
     if "input" in err and not is_secret_key(loc) and err["type"] != "value_error":
-        msg = f"{msg}, got {_shown(err['input'])}"
+        # pydantic may say what it got already ("..., got a number with a fractional
+        # part"): the value comes first, its kind after, never "got" twice
+        head, got, kind = msg.partition(", got ")
+        msg = f"{head}, got {_shown(err['input'])}{f' ({kind})' if got else ''}"
     return f"{key_path(loc)}: {msg}"
 
 

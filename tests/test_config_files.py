@@ -151,6 +151,8 @@ def test_env_var_in_list_names_the_index(tmp_path: Path,
     ("agents: coder\n", "agents: expected a valid list, got 'coder'"),
     ("agents: [42]\n", "agents.0: expected a valid dictionary"),
     ("seed: soon\n", "seed: expected a valid integer"),
+    ("seed: 1.5\n", "seed: expected a valid integer, got 1.5 (a number with a fractional "
+     "part)"),  # "got" once
     ("profiles:\n  confidence_ramp: 0\n", "profiles.confidence_ramp: expected a value greater"),
     ("profiles:\n  recency: {time_constant_days: -7}\n",
      "profiles.recency.time_constant_days: expected a value greater than 0, got -7"),
