@@ -32,6 +32,24 @@ def is_secret_key(parts: Iterable[Any]) -> bool:
     return any(m in str(p).lower() for p in parts for m in SECRET_MARKERS)
 
 
+#: How much less alike than the closest name another may be and still be suggested
+#: (``evaluater``: ``evaluate`` 0.94, ``evaluator`` 0.89, both offered).
+_RUNNER_UP = 0.1
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """`` (did you mean 'coder'?)`` for the closest of ``known`` (and the next closest
+    as well when it is almost as close: ``'evaluate' or 'evaluator'``), or nothing."""
+    choices = list(known)
+    close = difflib.get_close_matches(name, choices, n=2)
+    if not close:
+        return ""
+    alike = [difflib.SequenceMatcher(None, name, c).ratio() for c in close]
+    shown = close[:1] + [c for c, r in zip(close[1:], alike[1:], strict=True)
+                         if r >= alike[0] - _RUNNER_UP]
+    return f" (did you mean {' or '.join(map(repr, shown))}?)"
+
+
 def key_path(parts: tuple[Any, ...] | list[Any]) -> str:
     """``('agents', 0, 'id')`` -> ``agents.0.id`` (``<root>`` for the whole file)."""
     return ".".join(str(p) for p in parts) or "<root>"
@@ -70,8 +88,7 @@ def describe_problem(err: Any, model: type[BaseModel] | None = None) -> str:
         if parent is None:
             return f"{key_path(loc)}: unknown key {key!r}"
         allowed = sorted(parent.model_fields)
-        close = difflib.get_close_matches(key, allowed, n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        hint = did_you_mean(key, allowed)
         return (f"{key_path(loc)}: unknown key {key!r}{hint}; allowed here: "
                 f"{', '.join(allowed)}")
     if err["type"] == "missing":

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
 from trustroute.profiles.store.errors import PicklableError
+from trustroute.profiles.validation import did_you_mean as close_names
 
 
 class RouterError(PicklableError):
@@ -22,10 +22,9 @@ class NoAgentAvailable(RouterError, LookupError):
 
 
 def did_you_mean(name: str, known: Iterable[str]) -> str:
-    """`` (did you mean 'coder'?)`` for the closest of ``known``, or nothing (as the
-    config errors suggest keys)."""
-    close = difflib.get_close_matches(name, list(known), n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+    """`` (did you mean 'coder'?)`` for the closest of ``known``, or nothing, as the
+    config errors suggest keys (``profiles.validation.did_you_mean``)."""
+    return close_names(name, known)
 
 
 def unlisted_agent(agent_id: str, known: Iterable[str]) -> str:

@@ -25,7 +25,8 @@ def routed(given: AgentRouter, **kwargs: Any) -> RoutedRunnable:
     ({"evaluate": "later"}, "evaluate: expected 'inline' or 'background', got 'later'"),
     ({"quality": "traces"}, "quality: expected 'trace', got 'traces'"),
     ({"exceptions_to_handle": ValueError}, "exceptions_to_handle: expected a valid tuple"),
-    ({"evaluater": print}, "evaluater: unknown argument 'evaluater'"),
+    ({"evaluater": print}, "evaluater: unknown argument 'evaluater' (did you mean 'evaluate' "
+     "or 'evaluator'?)"),  # both, as they are almost equally close
     ({"router": "x"}, "router: expected an instance of AgentRouter, got 'x'"),
 ])
 def test_constructor_errors_are_one_line_naming_the_argument(
