@@ -85,7 +85,7 @@ def test_csv_import_with_small_batches_and_excel_bom(
     ("bad.jsonl", '{"agent_id": "a", "agent": "b", "task_type": "t", "success": true}\n',
      "line 1: agent_id: agent_id and agent disagree"),
     ("bad.jsonl", '{"agent_id": "a", "task_type": "t", "success": true, "qualty": 1}\n',
-     "line 1: qualty: unknown column"),
+     "line 1: qualty: unknown column (did you mean 'quality'?); allowed: "),
     ("bad.jsonl", '{"agent_id": "a", "task_type": "t", "success": true,'
                   ' "timestamp": "2025-01-01T00:00:00"}\n', "line 1: timestamp: "),
     ("bad.jsonl", '{"agent_id": "a", "task_type": "t", "success": true,'

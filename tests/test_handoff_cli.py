@@ -86,6 +86,8 @@ def test_calibrate_with_name_saves_for_the_config(
     [
         ('{"scores": [0.9], "needs_human": false}\n{oops\n', "labelled.jsonl:2: not valid JSON"),
         ('{"scores": [0.9]}\n', 'labelled.jsonl:1: expected an object with "scores"'),
+        ('{"scores": [0.9], "needs_humn": true}\n', "needs_human\"; unknown key 'needs_humn' "
+         r"\(did you mean 'needs_human'\?\)"),
         ('{"scores": [0.9], "needs_human": false}\n', "both needs-human and covered"),
         ('{"scores": [0.9, "x"], "needs_human": true}\n', r"labelled.jsonl:1: scores\[1\]"),
         ('{"scores": [0.9], "needs_human": true}\n{"scores": [0.2], "needs_human": "no"}\n',
@@ -166,6 +168,7 @@ def test_stats_when_nothing_recorded(config: Path, capsys: pytest.CaptureFixture
 
 def test_help_texts(capsys: pytest.CaptureFixture[str]) -> None:
     assert "needs_human" in run(capsys, "calibrate-handoff", "--help").out
+    assert "metadata, run_ids." in " ".join(run(capsys, "import", "--help").out.split())
     assert "--retry" in run(capsys, "handoffs", "--help").out
 
 

@@ -24,7 +24,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from trustroute.profiles.records import MAX_METADATA_DEPTH, ExecutionRecord
-from trustroute.profiles.validation import describe_problem
+from trustroute.profiles.validation import describe_problem, did_you_mean
 from trustroute.router.row_files import (
     RowFileError,
     RowIds,
@@ -117,7 +117,8 @@ _CONVERT: dict[str, Callable[[Any], Any]] = {
 def _check_columns(names: Iterable[str]) -> None:
     for name in names:
         if name not in _KNOWN:
-            raise ValueError(f"{name}: unknown column; allowed: {', '.join(COLUMNS)}")
+            raise ValueError(f"{name}: unknown column{did_you_mean(name, COLUMNS)}; allowed: "
+                             f"{', '.join(COLUMNS)}")
 
 
 def row_to_record(row: Mapping[str, Any], ids: RowIds) -> ExecutionRecord:

@@ -36,6 +36,7 @@ from trustroute.router.cli.base import (
 )
 from trustroute.router.cli.tables import age, compact_table, fitted, num, pct, plural
 from trustroute.router.cli.text import shown
+from trustroute.router.errors import did_you_mean
 from trustroute.router.handoff.calibration import CalibrationReport
 from trustroute.router.handoff.confidence import RetrievalConfidence
 from trustroute.router.handoff.inputs import parse_examples
@@ -51,9 +52,13 @@ def read_examples(path: Path) -> list[dict[str, Any]]:
                        '{"scores": [...], "needs_human": true}), not CSV')
     examples = []
     for number, row in jsonl_rows(path):
-        if "scores" not in row or "needs_human" not in row:
+        if missing := [key for key in ("scores", "needs_human") if key not in row]:
+            typo = next(((key, hint) for key in row if (hint := did_you_mean(key, missing))),
+                        None)
+            said = f"unknown key {typo[0]!r}{typo[1]}" if typo else \
+                f"got {json.dumps(row)[:60]}"
             raise CliError(f'{path}:{number}: expected an object with "scores" and '
-                           f'"needs_human", got {json.dumps(row)[:60]}')
+                           f'"needs_human"; {said}')
         try:
             parse_examples([row])  # a bad value is named at its line
         except ValueError as exc:

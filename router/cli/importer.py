@@ -37,7 +37,7 @@ def import_executions(file: Path, fmt: str | None, batch_size: int, config: Path
 
     Columns: agent_id (or agent), task_type, success, and optionally quality,
     latency_ms, cost, timestamp (ISO 8601 with a timezone, or POSIX seconds),
-    record_id, decision_id, metadata. A timestamp more than profiles.max_clock_skew_s
+    record_id, decision_id, metadata, run_ids. A timestamp more than profiles.max_clock_skew_s
     ahead of now, or metadata over profiles.max_metadata_bytes, is a bad row. The file is
     streamed twice, so memory stays flat
     however long it is: the first pass checks every row, and a bad row stops the import
