@@ -120,6 +120,31 @@ def test_demo_and_replay_tables_fit_80_columns(capsys: pytest.CaptureFixture[str
          "% of oracle", "final regret", "oracle's pick", "most chosen agents")
 
 
+@pytest.mark.parametrize("columns", [60, 80])
+def test_replay_never_cuts_a_strategy_or_agent_name(capsys: pytest.CaptureFixture[str],
+                                                    workdir: Path,
+                                                    monkeypatch: pytest.MonkeyPatch,
+                                                    columns: int) -> None:
+    monkeypatch.setenv("COLUMNS", str(columns))
+    log = workdir / "outcomes.csv"
+    agents = ("mistral-orpo-beta", "llama-2-70b-chat-hf", "coder")
+    log.write_text("agent,task_type,task,quality\n" + "".join(
+        f"{agent},code,t{t},{0.9 if agent == 'coder' else 0.4}\n"
+        for t in range(10) for agent in agents))
+    out = run(capsys, "replay", str(log), "--runs", "1", "-S",
+              "knowledge_gradient,confidence_weighted").out
+    assert max(len(line) for line in out.splitlines()) <= columns, out
+    words = out.split()
+    assert "knowledge_gradient" in words and "confidence_weighted" in words, out
+    if columns == 80:  # every agent shown is shown whole
+        shown = [w for w in words if w.startswith(("mistral", "llama", "coder"))]
+        assert shown and set(shown) <= set(agents), out
+    else:  # no room for the agents' names: their column is left out, and said so
+        assert "not shown at this width: most chosen agents" in " ".join(words), out
+    helped = run(capsys, "replay", "--help").out.split()  # the default wraps between names
+    assert "knowledge_gradient," in helped and "confidence_weighted," in helped
+
+
 def test_counts_are_singular_when_one(capsys: pytest.CaptureFixture[str],
                                       workdir: Path, kv_url: str) -> None:
     recorded = run(capsys, "record", "a", "t", "--success", "--store", kv_url)

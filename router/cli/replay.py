@@ -45,9 +45,10 @@ def parse_params(items: tuple[str, ...], strategies: list[str]) -> dict[str, dic
 
 @cli.command(name="replay")
 @click.argument("file", type=click.Path(path_type=Path, exists=True, dir_okay=False))
-@click.option("--strategy", "-S", "strategies", default=DEFAULT_COMPARISON, show_default=True,
+@click.option("--strategy", "-S", "strategies", default=DEFAULT_COMPARISON,
               help="Comma-separated strategies to compare side by side "
-                   f"({', '.join(available_strategies())}).")
+                   f"({', '.join(available_strategies())}).  [default: "
+                   f"{DEFAULT_COMPARISON.replace(',', ', ')}]")  # wraps between names
 @click.option("--runs", "-n", type=click.IntRange(1, 10_000), default=20, show_default=True,
               help="Shuffled orderings of the tasks (each strategy replays the same ones).")
 @click.option("--seed", type=click.IntRange(0), default=0, show_default=True,
@@ -139,12 +140,14 @@ def show_report(report: ReplayReport, file: Path) -> None:
                           names=("strategy", "most chosen agents"))
     for summary in summaries:
         pct, quality, regret = summary.pct_oracle, summary.mean_quality, summary.final_regret
-        top = ", ".join(f"{shown(a)} {share:.0%}" for a, share in summary.choice_share(2))
+        top = "\n".join(f"{shown(a)} {share:.0%}" for a, share in summary.choice_share(2))
         share = ("—" if not math.isfinite(pct["mean"])  # the oracle's quality is 0
                  else f"{pct['mean']:.1f}" if pct["ci95"] is None  # one run: no spread
                  else f"{pct['mean']:.1f} ± {pct['ci95']:.1f}")
         table.add_row(shown(summary.strategy), f"{quality['mean']:.3f}", share,
                       f"{regret['mean']:.1f}", f"{summary.oracle_share['mean']:.0%}", top)
+    # a strategy's name is the row's key: never folded (narrower, columns are left out)
+    table.columns[0].min_width = max(len(shown(s.strategy)) for s in summaries)
     console.print(fitted(table, console))
 
 
