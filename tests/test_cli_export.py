@@ -72,6 +72,12 @@ def test_export_writes_only_new_files(tmp_path: Path, capsys: pytest.CaptureFixt
     missing = run(capsys, "export", str(tmp_path / "no" / "x.jsonl"), "--store", kv_url)
     assert missing.code == 2 and "does not exist" in missing.error_line
     empty = tmp_path / "empty.jsonl"
+    nowhere = run(capsys, "export", str(empty), "--store", kv_url)  # no store there (yet)
+    assert nowhere.code == 2 and not empty.exists()
+    assert nowhere.error_line.startswith(f"there is no store at {kv_url} (nothing was ever "
+                                         "recorded there")
+    with AgentRouter(AGENTS, store=kv_url):  # a store with nothing in it: an empty file
+        pass
     assert run(capsys, "export", str(empty), "--store", kv_url).code == 0
     assert empty.read_text() == ""
     assert [json.loads(line) for line in empty.read_text().splitlines()] == []

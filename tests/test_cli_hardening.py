@@ -257,3 +257,17 @@ def test_a_read_command_on_a_path_with_no_store_creates_nothing(
     result = run(capsys, *command, "--store", f"surrealkv://{typo}")
     assert result.code == 0, result.err
     assert not (tmp_path / "data").exists()  # no store, no lock file, no folder
+    assert f"note: there is no store at surrealkv://{typo} yet: read as empty" in result.err
+
+
+@pytest.mark.parametrize("command", [["profiles"], ["record", "a", "t", "--success"]])
+def test_a_store_path_that_is_a_file_is_an_error_that_leaves_nothing_behind(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        command: list[str]) -> None:
+    isolate(tmp_path, monkeypatch)
+    (tmp_path / "afile").write_text("x\n")
+    result = run(capsys, *command, "--store", "surrealkv://afile")
+    assert result.code == 2
+    assert result.error_line.endswith("afile: it is a file, and an embedded store is a "
+                                      "folder (surrealkv://PATH names the folder)")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]  # no afile.lock

@@ -14,7 +14,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from trustroute.profiles.store.connection import Connection
-from trustroute.profiles.store.errors import StoreError
+from trustroute.profiles.store.errors import StoreError, StoreUnavailableError
 from trustroute.profiles.store.executions import SCHEMA as EXECUTIONS_SCHEMA
 from trustroute.profiles.store.executions import ExecutionRepository
 from trustroute.profiles.store.location import StoreLocation, parse_store_url
@@ -56,6 +56,10 @@ class Store:
         self._closed = False
         #: snapshots for readers while this process holds an on-disk store (snapshot.py)
         self.snapshots: SnapshotWriter | None = None
+        if self.location.path is not None and self.location.path.is_file():  # before the
+            raise StoreUnavailableError(  # lock, which would leave PATH.lock beside it
+                f"could not open the embedded store at {self.location.path}: it is a file, "
+                "and an embedded store is a folder (surrealkv://PATH names the folder)")
         if self._lock:
             self._lock.acquire(self.settings.lock_wait_s)  # makes the parent folder too
         try:

@@ -210,16 +210,22 @@ def store_label(router: AgentRouter) -> str:
 
 @contextmanager
 def open_reader(config: Path | None, store: str | None, settings: RouterConfig | None = None,
-                **overrides: Any) -> Iterator[AgentRouter]:
+                *, must_exist: bool = False, **overrides: Any) -> Iterator[AgentRouter]:
     """The router of a command that only reads. When another process (a running app)
     holds the embedded store, a private copy of the snapshot it writes beside the store
     (``store.snapshot_interval_s``) is opened instead, and stderr says as of when. An
-    embedded path that holds no store reads as an empty store, and nothing is created
-    there (a mistyped --store must not leave a store, or files in a folder, behind)."""
+    embedded path that holds no store reads as an empty store, stderr says so, and
+    nothing is created there (a mistyped --store must not leave a store, or files in a
+    folder, behind); ``must_exist``: it is an error instead."""
     settings = settings or load_router_config(config, store)
     settings = not_waiting(settings)  # held: read the holder's snapshot at once
     location = parse_store_url(settings.store.url)
     if location.path is not None and not location.path.exists():
+        if must_exist:
+            raise CliError(f"there is no store at {location.redacted()} (nothing was ever "
+                           "recorded there: check --store or the config's store)")
+        err_console.print(f"note: there is no store at {shown(location.redacted())} yet: "
+                          "read as empty, nothing is created there", soft_wrap=True)
         empty = settings.model_copy(update={"store": settings.store.model_copy(
             update={"url": "mem://"})})
         with empty.build_router(**overrides) as router:

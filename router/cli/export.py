@@ -113,7 +113,7 @@ def export(file: Path, feedback_file: Path | None, config: Path | None, store: s
     new_file(feedback_file)
     if feedback_file is not None and feedback_file.resolve() == file.resolve():
         raise CliError("FILE and --feedback name the same file")
-    with base.open_reader(config, store) as router:
+    with base.open_reader(config, store, must_exist=True) as router:  # no empty file
         where = base.store_label(router)
         executions = write_jsonl(file, execution_rows(router.store))
         said = router.store.repository(TrustRepository).people()
