@@ -271,3 +271,19 @@ def test_a_store_path_that_is_a_file_is_an_error_that_leaves_nothing_behind(
     assert result.error_line.endswith("afile: it is a file, and an embedded store is a "
                                       "folder (surrealkv://PATH names the folder)")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]  # no afile.lock
+
+
+def test_writes_to_an_in_memory_store_warn_that_they_do_not_last(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    isolate(tmp_path, monkeypatch)
+    log = tmp_path / "one.jsonl"
+    log.write_text('{"agent_id": "a", "task_type": "t", "success": true}\n')
+    warning = ("warning: the store is mem:// (in memory): what this command writes is gone "
+               "when it ends; give a surrealkv:// or ws:// store to keep it")
+    for argv in (["record", "a", "t", "--success"], ["import", str(log)],
+                 ["review", "a", "t", "--approve"]):
+        result = run(capsys, *argv, "--store", "mem://")
+        assert result.code == 0 and result.err.splitlines()[0] == warning, (argv, result.err)
+    demo = run(capsys, "demo", "-n", "5", "--store", "mem://")  # a throw-away run: no word
+    assert demo.code == 0 and "warning" not in demo.err

@@ -180,11 +180,16 @@ def not_waiting(settings: RouterConfig) -> RouterConfig:
 
 
 def open_router(config: Path | None, store: str | None, settings: RouterConfig | None = None,
-                **overrides: Any) -> AgentRouter:
+                *, throwaway: bool = False, **overrides: Any) -> AgentRouter:
     """Build the router the user's options describe (``settings``, when already loaded),
     for a command that writes: an embedded store held by another process is an error
-    saying that writes need it."""
+    saying that writes need it. On ``mem://`` what it writes is gone when the command
+    ends, which a warning says (unless the command is a ``throwaway`` run: the demo)."""
     settings = settings or load_router_config(config, store)
+    if not throwaway and parse_store_url(settings.store.url).scheme == "mem":
+        warnings.warn("the store is mem:// (in memory): what this command writes is gone "
+                      "when it ends; give a surrealkv:// or ws:// store to keep it",
+                      stacklevel=2)
     if "lock_wait_s" not in settings.store.model_fields_set:  # a held store: say so now
         settings = not_waiting(settings)
     try:

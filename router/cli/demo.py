@@ -80,7 +80,8 @@ def demo(tasks: int, seed: int, strategy: str | None, config: Path | None, store
     overrides: dict[str, Any] = {"agents": workload.agent_specs(), "seed": seed,
                                  **strategy_overrides(strategy)}
     settings = load_router_config(config, store).without_handoffs()  # simulated tasks
-    with open_router(config, store, settings, transfer=None, **overrides) as router:
+    with open_router(config, store, settings, transfer=None, throwaway=True,
+                     **overrides) as router:
         url = router.store.url
         if not as_json:
             console.print(f"[bold]trustroute demo[/]: {plural(tasks, 'simulated task')} over "
