@@ -118,3 +118,22 @@ def test_a_hook_failing_during_a_command_is_one_warning_line(
     lines = retried.err.splitlines()
     assert len(lines) == 1 and lines[0].startswith("warning: transfer hook"), retried.err
     assert "failed after 1 attempt" in lines[0]
+
+
+def test_a_subfolder_of_a_project_is_warned_of_the_config_above(
+        workdir: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    (workdir / "router.yaml").write_text("agents: [coder]\nunknown_agents: error\n")
+    (workdir / "src").mkdir()
+    monkeypatch.chdir(workdir / "src")
+    result = run(capsys, "record", "coder", "code", "--success")
+    assert result.code == 0
+    assert result.err.splitlines()[0] == (
+        "warning: no router.yaml here, so the defaults are used (no agents, a store in "
+        "./.trustroute), though ../router.yaml exists: run from its folder or pass -c "
+        "../router.yaml")
+    given = run(capsys, "profiles", "-c", "../router.yaml")  # named: no warning
+    assert given.code == 0 and "warning" not in given.err
+    monkeypatch.chdir(workdir)
+    here = run(capsys, "profiles")  # found here: no warning
+    assert here.code == 0 and "warning" not in here.err

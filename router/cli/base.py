@@ -156,9 +156,16 @@ def run_cli(argv: list[str]) -> int:
 
 
 def load_router_config(config: Path | None, store: str | None) -> RouterConfig:
-    """The config named by --config, ./router.yaml when present, else defaults."""
+    """The config named by --config, ./router.yaml when present, else defaults (with a
+    warning when a folder above has a router.yaml: a command run from a project's
+    subfolder would otherwise make a second store there without a word)."""
     if config is None and DEFAULT_CONFIG.exists():
         config = DEFAULT_CONFIG
+    elif config is None and (above := config_above()) is not None:
+        where = "" if store else ", a store in ./.trustroute"
+        warnings.warn(f"no {DEFAULT_CONFIG} here, so the defaults are used (no agents"
+                      f"{where}), though {above} exists: run from its folder or pass -c "
+                      f"{above}", stacklevel=2)
     cfg = RouterConfig() if config is None else load_config(config)
     if store is not None:
         cfg.store = cfg.store.model_copy(update={"url": store})
@@ -167,6 +174,15 @@ def load_router_config(config: Path | None, store: str | None) -> RouterConfig:
     cfg.handoff = cfg.handoff.model_copy(update={"dispatch_retry_interval_s": 0})
     _loaded_secrets.update(cfg.secrets)
     return cfg
+
+
+def config_above() -> Path | None:
+    """The nearest ``router.yaml`` in a folder above the working one (relative to it),
+    or None."""
+    here = Path.cwd()
+    found = next((folder / DEFAULT_CONFIG for folder in here.parents
+                  if (folder / DEFAULT_CONFIG).is_file()), None)
+    return None if found is None else Path(os.path.relpath(found, here))
 
 
 #: the commands that show a running app's snapshot when it holds the embedded store
