@@ -44,7 +44,7 @@ def build_record(decision: RoutingDecision | ExecutionRecord | None,
             raise TypeError(f"record() stores an ExecutionRecord as it is: give "
                             f"{', '.join(extra)} when building the record, or pass them "
                             "without one")
-        return decision
+        return costed(decision, agents)
     if decision is not None and not isinstance(decision, RoutingDecision):
         raise TypeError("record() takes the RoutingDecision from select() or an "
                         f"ExecutionRecord, got {type(decision).__name__}")
@@ -84,10 +84,21 @@ def as_judged(record: ExecutionRecord, known: tuple[bool, float | None]) -> Exec
     return record.model_copy(update={"quality": quality})  # still marked as not given
 
 
+def costed(record: ExecutionRecord, agents: Mapping[str, AgentSpec]) -> ExecutionRecord:
+    """``record``, its missing cost filled with its agent's ``cost_per_call`` (every way
+    in: ``record()``, a ready ExecutionRecord, ``record_many()``, an import)."""
+    spec = agents.get(record.agent_id)
+    if record.cost is not None or spec is None or spec.cost_per_call is None:
+        return record
+    return record.model_copy(update={"cost": spec.cost_per_call})
+
+
 def admit_all(records: Sequence[ExecutionRecord], settings: ProfileSettings,
-              check_agent: Callable[[str], None]) -> None:
+              check_agent: Callable[[str], None], agents: Mapping[str, AgentSpec]
+              ) -> list[ExecutionRecord]:
     """Check every record with ``settings.admit`` (ValueError names the first bad one's
-    field), then each distinct agent with ``check_agent``, before any is written."""
+    field), then each distinct agent with ``check_agent``, before any is written; the
+    records to write (a missing cost filled: ``costed``)."""
     now = utc_now()
     for i, rec in enumerate(records):
         if not isinstance(rec, ExecutionRecord):
@@ -96,3 +107,4 @@ def admit_all(records: Sequence[ExecutionRecord], settings: ProfileSettings,
         settings.admit(rec, now)
     for agent_id in dict.fromkeys(rec.agent_id for rec in records):
         check_agent(agent_id)
+    return [costed(rec, agents) for rec in records]

@@ -344,7 +344,7 @@ class AgentRouter(TrustMethods):
         the one it counts with (None while it awaits a verdict: docs/feedback.md).
         Pass the decision from ``select`` (its agent and task type are used and its
         lease released), or ``agent_id`` and ``task_type`` directly, or a ready
-        ``ExecutionRecord`` (stored as it is: other fields with it are a TypeError). A
+        ``ExecutionRecord`` (as it is, a missing cost aside: other fields are a TypeError). A
         ``record_id`` this router has already folded raises ``DuplicateRecord`` and
         changes nothing; the same record stored by an earlier try whose answer was lost
         is folded now, once. An agent this router does not list is recorded, with a
@@ -377,11 +377,11 @@ class AgentRouter(TrustMethods):
             raise ValueError(f"batch_size must be a whole number >= 1, got {batch_size!r}")
         whole = isinstance(records, list | tuple)
         if isinstance(records, list | tuple):
-            admit_all(records, self.settings, self.check_agent)
+            records = admit_all(records, self.settings, self.check_agent, self._agents)
         written, pending = 0, iter(records)
         while chunk := list(islice(pending, batch_size)):
             if not whole:
-                admit_all(chunk, self.settings, self.check_agent)
+                chunk = admit_all(chunk, self.settings, self.check_agent, self._agents)
             written += len(self.projection.append(chunk))
             self.trust_layer.maybe_flush()
         return written

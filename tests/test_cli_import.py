@@ -55,6 +55,18 @@ def test_jsonl_import_updates_profiles_and_skips_duplicates(
         assert r.profile("b", "code").executions_successful == 3
 
 
+def test_an_imported_row_without_cost_gets_cost_per_call_as_record_does(
+        capsys: pytest.CaptureFixture[str], workdir: Path, kv_url: str) -> None:
+    (workdir / "router.yaml").write_text(
+        f"store: {kv_url}\nagents:\n  - {{id: coder, cost_per_call: 0.012}}\n")
+    path = jsonl(workdir / "log.jsonl", [{"agent_id": "coder", "task_type": "a",
+                                           "success": True}])
+    assert run(capsys, "import", str(path)).code == 0
+    assert run(capsys, "record", "coder", "b", "--success").code == 0
+    costs = {p["task_type"]: p["avg_cost"] for p in run(capsys, "profiles", "--json").json()}
+    assert costs == {"a": 0.012, "b": 0.012}
+
+
 def test_csv_import_with_small_batches_and_excel_bom(
         capsys: pytest.CaptureFixture[str], workdir: Path, kv_url: str) -> None:
     lines = ["agent,task_type,success,quality,latency_ms,cost,timestamp,record_id"]

@@ -251,3 +251,21 @@ def test_metadata_nests_32_levels_as_a_config_file_does(router: AgentRouter) -> 
     router.record(agent_id="a", task_type="code", success=True, metadata=nested(31))
     with pytest.raises(InvalidRecord, match=r"^metadata: nested deeper than 32 levels$"):
         router.record(agent_id="a", task_type="code", success=True, metadata=nested(32))
+
+
+def test_cost_per_call_fills_a_missing_cost_on_every_way_in() -> None:
+    agents = [{"id": "coder", "cost_per_call": 0.012}, "free"]
+    with AgentRouter(agents, store="mem://") as r:
+        plain = r.record(agent_id="coder", task_type="a", success=True)
+        ready = r.record(ExecutionRecord(agent_id="coder", task_type="b", success=True))
+        assert (plain.cost, ready.cost) == (0.012, 0.012)
+        assert r.record_many([ExecutionRecord(agent_id="coder", task_type="c", success=True),
+                              ExecutionRecord(agent_id="coder", task_type="c", success=True,
+                                              cost=0.5),
+                              ExecutionRecord(agent_id="free", task_type="c",
+                                              success=True)]) == 3
+        assert r.record_many(ExecutionRecord(agent_id="coder", task_type="d", success=True)
+                             for _ in range(2)) == 2  # an iterator, batch by batch
+        assert [r.profile("coder", t).avg_cost for t in "abcd"] == \
+            [0.012, 0.012, pytest.approx((0.012 + 0.5) / 2), 0.012]
+        assert r.profile("free", "c").avg_cost is None  # no cost_per_call: none recorded
