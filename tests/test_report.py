@@ -150,6 +150,15 @@ def test_python_twin_returns_the_path_and_filters_by_task_type(
     assert re.findall(r'data-task-type="([^"]*)"', board) == ["code"]
 
 
+def test_report_out_in_a_missing_folder_is_an_error_that_makes_nothing(
+        kv_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "no" / "such" / "r.html"
+    result = run(capsys, "report", "--store", kv_url, "--out", str(out))
+    assert result.code == 2
+    assert result.error_line == f"--out {out}: the folder {out.parent} does not exist"
+    assert not (tmp_path / "no").exists()
+
+
 def test_since_in_the_future_leaves_the_charts_over_time_empty(
         demo_store: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     page = report(capsys, demo_store, tmp_path / "r.html", "--since", "2999-01-01")

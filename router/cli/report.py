@@ -9,6 +9,7 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from trustroute.router.cli.base import (
+    CliError,
     cli,
     console,
     err_console,
@@ -40,6 +41,8 @@ def report(out: Path, task_type: str | None, since: datetime | None, config: Pat
     No server, no network: the pictures are inline (they need matplotlib,
     pip install "trustroute[plot]"; without it the report has the tables).
     """
+    if not out.parent.is_dir():  # a typo in the folder must not leave a stray tree
+        raise CliError(f"--out {out}: the folder {out.parent} does not exist")
     with open_reader(config, store) as router:
         total = router.store.executions.count()
         source = store_label(router)

@@ -25,7 +25,8 @@ def write_report(router: AgentRouter, path: str | Path = "report.html", *,
     (the leaderboard and the calibration cover the whole store, as ``trustroute
     profiles`` and ``trustroute calibration`` do). Pictures need matplotlib
     (``pip install "trustroute[plot]"``); without it the page has the tables only.
-    ``source`` is how the page names the store (default: its URL).
+    ``source`` is how the page names the store (default: its URL). Missing folders of
+    ``path`` are made (``trustroute report --out`` refuses them instead, as a typo).
     """
     path = Path(path)
     data = gather(router, task_type=task_type, since=since, progress=progress, source=source)
