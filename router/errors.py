@@ -21,6 +21,17 @@ class NoAgentAvailable(RouterError, LookupError):
         super().__init__(f"{msg}: {detail}" if detail else msg)
 
 
+def no_agent_left(task_type: str, excluded: int, full: int, held: int) -> NoAgentAvailable:
+    """Why ``select`` has no candidate: the eligible agents ``excluded`` by the caller,
+    ``full`` (``max_concurrent`` tasks in flight) and ``held`` back by their ``rpm`` or
+    by leases other processes hold (shared limits)."""
+    why = [f"{n} eligible agent(s) {what}" for n, what in (
+        (excluded, "excluded by the caller"), (full, "at capacity"),
+        (held, "at their rpm limit or leased by other processes")) if n]
+    return NoAgentAvailable(task_type, "; ".join(why) or
+                            "no registered, enabled agent accepts it")
+
+
 def did_you_mean(name: str, known: Iterable[str]) -> str:
     """`` (did you mean 'coder'?)`` for the closest of ``known``, or nothing, as the
     config errors suggest keys (``profiles.validation.did_you_mean``)."""

@@ -30,7 +30,7 @@ from trustroute.profiles.store import DuplicateRecord, Store
 from trustroute.router.agents import AgentLike, AgentSpec, as_specs
 from trustroute.router.async_twin import carried_out, in_thread
 from trustroute.router.decision import CandidateScore, RoutingDecision, new_decision_id
-from trustroute.router.errors import AgentAtCapacity, NoAgentAvailable, UnknownAgent, unlisted_agent
+from trustroute.router.errors import AgentAtCapacity, UnknownAgent, no_agent_left, unlisted_agent
 from trustroute.router.feedback.policy import FeedbackPolicy
 from trustroute.router.feedback.state import FeedbackState
 from trustroute.router.learner import Learner, ProfileSnapshots, StrategyLearner
@@ -307,7 +307,7 @@ class AgentRouter(TrustMethods):
         if isinstance(exclude, str) or not isinstance(exclude, Iterable):
             kind = "the string " if isinstance(exclude, str) else ""
             raise TypeError(f"exclude must be a list of agent ids, not {kind}{exclude!r}")
-        arms, loads, excluded, full = [], [], 0, 0
+        arms, loads, excluded, full = [], [], 0, {True: 0, False: 0}  # full: by max_concurrent?
         in_flight, gated = self.slots.counts, bool(busy) or self.slots.gated
         stamp = now.timestamp()  # one moment for every candidate's snapshot
         for spec in self._agents.values():
@@ -318,7 +318,7 @@ class AgentRouter(TrustMethods):
                 continue
             running = in_flight.get(spec.id, 0)
             if running >= spec.max_concurrent or (gated and self.slots.blocked(spec, busy)):
-                full += 1
+                full[running >= spec.max_concurrent] += 1
                 continue
             state = self.book.get(spec.id, task_type)
             profile = (state.snapshot(now, self.settings, stamp) if state is not None
@@ -326,10 +326,7 @@ class AgentRouter(TrustMethods):
             arms.append(Arm(spec, state, profile))
             loads.append(running / spec.max_concurrent)
         if not arms:
-            why = [f"{n} eligible agent(s) {what}" for n, what in
-                   ((excluded, "excluded by the caller"), (full, "at capacity")) if n]
-            raise NoAgentAvailable(task_type, "; ".join(why) or
-                                   "no registered, enabled agent accepts it")
+            raise no_agent_left(task_type, excluded, full[True], full[False])
         return arms, loads
 
     # -- outcomes --------------------------------------------------------------------
