@@ -88,6 +88,35 @@ def test_narrow_terminals_leave_out_right_columns_and_say_so(
         assert "not shown at this width: " in result.out, result.out
 
 
+@pytest.fixture(scope="module")
+def short_names(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A store of short names: a table that almost fits 60 columns."""
+    url = f"surrealkv://{tmp_path_factory.mktemp('short') / 'db'}"
+    with AgentRouter(["coder", "generalist", "budget", "writer", "analyst"], store=url,
+                     seed=1) as router:
+        for i in range(15):
+            router.record(router.select("code"), success=i % 4 != 0, quality=0.7)
+    return url
+
+
+@pytest.mark.parametrize("columns", [50, 60])
+@pytest.mark.parametrize("store", ["history", "short_names"])
+def test_narrow_trust_tables_keep_composite_and_tier_and_cut_no_header(
+        capsys: pytest.CaptureFixture[str], request: pytest.FixtureRequest,
+        monkeypatch: pytest.MonkeyPatch, columns: int, store: str) -> None:
+    monkeypatch.setenv("COLUMNS", str(columns))
+    result = run(capsys, "trust", "--store", request.getfixturevalue(store))
+    assert result.code == 0, result.err
+    assert max(len(line) for line in result.out.splitlines()) <= columns, result.out
+    text = " ".join(result.out.split())
+    left_out = text.split("not shown at this width: ")[1].split(" (--json")[0].split(", ")
+    words = result.out.split()
+    for header in ("composite", "tier", "freq", "effect", "human", "obs", "contra"):
+        assert header in words or header in left_out, f"{header!r} cut:\n{result.out}"
+    assert "composite" in words and "tier" in words, result.out  # the point of the table
+    assert "contra" in left_out  # the least telling goes first
+
+
 @pytest.mark.parametrize("columns", [60, 80])
 def test_the_handoffs_table_wraps_its_text_whole_words_and_fits(
         capsys: pytest.CaptureFixture[str], kv_url: str, monkeypatch: pytest.MonkeyPatch,

@@ -20,7 +20,7 @@ from typing import Any
 from rich import box
 from rich.console import Console
 from rich.measure import Measurement
-from rich.table import Table
+from rich.table import Column, Table
 
 from trustroute.profiles.profile import TaskTypeProfile
 from trustroute.profiles.records import utc_now
@@ -102,29 +102,49 @@ NAME_WIDTH = 12
 def fitted(table: Table, console: Console, text: int | None = None) -> Table:
     """``table`` as it fits ``console``'s width: while even its narrowest rendering is
     wider, its rightmost column is left out (the caption names them; ``--json`` has
-    everything), so the first columns, names among them, are never cut. ``text``: the
-    index of a column of free text (a folding one), which gives up width first, down to
+    everything), so the first columns, names among them, are never cut. Then the
+    folding columns are narrowed as far as needed (``_shrink``). ``text``: the index of
+    a column of free text (a folding one), which gives up width first, down to
     NAME_WIDTH, so that the names keep theirs; it wraps between words."""
     for column in table.columns:  # names fold, though not narrower than NAME_WIDTH
         if column.overflow == "fold":
             widest = max((Measurement.get(console, console.options, cell).maximum
                           for cell in column.cells), default=0)
             column.min_width = max(column.min_width or 0, min(NAME_WIDTH, widest))
-    wide = console.options.update_width(1_000_000)
-    if text is not None and (excess := Measurement.get(console, wide, table).maximum
-                             - console.width) > 0:
-        column = table.columns[text]
-        widest = max((Measurement.get(console, wide, cell).maximum
-                      for cell in [column.header, *column.cells]), default=0)
-        column.max_width = max(column.min_width or 0, widest - excess)
+    first = table.columns[text] if text is not None else None
     dropped: list[str] = []
     while len(table.columns) > 2 and _narrowest(table, console) > console.width:
         dropped.insert(0, str(table.columns.pop().header).replace("\n", " "))
+    _shrink(table, console, first)
     if dropped:
         note = f"not shown at this width: {', '.join(dropped)} (--json has them)"
         table.caption = f"{table.caption}\n{note}" if table.caption else note
         table.caption_justify = "left"
     return table
+
+
+def _shrink(table: Table, console: Console, first: Column | None) -> None:
+    """Give the folding columns widths (``max_width``) with which the table fits the
+    console: ``first`` gives up width first, then the widest, one character at a time,
+    none under its ``min_width``. Left to rich, a table too wide is narrowed column by
+    column without regard to ``min_width`` and then widened back to it, so the table
+    ends up wider than the terminal and its rightmost header is cut."""
+    wide = console.options.update_width(1_000_000)
+    excess = Measurement.get(console, wide, table).maximum - console.width
+    folding = [c for c in table.columns if c.overflow == "fold"]
+    widths = [min(max(Measurement.get(console, wide, cell).maximum
+                      for cell in [c.header, *c.cells]), c.max_width or 1_000_000)
+              for c in folding]
+    while excess > 0:
+        room = [i for i, c in enumerate(folding) if widths[i] > (c.min_width or 1)]
+        if not room:
+            break
+        pick = next((i for i in room if folding[i] is first),
+                    max(room, key=lambda i: widths[i]))
+        widths[pick] -= 1
+        excess -= 1
+    for column, width in zip(folding, widths, strict=True):
+        column.max_width = width
 
 
 def _narrowest(table: Table, console: Console) -> int:

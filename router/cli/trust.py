@@ -187,11 +187,12 @@ def trust(task_type: str | None, agent: str | None, config: Path | None, store: 
     if not rows:
         console.print("no trust data yet: record outcomes or reviews first")
         return
-    table = compact_table(("task type", "agent", "obs", "contra", "freq", "effect", "human",
-                           "composite", "tier"), title="trust per (agent, task type)")
+    # most telling first: a narrow terminal leaves out the rightmost (tables.fitted)
+    table = compact_table(("task type", "agent", "composite", "tier", "freq", "effect",
+                           "human", "obs", "contra"), title="trust per (agent, task type)")
     for (a, t), c, s in rows:
-        table.add_row(shown(t), shown(a), str(c.observations), str(c.contradictions),
+        table.add_row(shown(t), shown(a), f"{s.composite:.3f}", str(s.tier),
                       f"{s.frequency:.2f}", f"{s.effectiveness:.2f}", f"{s.human:.2f}",
-                      f"{s.composite:.3f}", str(s.tier))
+                      str(c.observations), str(c.contradictions))
     console.print(fitted(table, console))
 
