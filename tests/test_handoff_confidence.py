@@ -200,6 +200,9 @@ def test_unknown_config_keys_warn_and_are_ignored() -> None:
     with pytest.warns(UserWarning, match="enable_rerank"):
         rc = RetrievalConfidence({"score_threshold": 0.6, "enable_rerank": True})
     assert rc.config.score_threshold == 0.6
+    with pytest.warns(UserWarning, match=r"ignores unknown config key\(s\): score_treshold "
+                                         r"\(did you mean 'score_threshold'\?\)$"):
+        RetrievalConfidence({"score_treshold": 0.6})  # a typo: ignored, with a hint
 
 
 @pytest.mark.parametrize(

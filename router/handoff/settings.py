@@ -24,7 +24,7 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from trustroute.profiles.validation import NumbersNotBools, validated
+from trustroute.profiles.validation import NumbersNotBools, did_you_mean, validated
 from trustroute.router.handoff.messages import normalise_locale
 
 Finite = Annotated[float, Field(allow_inf_nan=False)]
@@ -43,6 +43,10 @@ class RetrievalConfidenceConfig(NumbersNotBools):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    #: Any finite number: scores are relevance in [0, 1], so at 0 or below the best score
+    #: never makes retrieval insufficient, and above 1 it always does, a perfect 1.0 too
+    #: (what calibration picks when needs-human examples score 1.0: only the penalty
+    #: can transfer them).
     score_threshold: Finite = 0.7
     min_hits: Count = 1
     confidence_low_threshold: Probability = 0.5
@@ -122,8 +126,9 @@ def coerce_config(config: Any = None, **overrides: Any) -> RetrievalConfidenceCo
     data.update(overrides)
     unknown = sorted(str(k) for k in data if k not in _FIELDS)
     if unknown:
+        named = ", ".join(f"{k}{did_you_mean(k, _FIELDS)}" for k in unknown)
         warnings.warn(
-            f"RetrievalConfidence ignores unknown config key(s): {', '.join(unknown)}",
+            f"RetrievalConfidence ignores unknown config key(s): {named}",
             UserWarning,
             stacklevel=3,
         )
