@@ -137,3 +137,21 @@ def test_a_subfolder_of_a_project_is_warned_of_the_config_above(
     monkeypatch.chdir(workdir)
     here = run(capsys, "profiles")  # found here: no warning
     assert here.code == 0 and "warning" not in here.err
+
+
+def test_a_relative_store_option_is_the_working_directorys_and_says_so(
+        workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (workdir / "sub").mkdir()
+    (workdir / "sub" / "router.yaml").write_text("store: surrealkv://data/db\nagents: [a]\n")
+    kept = run(capsys, "record", "a", "code", "--success", "-c", "sub/router.yaml")
+    assert kept.code == 0 and kept.err == ""  # the config's store: sub/data/db
+    moved = run(capsys, "record", "a", "code", "--success", "-c", "sub/router.yaml",
+                "--store", "surrealkv://data/db")
+    assert moved.code == 0
+    assert moved.err.splitlines()[0] == (
+        f"warning: --store surrealkv://data/db is relative to the working directory "
+        f"({(workdir / 'data' / 'db').resolve()}), not to the folder of sub/router.yaml as a "
+        "store in it would be")
+    assert (workdir / "sub" / "data" / "db").is_dir() and (workdir / "data" / "db").is_dir()
+    same = run(capsys, "profiles", "--store", "surrealkv://data/db")  # no config elsewhere
+    assert same.code == 0 and same.err == ""

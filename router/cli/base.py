@@ -169,6 +169,12 @@ def load_router_config(config: Path | None, store: str | None) -> RouterConfig:
     cfg = RouterConfig() if config is None else load_config(config)
     if store is not None:
         cfg.store = cfg.store.model_copy(update={"url": store})
+        here = parse_store_url(store)  # a path on the command line: the shell's, cwd
+        if config is not None and here.path is not None and here.path != parse_store_url(
+                store, base_dir=config.resolve().parent).path:
+            warnings.warn(f"--store {store} is relative to the working directory "
+                          f"({here.path}), not to the folder of {config} as a store in "
+                          "it would be", stacklevel=2)
     # a command is not the app: it leaves sweeping pending hand-offs to the app (or to
     # `handoffs --retry`), so a read does not deliver, nor wait for a receiver at exit
     cfg.handoff = cfg.handoff.model_copy(update={"dispatch_retry_interval_s": 0})
