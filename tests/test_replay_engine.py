@@ -216,3 +216,21 @@ def test_late_feedback_needs_a_router_that_waits_for_verdicts() -> None:
 def test_bad_feedback_settings(kwargs: dict[str, float], match: str) -> None:
     with pytest.raises(ValueError, match=match):
         replay(synthetic_log(), ["random"], runs=1, **kwargs)  # type: ignore[arg-type]
+
+
+def test_summaries_hold_python_numbers_never_numpy_scalars() -> None:
+    report = replay(synthetic_log(tasks=20), ["random"], runs=3, agents=3)
+    summary = report.summaries["random"]
+
+    def numbers(value: object) -> list[object]:
+        if isinstance(value, dict):
+            return [n for v in value.values() for n in numbers(v)]
+        if isinstance(value, list | tuple):
+            return [n for v in value for n in numbers(v)]
+        return [value] if isinstance(value, float | int) and not isinstance(value, bool) \
+            else []
+
+    spreads = [summary.pct_oracle, summary.mean_quality, summary.final_regret,
+               summary.oracle_share]
+    found = numbers([spreads, summary.as_dict(), summary.choice_share()])
+    assert found and {type(n) for n in found} <= {float, int}, {type(n) for n in found}

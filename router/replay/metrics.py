@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
@@ -78,7 +79,7 @@ class StrategySummary:
         if len(arr) < 2:
             return {"mean": float(arr.mean()), "sd": None, "ci95": None}
         sd = float(arr.std(ddof=1))
-        return {"mean": float(arr.mean()), "sd": sd, "ci95": 1.96 * sd / np.sqrt(len(arr))}
+        return {"mean": float(arr.mean()), "sd": sd, "ci95": 1.96 * sd / math.sqrt(len(arr))}
 
     @property
     def pct_oracle(self) -> Spread:
