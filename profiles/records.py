@@ -219,8 +219,9 @@ def check_not_ahead(moment: datetime, field: str, max_clock_skew_s: float,
 
 def check_metadata(value: Any, where: str, depth: int) -> None:
     """Reject what the store cannot keep exactly: nesting deeper than
-    ``MAX_METADATA_DEPTH``, integers past 64 bits, non-finite numbers, non-string keys
-    and NUL characters; the error names the path to the value. Mappings and lists count
+    ``MAX_METADATA_DEPTH``, integers past 64 bits, non-finite numbers, non-string keys,
+    NUL characters and lone surrogates (no UTF-8 form); the error names the path to the
+    value. Mappings and lists count
     as levels (``metadata`` itself is level 1), as in config files."""
     if depth > MAX_METADATA_DEPTH and isinstance(value, dict | list | tuple):
         raise ValueError(f"nested deeper than {MAX_METADATA_DEPTH} levels")
@@ -228,6 +229,9 @@ def check_metadata(value: Any, where: str, depth: int) -> None:
         for key, item in value.items():
             if not isinstance(key, str) or "\x00" in key:
                 raise ValueError(f"{where}: keys must be strings without NUL, got {key!r}")
+            if not _utf8(key):
+                raise ValueError(f"{where}: key {key!r} holds a lone surrogate, which has "
+                                 "no UTF-8 form")
             check_metadata(item, f"{where}.{key}", depth + 1)
     elif isinstance(value, list | tuple):
         for i, item in enumerate(value):
@@ -238,9 +242,20 @@ def check_metadata(value: Any, where: str, depth: int) -> None:
         raise ValueError(f"{where}: {value} is not a finite number")
     elif isinstance(value, str) and "\x00" in value:
         raise ValueError(f"{where}: strings must not contain a NUL character")
+    elif isinstance(value, str) and not _utf8(value):
+        raise ValueError(f"{where}: holds a lone surrogate, which has no UTF-8 form")
     elif not isinstance(value, str | int | float | datetime | None):  # bool is an int
         raise ValueError(f"{where}: a {type(value).__name__} is not kept; use text, "
                          "numbers, true/false, null, lists and mappings")
+
+
+def _utf8(text: str) -> bool:
+    """Whether ``text`` has a UTF-8 form (no lone surrogate): the store can keep it."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def metadata_bytes(metadata: dict[str, Any]) -> int:

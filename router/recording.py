@@ -104,7 +104,10 @@ def admit_all(records: Sequence[ExecutionRecord], settings: ProfileSettings,
         if not isinstance(rec, ExecutionRecord):
             raise TypeError(f"record_many() takes ExecutionRecords; item {i} is a "
                             f"{type(rec).__name__}")
-        settings.admit(rec, now)
+        try:
+            settings.admit(rec, now)
+        except InvalidRecord as exc:  # which of the records: the caller's list is long
+            raise InvalidRecord(f"item {i} (record_id {rec.record_id!r}): {exc}") from None
     for agent_id in dict.fromkeys(rec.agent_id for rec in records):
         check_agent(agent_id)
     return [costed(rec, agents) for rec in records]

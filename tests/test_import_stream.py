@@ -8,12 +8,13 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from cli_helpers import run
 
-from trustroute.profiles.records import ExecutionRecord
+from trustroute.profiles.records import ExecutionRecord, InvalidRecord
 from trustroute.router import AgentRouter
 
 #: A large import may grow peak RSS by this much over importing one row. Measured with
@@ -51,6 +52,7 @@ def count(kv_url: str) -> int:
 @pytest.mark.parametrize(("last", "problem"), [
     (row(99, record_id="r-\x00-99"), "record_id must not contain a NUL character"),
     (row(99, metadata={"run": {"n": 2**64}}), "does not fit in 64 bits"),
+    (row(99, metadata={"note": "\ud800"}), "metadata.note: holds a lone surrogate"),
 ])
 def test_a_bad_last_line_writes_nothing(capsys: pytest.CaptureFixture[str], tmp_path: Path,
                                         kv_url: str, last: dict[str, object],
@@ -65,6 +67,26 @@ def test_a_bad_last_line_writes_nothing(capsys: pytest.CaptureFixture[str], tmp_
     line = result.error_line
     assert line.startswith(f"{path}: line 100: ") and problem in line, line
     assert count(kv_url) == 10
+
+
+def test_record_many_names_the_refused_item_and_writes_nothing(router: AgentRouter) -> None:
+    ahead = datetime.now(UTC) + timedelta(days=2)
+    records = [ExecutionRecord(agent_id="a", task_type="t", success=True, record_id=f"m-{i}",
+                               timestamp=ahead if i == 7 else datetime.now(UTC))
+               for i in range(9)]
+    with pytest.raises(InvalidRecord, match=r"^item 7 \(record_id 'm-7'\): timestamp: "):
+        router.record_many(records, batch_size=2)
+    assert router.store.executions.count() == 0
+
+
+def test_metadata_with_a_lone_surrogate_is_refused_before_any_write(
+        router: AgentRouter) -> None:
+    with pytest.raises(ValueError, match=r"metadata\.k: holds a lone surrogate"):
+        ExecutionRecord(agent_id="a", task_type="t", success=True, metadata={"k": "\udfff"})
+    with pytest.raises(InvalidRecord, match=r"metadata\.x\.\['\\udc00'\]|key '\\udc00'"):
+        router.record(agent_id="a", task_type="t", success=True,
+                      metadata={"x": {"\udc00": 1}})
+    assert router.store.executions.count() == 0
 
 
 def test_record_many_draws_a_generator_one_batch_at_a_time(router: AgentRouter) -> None:

@@ -86,10 +86,11 @@ def rows(n: int, **last: Any) -> list[ExecutionRecord]:
 def test_record_many_with_one_bad_record_stores_nothing(router: AgentRouter,
                                                         bad: dict[str, Any], field: str) -> None:
     batch = rows(25, **bad)  # the bad one is in the last of three batches
-    with pytest.raises(ValueError, match=f"^{field}: "):
+    named = f"^item 24 \\(record_id '{batch[24].record_id}'\\): {field}: "
+    with pytest.raises(ValueError, match=named):
         router.record_many(batch, batch_size=10)
     assert router.store.executions.count() == 0
-    with pytest.raises(ValueError, match=f"^{field}: "):  # async twin: the same rule
+    with pytest.raises(ValueError, match=named):  # async twin: the same rule
         asyncio.run(router.arecord_many(tuple(batch), batch_size=10))
     assert router.store.executions.count() == 0
 
