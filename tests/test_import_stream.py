@@ -69,6 +69,19 @@ def test_a_bad_last_line_writes_nothing(capsys: pytest.CaptureFixture[str], tmp_
     assert count(kv_url) == 10
 
 
+def test_an_unlisted_agent_late_in_the_file_writes_nothing(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, kv_url: str) -> None:
+    config = tmp_path / "router.yaml"
+    config.write_text("agents: [a0, a1, a2]\nunknown_agents: error\n", encoding="utf-8")
+    path = write_jsonl(tmp_path / "log.jsonl",
+                       [row(i) for i in range(25)] + [row(25, agent_id="zed")])
+    result = run(capsys, "import", str(path), "--store", kv_url, "--config", str(config),
+                 "--batch-size", "10")
+    assert result.code == 2
+    assert result.error_line.startswith(f"{path}: line 26: agent_id: unknown agent 'zed'")
+    assert count(kv_url) == 0
+
+
 def test_record_many_names_the_refused_item_and_writes_nothing(router: AgentRouter) -> None:
     ahead = datetime.now(UTC) + timedelta(days=2)
     records = [ExecutionRecord(agent_id="a", task_type="t", success=True, record_id=f"m-{i}",

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from itertools import islice
 from pathlib import Path
 
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from trustroute.profiles.records import ExecutionRecord
 from trustroute.router.cli.base import (
     cli,
     console,
@@ -21,6 +23,8 @@ from trustroute.router.cli.base import (
 from trustroute.router.cli.execution_file import iter_executions
 from trustroute.router.cli.tables import plural
 from trustroute.router.cli.text import shown
+from trustroute.router.config.model import RouterConfig
+from trustroute.router.errors import UnknownAgent
 
 
 @cli.command(name="import")
@@ -46,7 +50,7 @@ def import_executions(file: Path, fmt: str | None, batch_size: int, config: Path
     """
     # pass 1 checks every row: a bad one stops the import here, before anything is written
     cfg = load_router_config(config, store)
-    rows = sum(1 for _ in iter_executions(file, fmt, check=cfg.profiles.admit))
+    rows = sum(1 for _ in iter_executions(file, fmt, check=_checker(cfg)))
     with open_router(config, store, cfg) as router:  # a store held elsewhere: says so
         imported = 0
         with Progress(TextColumn("importing"), BarColumn(), MofNCompleteColumn(),
@@ -65,3 +69,17 @@ def import_executions(file: Path, fmt: str | None, batch_size: int, config: Path
         return
     console.print(f"imported {plural(imported, 'execution')} from {shown(str(file))} into "
                   f"{shown(url)}; skipped {plural(skipped, 'duplicate')}")
+
+
+def _checker(cfg: RouterConfig) -> Callable[[ExecutionRecord], None]:
+    """Pass 1's check of one record: everything the write would refuse (the settings'
+    limits, and an unlisted agent under ``unknown_agents: error``), as ValueError."""
+    known = [spec.id for spec in cfg.agents]
+    refuse = bool(known) and cfg.unknown_agents == "error"
+
+    def check(record: ExecutionRecord) -> None:
+        cfg.profiles.admit(record)
+        if refuse and record.agent_id not in known:
+            raise ValueError(f"agent_id: {UnknownAgent(record.agent_id, known)} "
+                             "(unknown_agents: error)")
+    return check
