@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 import warnings
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from trustroute.profiles.records import ExecutionRecord
+from trustroute.profiles.store import DuplicateRecord
 from trustroute.profiles.store.trust import TrustRepository
 from trustroute.router import AgentRouter
 from trustroute.router.cli.app import main
@@ -167,6 +170,34 @@ def test_a_second_retirement_counts_only_its_own_executions() -> None:
         assert [(x.deleted, x.archived_executions) for x in counted] == [(1, 1), (1, 1)]
         repo = r.store.repository(TrustRepository)
         assert len(repo.archived_executions("bad", "code")) == 2  # both kept
+
+
+def test_a_retired_pairs_ids_stay_stored_so_a_rerun_does_not_bring_it_back(
+        kv_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rows = [{"agent_id": "good", "task_type": "code", "success": True, "quality": 0.9,
+             "record_id": f"g{i}", "timestamp": (T0 + timedelta(minutes=i)).isoformat()}
+            for i in range(25)]
+    rows += [{"agent_id": "bad", "task_type": "code", "success": False, "record_id": f"b{i}",
+              "timestamp": (T0 + timedelta(minutes=i)).isoformat()} for i in range(2)]
+    log = tmp_path / "log.jsonl"
+    log.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    assert _cli("import", str(log), "--store", kv_url) == 0
+    with AgentRouter(agents=["good", "bad"], store=kv_url, seed=0) as r:
+        for days in (8, 8 + 21, 8 + 35):
+            report = r.decay(now=T0 + timedelta(days=days))
+        assert report.retired == [("bad", "code")]
+    capsys.readouterr()
+    assert _cli("import", str(log), "--store", kv_url, "--json") == 0  # the daily re-run
+    assert json.loads(capsys.readouterr().out)["imported"] == 0
+    with AgentRouter(agents=["good", "bad"], store=kv_url, seed=0) as r:
+        with pytest.raises(DuplicateRecord):  # a retry of a retired pair's record
+            r.record(agent_id="bad", task_type="code", success=False, record_id="b0")
+        again = [ExecutionRecord(agent_id="bad", task_type="code", success=False,
+                                 record_id=f"b{i}") for i in (0, 1)]
+        assert r.record_many(again) == 0
+        assert r.profile("bad", "code").executions_total == 0
+        assert r.store.executions.count() == 25
+        assert len(r.store.repository(TrustRepository).archived_executions("bad", "code")) == 2
 
 
 def _cli(*args: str) -> int:

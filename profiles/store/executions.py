@@ -76,10 +76,19 @@ _COLUMNS = ("record::id(id) AS record_id, agent_id, task_type, success, quality,
             "latency_ms, cost, timestamp, decision_id, metadata, stored_at, pos, seq, "
             "writer, wseq, quality_given, run_ids")
 
+# An id a retirement archived (decay moves a retired pair's rows to execution_archive,
+# keeping their ids) counts as stored: writing it again would bring the pair back. One
+# key lookup per row; the write then fails, changing nothing, as for a stored id.
+_NOT_ARCHIVED_ONE = ("IF record::exists(type::thing('execution_archive', $r.record_id)) "
+                     "{ THROW 'record_id is archived'; };")
+_NOT_ARCHIVED_MANY = ("IF array::len((SELECT VALUE id FROM $archived)) > 0 "
+                      "{ THROW 'a record_id of the batch is archived'; };")
+
 # One record: one transaction of the counter's bump and a CREATE, which fails (changing
-# nothing, the counter included) when the id is stored.
+# nothing, the counter included) when the id is stored or archived.
 RECORD_ONE = f"""
 BEGIN TRANSACTION;
+{_NOT_ARCHIVED_ONE}
 {writers.bump("execution", "1")}
 CREATE type::thing('execution', $r.record_id) CONTENT {{
     agent_id: $r.agent_id, task_type: $r.task_type, success: $r.success,
@@ -95,6 +104,7 @@ COMMIT TRANSACTION;"""
 # names it, so `array::len($rows)` per row made a batch of 2,000 rows take 12 s, not 0.3.
 RECORD_BATCH = f"""
 BEGIN TRANSACTION;
+{_NOT_ARCHIVED_MANY}
 {writers.bump("execution", "array::len($rows)")}
 LET $first = $n - array::len($rows) + 1;
 INSERT INTO execution (
@@ -107,8 +117,9 @@ INSERT INTO execution (
 COMMIT TRANSACTION;"""
 
 STORED = f"SELECT {_COLUMNS} FROM $ids;"
-WRITTEN = 1  # the statement of RECORD_ONE that returns the row
-WRITTEN_MANY = 2  # the statement of RECORD_BATCH that returns the rows
+ARCHIVED = "SELECT VALUE record::id(id) FROM $ids;"
+WRITTEN = 2  # the statement of RECORD_ONE that returns the row
+WRITTEN_MANY = 3  # the statement of RECORD_BATCH that returns the rows
 
 
 class Origin(NamedTuple):
@@ -223,9 +234,11 @@ class ExecutionRepository:
         while todo:
             try:
                 with self._append:
-                    stamps = self._conn.run(RECORD_BATCH, {"writer": self.writer, "rows": [
-                        row_params(records[i], pos) for pos, i in enumerate(todo)]}
-                    )[WRITTEN_MANY]
+                    stamps = self._conn.run(RECORD_BATCH, {
+                        "writer": self.writer,
+                        "rows": [row_params(records[i], pos) for pos, i in enumerate(todo)],
+                        "archived": [RecordID("execution_archive", records[i].record_id)
+                                     for i in todo]})[WRITTEN_MANY]
             except QueryFailed:
                 stored = self.stored_ids([records[i].record_id for i in todo])
                 if not stored:
@@ -260,8 +273,13 @@ class ExecutionRepository:
         return None if found is None else log_row(found)
 
     def stored_ids(self, record_ids: Sequence[str]) -> set[str]:
-        """Which of ``record_ids`` are stored (for checking what a crash kept)."""
-        return set(self.stored(record_ids)) if record_ids else set()
+        """Which of ``record_ids`` are stored: in the log, or archived by a retirement
+        (neither can be written again; also for checking what a crash kept)."""
+        if not record_ids:
+            return set()
+        archived = self._conn.run(ARCHIVED, {
+            "ids": [RecordID("execution_archive", r) for r in record_ids]})[0]
+        return set(self.stored(record_ids)) | set(archived)
 
     def counters(self) -> dict[str, dict[str, int]]:
         """Every writer's counter per log table (``profiles.store.writers.counters``)."""

@@ -64,8 +64,10 @@ def record(agent: str, task_type: str, success: bool, failure: bool, quality: fl
             stored = True
         except DuplicateRecord:  # a retry of a stored id: done already; show what is stored
             stored = False
-            rec = as_judged(router.store.executions.stored([rec.record_id])[rec.record_id]
-                            .record, router.projection.feedback.quality_of(rec.record_id))
+            found = router.store.executions.stored([rec.record_id]).get(rec.record_id)
+            if found is not None:  # None: archived by a retirement
+                rec = as_judged(found.record,
+                                router.projection.feedback.quality_of(rec.record_id))
         profile = router.profile(agent, task_type)
         run = router.projection.feedback.run(rec.record_id)  # as the router placed it
         awaiting = run is not None and run.pending  # no quality yet (docs/feedback.md)
