@@ -65,7 +65,8 @@ class InvalidRecord(ValueError):
 
 
 def check_identifier(value: str, field: str) -> str:
-    """Reject empty or over-long identifiers with an error that names the field."""
+    """Reject empty or over-long identifiers, and ones with white space around them,
+    with an error that names the field."""
     if not isinstance(value, str):
         raise FieldTypeError(f"{field} must be a string, got {type(value).__name__}")
     if not value:
@@ -76,6 +77,8 @@ def check_identifier(value: str, field: str) -> str:
         raise ValueError(f"{field} is {len(value)} characters long; the limit is {MAX_ID_LENGTH}")
     if value.isspace():  # as a file's blank cell reads: missing
         raise ValueError(f"{field} must not be empty (it is only white space)")
+    if value[0].isspace() or value[-1].isspace():  # ' code' would be a second task type
+        raise ValueError(f"{field} must not start or end with white space, got {value!r}")
     if not value.isprintable():  # fast path: printable text has no control of any kind
         for at, char in enumerate(value):
             if unicodedata.category(char) == "Cs":  # no UTF-8 form: the store cannot keep it

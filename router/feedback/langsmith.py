@@ -79,7 +79,7 @@ def read_rows(path: Path) -> Iterator[FeedbackRow | PairRow]:
 
 def parse(line: int, row: dict[str, Any]) -> FeedbackRow | PairRow:
     """One row as a verdict (or a review or signal); ValueError says what is wrong."""
-    kind = _text(row, "kind") or "feedback"
+    kind = (_text(row, "kind") or "feedback").strip()
     if kind in ("review", "signal"):
         return _pair_row(line, kind, row)
     if kind != "feedback":
@@ -108,9 +108,14 @@ def _pair_row(line: int, kind: str, row: dict[str, Any]) -> PairRow:
 
 
 def _text(row: dict[str, Any], name: str) -> str | None:
-    """The non-empty text under ``name`` (CSV gives '' for a missing one), else None."""
+    """The text under ``name`` as it is written (ids and comments are kept verbatim, and
+    an id with white space around it is refused where it is checked), or None when it is
+    missing or blank (CSV gives '' for a missing one)."""
     value = row.get(name)
-    return None if value is None else text_cell(value, name).strip() or None
+    if value is None:
+        return None
+    text = text_cell(value, name)
+    return None if not text.strip() else text
 
 
 def _verdict(score: Any, value: Any) -> tuple[bool | None, float | None]:
@@ -146,7 +151,7 @@ def _moment(text: str | None) -> datetime | None:
     if text is None:
         return None
     try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:
         raise ValueError(f"created_at {text!r} is not an ISO 8601 date/time") from None
     return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).astimezone(UTC)
