@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -184,3 +187,20 @@ def test_non_utf8_file_is_a_clear_error(workdir: Path) -> None:
     path.write_bytes(b"agent_id,task_type,success\ncaf\xe9,t,true\n")
     with pytest.raises(ExecutionFileError, match="not UTF-8"):
         list(iter_executions(path))
+
+
+def test_a_pipe_is_refused_not_read_twice_into_a_false_success(workdir: Path,
+                                                               kv_url: str) -> None:
+    """`zcat log.gz | trustroute import /dev/stdin`: the second pass found the pipe empty,
+    stored nothing, exited 0 and called every row a duplicate."""
+    rows = "".join(json.dumps({"agent_id": "a", "task_type": "t", "success": True,
+                               "record_id": f"p{i}"}) + "\n" for i in range(3))
+    trustroute = str(Path(sys.executable).parent / "trustroute")
+    done = subprocess.run([trustroute, "import", "/dev/stdin", "--format", "jsonl",
+                           "--store", kv_url], input=rows, capture_output=True, text=True,
+                          timeout=120, cwd=workdir, env={**os.environ, "COLUMNS": "200"})
+    assert done.returncode == 2, done.stdout
+    assert done.stderr.splitlines() == [
+        "error: /dev/stdin is not a regular file (a pipe?): import reads its file twice; "
+        "save it to a file first (zcat log.gz > log.jsonl)"]
+    assert stored(kv_url) == {}

@@ -11,6 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from trustroute.profiles.records import ExecutionRecord
 from trustroute.router.cli.base import (
+    CliError,
     cli,
     console,
     err_console,
@@ -47,7 +48,11 @@ def import_executions(file: Path, fmt: str | None, batch_size: int, config: Path
     however long it is: the first pass checks every row, and a bad row stops the import
     before anything is written, naming its line and field; the second writes in batches.
     Rows already in the store (same record_id) are skipped, so importing twice is safe.
+    FILE must be a regular file (not a pipe such as /dev/stdin).
     """
+    if not file.is_file():  # a pipe (/dev/stdin, <(...)) is empty by the second pass
+        raise CliError(f"{file} is not a regular file (a pipe?): import reads its file "
+                       "twice; save it to a file first (zcat log.gz > log.jsonl)")
     # pass 1 checks every row: a bad one stops the import here, before anything is written
     cfg = load_router_config(config, store)
     rows = sum(1 for _ in iter_executions(file, fmt, check=_checker(cfg)))
