@@ -164,7 +164,7 @@ class ExecutionRecord(BaseModel):
     @classmethod
     def _metadata(cls, value: dict[str, Any]) -> dict[str, Any]:
         check_metadata(value, "metadata", 1)
-        return value
+        return without_null_values(value)  # as the store keeps it
 
     @model_validator(mode="after")
     def _default_quality(self) -> ExecutionRecord:
@@ -245,11 +245,25 @@ def check_metadata(value: Any, where: str, depth: int) -> None:
         raise ValueError(f"{where}: {value} is not a finite number")
     elif isinstance(value, str) and "\x00" in value:
         raise ValueError(f"{where}: strings must not contain a NUL character")
+    elif isinstance(value, datetime) and (value.tzinfo is None or value.utcoffset() is None):
+        raise ValueError(f"{where}: a datetime without a timezone is ambiguous (it would "
+                         "be read back as UTC); give it one")
     elif isinstance(value, str) and not _utf8(value):
         raise ValueError(f"{where}: holds a lone surrogate, which has no UTF-8 form")
     elif not isinstance(value, str | int | float | datetime | None):  # bool is an int
         raise ValueError(f"{where}: a {type(value).__name__} is not kept; use text, "
                          "numbers, true/false, null, lists and mappings")
+
+
+def without_null_values(value: Any) -> Any:
+    """``value`` without the keys whose value is None, at any depth: the store drops such
+    a key (SurrealDB reads a bound None as NONE, which removes a field), so a record
+    holds what is stored and read back. None in a list is kept, as the store keeps it."""
+    if isinstance(value, dict):
+        return {k: without_null_values(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list | tuple):
+        return [without_null_values(v) for v in value]
+    return value
 
 
 def _utf8(text: str) -> bool:

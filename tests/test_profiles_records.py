@@ -9,6 +9,8 @@ import pytest
 from pydantic import ValidationError
 
 from trustroute.profiles import ExecutionRecord
+from trustroute.profiles.records import InvalidRecord
+from trustroute.router import AgentRouter
 
 
 def make(**fields: object) -> ExecutionRecord:
@@ -77,3 +79,21 @@ def test_record_ids_are_fresh_uuids_and_unknown_fields_are_rejected() -> None:
     assert make().record_id != make().record_id
     with pytest.raises(ValidationError, match="colour"):
         make(colour="red")
+
+
+def test_metadata_is_what_the_store_gives_back(kv_url: str) -> None:
+    """The store drops a key whose value is null and reads a naive datetime as UTC: the
+    record says so when built (keys dropped, naive datetimes refused), not after."""
+    given = {"gone": None, "kept": [None, {"gone": None, "x": 1}], "deep": {"gone": None},
+             "at": datetime(2025, 1, 1, 2, tzinfo=timezone(timedelta(hours=2)))}
+    with AgentRouter(agents=["a"], store=kv_url) as router:
+        rec = router.record(agent_id="a", task_type="t", success=True, metadata=given)
+        with pytest.raises(InvalidRecord, match=r"metadata\.at: a datetime without a "
+                                                r"timezone is ambiguous"):
+            router.record(agent_id="a", task_type="t", success=True,
+                          metadata={"at": datetime(2025, 1, 1)})
+    assert rec.metadata == {"kept": [None, {"x": 1}], "deep": {},
+                            "at": datetime(2025, 1, 1, tzinfo=UTC)}
+    with AgentRouter(agents=["a"], store=kv_url) as router:
+        (row,) = router.store.executions.iter_executions()
+    assert row["metadata"] == rec.metadata
