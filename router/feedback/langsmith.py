@@ -15,6 +15,7 @@ writes besides verdicts) is a review or a named signal of a pair instead: ``id``
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -125,7 +126,7 @@ def _verdict(score: Any, value: Any) -> tuple[bool | None, float | None]:
         if isinstance(parsed, bool):
             return parsed, None
         if isinstance(parsed, int | float):
-            return None, float(parsed)
+            return None, _float(parsed)
         if parsed is not None and name == "score":
             raise ValueError(f"score must be a number or true/false, got {given!r}")
     raise ValueError("needs a score (a number or true/false) or a boolean or numeric value")
@@ -141,9 +142,18 @@ def _scalar(value: Any) -> Any:
     if text in _TRUE | _FALSE:
         return text in _TRUE
     try:
-        return float(json.loads(text)) if text[0] in "-0123456789." else value
+        return _float(json.loads(text)) if text[0] in "-0123456789." else value
     except (ValueError, TypeError):
         return value
+
+
+def _float(number: float) -> float:
+    """``number`` as a float; an integer past the largest float is infinite (which the
+    verdict's check refuses as not finite), not an OverflowError."""
+    try:
+        return float(number)
+    except OverflowError:
+        return math.inf if number > 0 else -math.inf
 
 
 def _moment(text: str | None) -> datetime | None:

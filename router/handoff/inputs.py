@@ -24,6 +24,9 @@ def as_number(value: Any, where: str) -> float:
         number = float(value)
     except (TypeError, ValueError):
         raise ValueError(f"{where} must be a number, got {type(value).__name__}") from None
+    except OverflowError:  # an integer past the largest float
+        raise ValueError(f"{where} must be a finite number, got an integer of "
+                         f"{len(str(abs(value)))} digits") from None
     if not math.isfinite(number):
         raise ValueError(f"{where} must be a finite number, got {number}")
     return number

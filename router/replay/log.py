@@ -136,9 +136,12 @@ def _number(value: Any, name: str, where: str, low: float, high: float | None) -
         number = float(value)
     except (TypeError, ValueError):
         raise OutcomeLogError(f"{where}: {name} must be a number, got {value!r}") from None
+    except OverflowError:  # an integer past the largest float: out of any range
+        number = math.inf
     if not math.isfinite(number) or number < low or (high is not None and number > high):
         bounds = f"in [{low:g}, {high:g}]" if high is not None else f">= {low:g}"
-        raise OutcomeLogError(f"{where}: {name} must be {bounds}, got {value!r}")
+        got = repr(value) if len(repr(value)) <= 40 else f"{repr(value)[:24]}... (too large)"
+        raise OutcomeLogError(f"{where}: {name} must be {bounds}, got {got}")
     return number
 
 
