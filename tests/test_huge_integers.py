@@ -1,5 +1,5 @@
 """A JSON integer too large for a float (401 digits) is one error line naming the file,
-the line and the field, not an OverflowError traceback (finding s15 #7)."""
+the line and the field, not an OverflowError traceback (finding s15 #7; #8 below)."""
 
 from __future__ import annotations
 
@@ -56,3 +56,13 @@ def test_replay_outcome_log(capsys: pytest.CaptureFixture[str], tmp_path: Path, 
     result = run(capsys, "replay", str(path), "--runs", "1", "-S", "random")
     assert result.code == 2
     assert result.error_line == f"{path}:6: {problem}"
+
+
+@pytest.mark.parametrize("at", ["9999-12-31T23:59:59-05:00", "0001-01-01T00:30:00+01:00"])
+def test_import_feedback_created_at_out_of_range_in_utc(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, kv_url: str, at: str) -> None:
+    """Finding s15 #8: a time that overflows once converted to UTC."""
+    path = lines(tmp_path / "f.jsonl", [{"run_id": "r1", "score": 0.5, "created_at": at}])
+    result = run(capsys, "import-feedback", str(path), "--store", kv_url)
+    assert result.code == 2
+    assert result.error_line == f"{path}:1: created_at {at!r} is out of range in UTC"

@@ -164,4 +164,7 @@ def _moment(text: str | None) -> datetime | None:
         moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:
         raise ValueError(f"created_at {text!r} is not an ISO 8601 date/time") from None
-    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).astimezone(UTC)
+    try:
+        return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).astimezone(UTC)
+    except OverflowError:  # 9999-12-31T23:59:59-05:00 is past year 9999 in UTC
+        raise ValueError(f"created_at {text!r} is out of range in UTC") from None
