@@ -32,7 +32,12 @@ def parse_params(items: tuple[str, ...], strategies: list[str]) -> dict[str, dic
         key, sep, raw = item.partition("=")
         if not sep or not key:
             raise CliError(f"--param {item!r}: expected STRATEGY.KEY=VALUE or KEY=VALUE")
-        value = yaml.safe_load(raw) if raw else None
+        try:
+            value = yaml.safe_load(raw) if raw else None
+        except yaml.YAMLError as exc:  # '[' or '*a': not a value; say so in one line
+            problem = getattr(exc, "problem", None) or "not valid YAML"
+            raise CliError(f"--param {item!r}: VALUE is not a YAML value ({problem})"
+                           ) from None
         name, dot, field = key.rpartition(".")
         targets = [name] if dot else strategies
         for target in targets:
