@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from cli_helpers import run
 
-from trustroute import AgentRouter
+from trustroute import AgentRouter, ExecutionRecord
 
 AGENTS = ["a", "b"]
 SMALL = {"recency": {"window_size": 8}}  # windows the back-filled rows fall out of
@@ -81,3 +81,34 @@ def test_export_writes_only_new_files(tmp_path: Path, capsys: pytest.CaptureFixt
     assert run(capsys, "export", str(empty), "--store", kv_url).code == 0
     assert empty.read_text() == ""
     assert [json.loads(line) for line in empty.read_text().splitlines()] == []
+
+
+def test_a_verdict_on_a_decision_that_never_ran_travels_and_applies_when_it_runs(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Finding s15 #10: the exported verdict named a decision the target never logged;
+    import-feedback refused the whole file (or --skip-unknown dropped it)."""
+    source, target = (f"surrealkv://{tmp_path / name}" for name in ("source", "target"))
+    with AgentRouter(AGENTS, store=source, seed=1, feedback={"wait_s": 3600},
+                     settings=SMALL) as router:
+        for _ in range(4):
+            router.record(router.select("code"), success=True, quality=0.6)
+        orphan = router.select("code")  # its task died before record()
+        router.flush()
+        router.feedback(orphan.decision_id, approved=False, comment="never ran")
+    runs, verdicts = tmp_path / "runs.jsonl", tmp_path / "verdicts.jsonl"
+    assert run(capsys, "export", str(runs), "--feedback", str(verdicts), "--store",
+               source).code == 0
+    for argv in (("import", str(runs)), ("import-feedback", str(verdicts))):
+        result = run(capsys, *argv, "--store", target)
+        assert result.code == 0, result.err
+    for url in (source, target):  # the task runs after all, in both stores
+        with AgentRouter(AGENTS, store=url, feedback={"wait_s": 3600},
+                         settings=SMALL) as router:
+            router.record(ExecutionRecord(agent_id=orphan.agent_id, task_type="code",
+                                          success=True, decision_id=orphan.decision_id,
+                                          record_id="late"))
+    def rounded(url: str) -> dict[tuple[str, str], list[object]]:  # "late": two clocks
+        return {pair: [round(v, 6) if isinstance(v, float) else v for v in values]
+                for pair, values in learned(url).items()}
+    assert rounded(target) == rounded(source)
+    assert learned(target)[orphan.agent_id, "code"][1] == 0  # the verdict judged it

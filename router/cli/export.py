@@ -66,6 +66,9 @@ def verdict_row(row: dict[str, Any]) -> dict[str, Any]:
     out = {"id": row["id"], ref[0]: ref[1], "key": row.get("key") or "user",
            "score": row["approved"] if row.get("score") is None else row["score"],
            "created_at": iso_z(row["at"])}
+    if ref[0] == "decision_id":  # its decision never got an execution: say whose it is,
+        out["agent_id"], out["task_type"] = row["agent_id"], row["task_type"]  # (the log
+        # of decisions is not exported), so import-feedback keeps it pending on that pair
     if row.get("comment"):
         out["comment"] = row["comment"]
     return out

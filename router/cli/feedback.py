@@ -141,7 +141,7 @@ def _known(router: AgentRouter, file: Path, row: FeedbackRow, skip_unknown: bool
     giving.check_verdict(router.feedback_policy, row.approved, row.score, row.key,
                          row.comment, row.feedback_id)
     try:
-        _resolve(router, row.ref)
+        _target(router, row)
     except UnknownDecision:
         if not skip_unknown:
             raise CliError(f"{file}:{row.line}: unknown ref {row.ref!r} (no decision or "
@@ -155,6 +155,21 @@ def _resolve(router: AgentRouter, ref: str) -> giving.Target:
                             router.trust_layer.decisions)
     router.check_agent(target.agent_id)
     return target
+
+
+def _target(router: AgentRouter, row: FeedbackRow) -> giving.Target:
+    """What a verdict row is about: its ref here, else (a decision this store never
+    logged, exported with its pair) that pair, the verdict pending on the decision as
+    ``router.feedback`` keeps one on a logged decision."""
+    try:
+        return _resolve(router, row.ref)
+    except UnknownDecision:
+        if row.pair is None:
+            raise
+    agent_id, task_type = (check_identifier(row.pair[0], "agent_id"),
+                           check_identifier(row.pair[1], "task_type"))
+    router.check_agent(agent_id)
+    return giving.Target(agent_id, task_type, None, row.ref)
 
 
 def _said(router: AgentRouter, row: PairRow) -> dict[str, object]:
@@ -177,7 +192,7 @@ def _give(router: AgentRouter, row: FeedbackRow | PairRow
         return giving.Target(row.agent_id, row.task_type, None, None), scores, said_id, new
     giving.check_verdict(router.feedback_policy, row.approved, row.score, row.key,
                          row.comment, row.feedback_id)
-    target = _resolve(router, row.ref)
+    target = _target(router, row)
     verdict = giving.verdict_row(target, row.ref, row.approved, row.score, row.key,
                                  row.comment, row.at)
     feedback_id = row.feedback_id or giving.new_feedback_id()

@@ -4,7 +4,9 @@ A row as LangSmith exports it: ``id`` (the feedback id), ``run_id`` (the ref), `
 ``score`` (a number or a bool), ``value``, ``comment``, ``created_at``. ``decision_id``
 or ``record_id`` may stand in place of ``run_id``. A bool score (or, without a score, a
 bool or number value) is an approval or a rejection, a number a score on the key's
-scale. Problems raise RowFileError naming the file, the line and what is wrong.
+scale. A verdict by ``decision_id`` may carry ``agent_id`` and ``task_type``: the pair
+of a decision that never got an execution, as ``trustroute export --feedback`` writes
+it. Problems raise RowFileError naming the file, the line and what is wrong.
 
 A row with ``kind`` ``review`` or ``signal`` (what ``trustroute export --feedback``
 writes besides verdicts) is a review or a named signal of a pair instead: ``id``,
@@ -47,6 +49,10 @@ class FeedbackRow:
     score: float | None
     comment: str | None
     at: datetime | None
+    #: (agent_id, task_type) a verdict by ``decision_id`` carries when its decision never
+    #: got an execution (``export --feedback`` writes it): kept pending on that pair
+    #: where the decision is not logged.
+    pair: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,9 +95,11 @@ def parse(line: int, row: dict[str, Any]) -> FeedbackRow | PairRow:
     if not refs:
         raise ValueError("needs run_id (or decision_id or record_id)")
     approved, score = _verdict(row.get("score"), row.get("value"))
+    agent, task_type = _text(row, "agent_id"), _text(row, "task_type")
+    pair = (agent, task_type) if refs[0] == "decision_id" and agent and task_type else None
     return FeedbackRow(line, _text(row, "id"), _text(row, refs[0]) or "",
                        _text(row, "key") or "user", approved, score,
-                       _text(row, "comment"), _moment(_text(row, "created_at")))
+                       _text(row, "comment"), _moment(_text(row, "created_at")), pair)
 
 
 def _pair_row(line: int, kind: str, row: dict[str, Any]) -> PairRow:
