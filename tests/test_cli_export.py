@@ -4,6 +4,7 @@ read back into another store, which then learns what the first one did."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 from cli_helpers import run
 
 from trustroute import AgentRouter, ExecutionRecord
+from trustroute.router.cli import export as export_command
 
 AGENTS = ["a", "b"]
 SMALL = {"recency": {"window_size": 8}}  # windows the back-filled rows fall out of
@@ -112,3 +114,25 @@ def test_a_verdict_on_a_decision_that_never_ran_travels_and_applies_when_it_runs
                 for pair, values in learned(url).items()}
     assert rounded(target) == rounded(source)
     assert learned(target)[orphan.agent_id, "code"][1] == 0  # the verdict judged it
+
+
+def test_an_interrupted_export_leaves_no_file_that_looks_complete(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], kv_url: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Finding s15 #21: Ctrl-C part-way left a short file that a re-run refused to
+    replace and that import read as a whole (empty) log."""
+    with AgentRouter(AGENTS, store=kv_url) as router:
+        router.record(agent_id="a", task_type="t", success=True)
+
+    def interrupted(store: object) -> Iterator[dict[str, object]]:
+        yield {"agent_id": "a", "task_type": "t", "success": True}
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(export_command, "execution_rows", interrupted)
+    out = tmp_path / "runs.jsonl"
+    result = run(capsys, "export", str(out), "--store", kv_url)
+    assert result.code == 130
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["db", "db.lock"]
+    monkeypatch.undo()
+    assert run(capsys, "export", str(out), "--store", kv_url).code == 0  # the re-run works
+    assert len(out.read_text().splitlines()) == 1

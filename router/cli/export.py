@@ -13,6 +13,7 @@ runs on its own schedule (docs/trust.md).
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -78,10 +79,20 @@ def write_jsonl(path: Path, rows: Iterator[dict[str, Any]]) -> int:
     """``rows`` as JSON lines in a new file ``path``; how many."""
     count = 0
     handle: IO[str]
-    with path.open("x", encoding="utf-8") as handle:  # never over an existing file
-        for row in rows:
-            handle.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
-            count += 1
+    # written under a temporary name beside it and renamed once complete, so an
+    # interrupted export leaves no file that looks like a whole (shorter) export
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    try:
+        with partial.open("x", encoding="utf-8") as handle:
+            for row in rows:
+                handle.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
+                count += 1
+        if path.exists():  # made meanwhile: never written over
+            raise CliError(f"{path} exists; export writes a new file (remove it or pick "
+                           "another)")
+        partial.replace(path)
+    finally:
+        partial.unlink(missing_ok=True)
     return count
 
 
