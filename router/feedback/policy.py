@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, field_validator
 
-from trustroute.profiles.records import FieldTypeError, check_finite
+from trustroute.profiles.records import check_finite
 from trustroute.profiles.validation import NumbersNotBools
 from trustroute.router.options import options_of
 
@@ -91,10 +91,9 @@ class FeedbackPolicy(NumbersNotBools):
         """A score under key ``name`` mapped onto [0, 1]; ValueError (one line) when it
         is not a finite number within the key's scale."""
         low, high = self.key(name).scale
+        value = check_finite(score, "score")  # not a number, or not finite: that alone
         try:
-            value = check_finite(score, "score", low=low, high=high)
-        except FieldTypeError:
-            raise
+            check_finite(value, "score", low=low, high=high)
         except ValueError as exc:  # out of the scale: say which key, and where it is set
             given = "" if name in self.keys else ", the default; set " \
                 f"feedback.keys.{name}.scale for another"
