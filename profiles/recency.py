@@ -30,7 +30,8 @@ class RecencySettings(NumbersNotBools):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     time_constant_days: float = Field(default=7.0, gt=0, allow_inf_nan=False)
-    boost: float = Field(default=3.0, gt=0, allow_inf_nan=False)
+    #: Bounded so that boosted weights and their sums stay finite, nonzero numbers.
+    boost: float = Field(default=3.0, ge=1e-3, le=1e3, allow_inf_nan=False)
     boost_window_days: float = Field(default=7.0, ge=0, allow_inf_nan=False)
     window_size: int = Field(default=WINDOW_SIZE, ge=1)
 

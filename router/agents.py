@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from trustroute.profiles.records import check_identifier
+from trustroute.profiles.records import MAX_COST, check_identifier
 from trustroute.profiles.validation import NumbersNotBools, validated
 
 ANY_TASK = "*"
@@ -24,7 +24,9 @@ class AgentSpec(NumbersNotBools):
     #: Calls started per rolling minute (None: no rate limit). Shared by every process
     #: on a server store, like max_concurrent (see router.limits).
     rpm: int | None = Field(default=None, ge=1)
-    cost_per_call: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    #: At most MAX_COST, the largest cost a record may hold: a larger one would make
+    #: every record of the agent fail.
+    cost_per_call: float | None = Field(default=None, ge=0, le=MAX_COST, allow_inf_nan=False)
     # Token prices turn an LLM agent's usage_metadata into a recorded cost (added to
     # cost_per_call when both are set); None means "no token pricing for this agent".
     price_per_1k_input_tokens: float | None = Field(default=None, ge=0, allow_inf_nan=False)

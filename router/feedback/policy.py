@@ -28,6 +28,9 @@ from trustroute.router.options import options_of
 Default = Literal["outcome", "ignore"] | float
 #: The key of verdicts posted by a background evaluator (a model, not a person).
 EVALUATOR_KEY = "evaluator"
+#: Bounds of a key's weight: weights are relative, and these keep their sums finite.
+MIN_WEIGHT = 1e-6
+MAX_WEIGHT = 1e6
 
 
 class KeyPolicy(NumbersNotBools):
@@ -35,7 +38,8 @@ class KeyPolicy(NumbersNotBools):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    weight: float = Field(default=1.0, gt=0, allow_inf_nan=False)
+    #: Bounded so that the weighted mean of any keys' verdicts stays a finite number.
+    weight: float = Field(default=1.0, ge=MIN_WEIGHT, le=MAX_WEIGHT, allow_inf_nan=False)
     #: ``[low, high]`` of the scores this key gives; mapped linearly onto [0, 1].
     scale: tuple[float, float] = (0.0, 1.0)
     #: Whether verdicts count in the trust layer's human score (None: every key but
@@ -48,6 +52,8 @@ class KeyPolicy(NumbersNotBools):
         low, high = value
         if not (math.isfinite(low) and math.isfinite(high)) or low >= high:
             raise ValueError(f"scale must be [low, high] with low < high, got {list(value)}")
+        if not math.isfinite(high - low):  # scores could not be mapped onto [0, 1]
+            raise ValueError(f"scale must span a finite width (high - low), got {list(value)}")
         return value
 
 
