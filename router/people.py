@@ -23,6 +23,12 @@ if TYPE_CHECKING:
     from trustroute.router.trust.layer import TrustLayer
 
 
+def check_pair(agent_id: str, task_type: str) -> None:
+    """A one-line error naming the argument when either is not a usable identifier."""
+    check_identifier(agent_id, "agent_id")
+    check_identifier(task_type, "task_type")
+
+
 class TrustMethods:
     """``AgentRouter``'s trust methods (the router provides the attributes below)."""
 
@@ -68,6 +74,7 @@ class TrustMethods:
 
     def trust(self, agent_id: str, task_type: str) -> TrustScores:
         """Frequency, effectiveness and human scores, composite and tier of one pair."""
+        check_pair(agent_id, task_type)
         return self.trust_layer.book.scores(agent_id, task_type)
 
     atrust = in_thread(trust)

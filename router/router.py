@@ -37,7 +37,7 @@ from trustroute.router.learner import Learner, ProfileSnapshots, StrategyLearner
 from trustroute.router.limits import LimitSettings
 from trustroute.router.load import InFlightTracker, Lease, discounted
 from trustroute.router.options import options_of
-from trustroute.router.people import TrustMethods
+from trustroute.router.people import TrustMethods, check_pair
 from trustroute.router.projection import LogProjection
 from trustroute.router.recording import admit_all, as_judged, build_record
 from trustroute.router.report import write_report
@@ -223,6 +223,7 @@ class AgentRouter(TrustMethods):
         by the clock, never by ``now``: a read must not change what every router holds."""
         if not isinstance(now, datetime | None) or (now is not None and now.tzinfo is None):
             raise TypeError(f"now must be a timezone-aware datetime or None, got {now!r}")
+        check_pair(agent_id, task_type)
         self.trust_layer.settle_due(utc_now())  # runs whose wait for feedback is over
         state = self.book.get(agent_id, task_type)
         if state is None:
@@ -233,7 +234,8 @@ class AgentRouter(TrustMethods):
         """Every learned profile, optionally for one task type, best adjusted score first."""
         now = utc_now()
         self.trust_layer.settle_due(now)
-        states = self.book.for_task_type(task_type) if task_type else list(self.book)
+        states = list(self.book) if task_type is None else \
+            self.book.for_task_type(check_identifier(task_type, "task_type"))
         snaps = [s.snapshot(now, self.settings) for s in states]
         return sorted(snaps, key=lambda p: (p.task_type, -p.adjusted_score, p.agent_id))
 

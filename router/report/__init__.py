@@ -7,6 +7,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from trustroute.profiles.records import check_identifier
 from trustroute.router.report.data import Progress, ReportData, gather
 from trustroute.router.report.html import PLOT_HINT, SECTIONS, load_charts, render
 
@@ -28,6 +29,10 @@ def write_report(router: AgentRouter, path: str | Path = "report.html", *,
     ``source`` is how the page names the store (default: its URL). Missing folders of
     ``path`` are made (``trustroute report --out`` refuses them instead, as a typo).
     """
+    if task_type is not None:
+        check_identifier(task_type, "task_type")
+    if not isinstance(since, datetime | None) or (since is not None and since.tzinfo is None):
+        raise TypeError(f"since must be a timezone-aware datetime or None, got {since!r}")
     path = Path(path)
     data = gather(router, task_type=task_type, since=since, progress=progress, source=source)
     text = render(data, load_charts())
