@@ -230,3 +230,17 @@ def test_import_feedback_takes_reviews_and_signals_checked_first(
     assert said["r1"]["at"].isoformat().startswith("2026-01-05T10:00:00")
     assert (said["r1"]["comment"], said["s1"]["signal"]) == ("checked by hand",
                                                              "pattern_contradicted")
+
+
+def test_verdicts_out_of_a_narrowed_scale_warn_once_per_key(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with AgentRouter.from_config(tmp_path / "router.yaml") as router:
+        for _ in range(5):
+            rec = router.record(agent_id="a", task_type="t", success=True, quality=0.5)
+            router.feedback(rec.record_id, score=7, key="judge")
+    (tmp_path / "narrow.yaml").write_text(CONFIG.replace("[1, 10]", "[0, 1]"))
+    result = run(capsys, "profiles", "--config", "narrow.yaml")
+    assert result.code == 0
+    warnings = [line for line in result.err.splitlines() if "not folded" in line]
+    assert len(warnings) == 1, result.err
+    assert "key 'judge'" in warnings[0] and "score must be <= 1.0, got 7.0" in warnings[0]

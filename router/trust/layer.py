@@ -81,6 +81,7 @@ class TrustLayer:
         self._flush_lock = threading.Lock()  # one flush at a time
         self._history: dict[Pair, History] = {}
         self._own: set[str] = set()  # ids of this router's writes, until folded
+        self._out_of_scale: set[str] = set()  # feedback keys already warned about
         #: Per log table this layer follows, per writer, what it folded (or read).
         self.people, self.marks, self.archive = Frontier(), Frontier(), Frontier()
         self.people_total = 0  # people rows folded
@@ -210,7 +211,11 @@ class TrustLayer:
         try:
             changes, human = self.feedback.verdict(row, utc_now().timestamp())
         except ValueError as exc:  # a score outside what this router's policy takes
-            log.warning("feedback %s not folded: %s", row["id"], exc)
+            key = row.get("key") or "user"
+            if key not in self._out_of_scale:  # once per key: a store may hold thousands
+                self._out_of_scale.add(key)
+                log.warning("feedback %s not folded: %s; later verdicts of key %r that are "
+                            "not folded are not reported", row["id"], exc, key)
             return self.book.scores(row["agent_id"], row["task_type"])
         self._fold_human(human, row["at"], mine)
         self.amended(changes, row["at"], mine)
