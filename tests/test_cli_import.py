@@ -115,6 +115,8 @@ def test_csv_import_with_small_batches_and_excel_bom(
     ("bad.csv", "agent_id,task_type\na,t\n", "line 1: success: missing column"),
     ("bad.csv", "agent_id,task_type,success,score\na,t,true,1\n",
      "line 1: score: unknown column"),
+    ("bad.csv", "agent_id,task_type,success,\na,t,true,\n",
+     "line 1: the header has a column without a name (a trailing comma?); allowed: "),
     ("bad.csv", "agent_id,task_type,success,metadata\na,t,true,{oops\n",
      "line 2: metadata: expected a JSON object"),
     ("bad.csv", "agent_id,task_type,success\na,,true\n", "line 2: task_type: missing"),

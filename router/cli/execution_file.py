@@ -116,6 +116,9 @@ _CONVERT: dict[str, Callable[[Any], Any]] = {
 
 def _check_columns(names: Iterable[str]) -> None:
     for name in names:
+        if name == "":  # a header ending in a comma, or two commas in a row
+            raise ValueError("the header has a column without a name (a trailing comma?); "
+                             f"allowed: {', '.join(COLUMNS)}")
         if name not in _KNOWN:
             raise ValueError(f"{name}: unknown column{did_you_mean(name, COLUMNS)}; allowed: "
                              f"{', '.join(COLUMNS)}")
