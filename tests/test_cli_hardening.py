@@ -287,3 +287,12 @@ def test_writes_to_an_in_memory_store_warn_that_they_do_not_last(
         assert result.code == 0 and result.err.splitlines()[0] == warning, (argv, result.err)
     demo = run(capsys, "demo", "-n", "5", "--store", "mem://")  # a throw-away run: no word
     assert demo.code == 0 and "warning" not in demo.err
+
+
+@pytest.mark.parametrize("limit", [str(2**63 - 1), str(2**63), str(2**64)])
+def test_a_huge_handoffs_limit_names_the_option(capsys: pytest.CaptureFixture[str],
+                                                kv_url: str, limit: str) -> None:
+    result = run(capsys, "handoffs", "--limit", limit, "--store", kv_url)
+    assert result.code == 2
+    assert result.error_line.startswith(f"Invalid value for '--limit': {limit} is not in the "
+                                        "range 1<=x<=1000000")

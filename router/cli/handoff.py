@@ -267,7 +267,7 @@ def stats_table(rows: list[dict[str, Any]], title: str | None = None) -> Table:
 )
 @click.option(
     "--limit",
-    type=click.IntRange(1),
+    type=click.IntRange(1, 1_000_000),  # the engine refuses a LIMIT past 64 bits
     default=100,
     show_default=True,
     help="Most requests listed (or re-delivered with --retry).",
