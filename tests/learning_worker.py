@@ -41,18 +41,24 @@ def options(url: str, database: str, wait_s: str) -> dict[str, Any]:
             "feedback": {"wait_s": float(wait_s), "default": "outcome"}}
 
 
-def workload(url: str, database: str, wait_s: str, runs: int) -> None:
+def route_and_judge(router: AgentRouter, runs: int, skill: dict[str, float]) -> None:
+    """``runs`` routed executions of ``code``, some without a quality (they await a
+    verdict), and a verdict on an earlier one every fifth run; seeded draws."""
     draws = random.Random(1)
+    ids = []
+    for n in range(runs):
+        decision = router.select("code")
+        ok = draws.random() < skill[decision.agent_id]
+        quality = None if ok and draws.random() < 0.4 else (
+            draws.uniform(0.5, 1) if ok else 0.0)
+        ids.append(router.record(decision, success=ok, quality=quality).record_id)
+        if n % 5 == 0:
+            router.feedback(draws.choice(ids), score=round(draws.random(), 2))
+
+
+def workload(url: str, database: str, wait_s: str, runs: int) -> None:
     with AgentRouter(**options(url, database, wait_s)) as router:
-        ids = []
-        for n in range(runs):
-            decision = router.select("code")
-            ok = draws.random() < SKILL[decision.agent_id]
-            quality = None if ok and draws.random() < 0.4 else (
-                draws.uniform(0.5, 1) if ok else 0.0)
-            ids.append(router.record(decision, success=ok, quality=quality).record_id)
-            if n % 5 == 0:
-                router.feedback(draws.choice(ids), score=round(draws.random(), 2))
+        route_and_judge(router, runs, SKILL)
     print("done", flush=True)
 
 

@@ -12,12 +12,14 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from surreal_fixtures import Target
 from test_feedback_processes import read_line
-from webhook_server import webhook_receiver
+from webhook_server import Received, webhook_receiver
 
 from trustroute.profiles.store import Store
 from trustroute.profiles.store.handoffs import HandoffRepository
@@ -124,6 +126,35 @@ def close_all(workers: dict[str, subprocess.Popen[str]]) -> None:
         assert proc.returncode == 0 and out.split()[-1:] == ["closed"], err[-2000:]
 
 
+def two_workers_deliver(surreal: Target, meanwhile: Callable[[Any], None] | None = None
+                        ) -> tuple[dict[str, list[str]], dict[str, str], list[Received]]:
+    """Two dispatcher workers queue their hand-offs to one receiver that takes 0.1 s
+    each (``meanwhile(receiver)`` runs while they deliver); what each queued, every
+    row's status once settled, and what the receiver got."""
+    with webhook_receiver([0.1]) as desk:
+        workers = start_dispatchers(surreal, desk.url)
+        try:
+            queued = dispatch_all(workers)
+            if meanwhile is not None:
+                meanwhile(desk)
+            statuses = statuses_once_settled(surreal)
+            close_all(workers)
+        finally:
+            stop_all(workers)
+        return queued, statuses, list(desk.received)
+
+
+def sent_once_or_more(queued: dict[str, list[str]], statuses: dict[str, str],
+                      received: list[Received]) -> Counter[str]:
+    """How often each hand-off reached the receiver, once none is lost (every queued one
+    was received and every row ended delivered)."""
+    everyone = [i for ids in queued.values() for i in ids]
+    sent = Counter(r.headers["webhook-id"] for r in received)
+    assert sorted(sent) == sorted(everyone) == sorted(statuses)  # none lost
+    assert set(statuses.values()) == {"delivered"}
+    return sent
+
+
 def stop_all(workers: dict[str, subprocess.Popen[str]]) -> None:
     for proc in workers.values():
         if proc.poll() is None:
@@ -137,19 +168,8 @@ def test_a_hand_off_queued_behind_a_slow_receiver_is_sent_once_across_workers(
     wait in its queue longer than a sweep interval and the other worker's sweep takes
     some of them; the queued delivery then finds its row taken (claim_new) and leaves
     it. Each hand-off reaches the receiver once, and every row ends delivered."""
-    with webhook_receiver([0.1]) as desk:
-        workers = start_dispatchers(surreal, desk.url)
-        try:
-            queued = dispatch_all(workers)
-            statuses = statuses_once_settled(surreal)
-            close_all(workers)
-        finally:
-            stop_all(workers)
-        received = list(desk.received)
-    everyone = [i for ids in queued.values() for i in ids]
-    sent = Counter(r.headers["webhook-id"] for r in received)
-    assert sorted(sent) == sorted(everyone) == sorted(statuses)
-    assert set(statuses.values()) == {"delivered"}
+    queued, statuses, received = two_workers_deliver(surreal)
+    sent = sent_once_or_more(queued, statuses, received)
     assert {i: n for i, n in sent.items() if n > 1} == {}  # each once
     sender = {r.headers["webhook-id"]: r.path.rsplit("/", 1)[1] for r in received}
     taken = [i for name, ids in queued.items() for i in ids if sender[i] != name]
@@ -164,24 +184,16 @@ def test_no_hand_off_is_lost_when_the_server_restarts_mid_delivery(surreal: Targ
     which "may retry a row another is delivering"); a worker delivers one row at a time,
     so that is at most one row per worker."""
     server = surreal.fixture
-    with webhook_receiver([0.1]) as desk:
-        workers = start_dispatchers(surreal, desk.url)
-        try:
-            queued = dispatch_all(workers)
-            deadline = time.monotonic() + 60
-            while len(desk.received) < 5:  # deliveries under way in both queues
-                assert time.monotonic() < deadline, "nothing was delivered"
-                time.sleep(0.01)
-            server.stop()
-            time.sleep(1.5)
-            server.start()
-            statuses = statuses_once_settled(surreal)
-            close_all(workers)
-        finally:
-            stop_all(workers)
-        received = list(desk.received)
-    everyone = [i for ids in queued.values() for i in ids]
-    sent = Counter(r.headers["webhook-id"] for r in received)
-    assert sorted(sent) == sorted(everyone) == sorted(statuses)  # none lost
-    assert set(statuses.values()) == {"delivered"}
-    assert sum(n - 1 for n in sent.values()) <= len(workers), sent.most_common(5)
+
+    def restart(desk: Any) -> None:
+        deadline = time.monotonic() + 60
+        while len(desk.received) < 5:  # deliveries under way in both queues
+            assert time.monotonic() < deadline, "nothing was delivered"
+            time.sleep(0.01)
+        server.stop()
+        time.sleep(1.5)
+        server.start()
+
+    queued, statuses, received = two_workers_deliver(surreal, meanwhile=restart)
+    sent = sent_once_or_more(queued, statuses, received)
+    assert sum(n - 1 for n in sent.values()) <= len(queued), sent.most_common(5)

@@ -39,6 +39,27 @@ def asking(name: str) -> RunnableLambda[Any, str]:
     return RunnableLambda(answer, afunc=aanswer, name=name)
 
 
+def one_node(state: type, node: Any) -> Any:
+    """A graph of the one ``node``, with a checkpointer (so that it can pause)."""
+    graph = StateGraph(state)
+    graph.add_node("n", node)
+    graph.add_edge(START, "n")
+    graph.add_edge("n", END)
+    return graph.compile(checkpointer=InMemorySaver())
+
+
+def runner(app: Any, asynchronous: bool) -> Any:
+    """Run ``app`` on thread t-1, through ``ainvoke`` or ``invoke``."""
+    thread = {"configurable": {"thread_id": "t-1"}}
+
+    def run(value: Any) -> Any:
+        if asynchronous:
+            return asyncio.run(app.ainvoke(value, thread))
+        return app.invoke(value, thread)
+
+    return run
+
+
 def graph_of(routed: RoutedRunnable, asynchronous: bool) -> Any:
     def respond(state: State) -> State:
         return {"answer": routed.invoke(state["question"])}
@@ -46,11 +67,7 @@ def graph_of(routed: RoutedRunnable, asynchronous: bool) -> Any:
     async def arespond(state: State) -> State:
         return {"answer": await routed.ainvoke(state["question"])}
 
-    graph = StateGraph(State)
-    graph.add_node("respond", arespond if asynchronous else respond)
-    graph.add_edge(START, "respond")
-    graph.add_edge("respond", END)
-    return graph.compile(checkpointer=InMemorySaver())
+    return one_node(State, arespond if asynchronous else respond)
 
 
 @pytest.mark.parametrize("asynchronous", [False, True])
@@ -58,14 +75,7 @@ def test_an_interrupt_pauses_the_graph_and_is_no_failure(asynchronous: bool) -> 
     with AgentRouter(["a", "b"], store="mem://", seed=0) as router:
         routed = RoutedRunnable(router=router, agents={"a": asking("a"), "b": asking("b")},
                                 task_type=fixed_task_type("support"))
-        app = graph_of(routed, asynchronous)
-        thread = {"configurable": {"thread_id": "t-1"}}
-
-        def run(value: Any) -> Any:
-            if asynchronous:
-                return asyncio.run(app.ainvoke(value, thread))
-            return app.invoke(value, thread)
-
+        run = runner(graph_of(routed, asynchronous), asynchronous)
         paused = run({"question": "refund?"})
         (pause,) = paused["__interrupt__"]
         assert pause.value["question"] == "refund?"  # one agent asked; none fell back
@@ -198,18 +208,7 @@ def test_a_fallback_that_asks_resumes_as_the_same_attempt_of_the_same_task(
         prefer(router, "b", "t")  # b is tried first
         routed = RoutedRunnable(router=router, task_type="kind", exception_key="error",
                                 agents={"a": RunnableLambda(a), "b": RunnableLambda(b)})
-        graph = StateGraph(Retry)
-        graph.add_node("route", routed)
-        graph.add_edge(START, "route")
-        graph.add_edge("route", END)
-        app = graph.compile(checkpointer=InMemorySaver())
-        thread = {"configurable": {"thread_id": "t-1"}}
-
-        def run(value: Any) -> Any:
-            if asynchronous:
-                return asyncio.run(app.ainvoke(value, thread))
-            return app.invoke(value, thread)
-
+        run = runner(one_node(Retry, routed), asynchronous)
         assert "b broke" in run({"kind": "t"})["__interrupt__"][0].value
         assert run(Command(resume="yes"))["out"] == "a: yes"
         assert inputs == [["error", "kind"], ["error", "kind"]]  # the same input again
@@ -252,18 +251,7 @@ def test_two_routed_calls_in_one_node_each_resume_as_themselves(asynchronous: bo
             first = await routed.ainvoke({"kind": "t", "step": "summarize"})
             return {"out": first + " | " + await routed.ainvoke({"kind": "t", "step": "ask"})}
 
-        graph = StateGraph(Task)
-        graph.add_node("n", anode if asynchronous else node)
-        graph.add_edge(START, "n")
-        graph.add_edge("n", END)
-        app = graph.compile(checkpointer=InMemorySaver())
-        thread = {"configurable": {"thread_id": "t-1"}}
-
-        def run(value: Any) -> Any:
-            if asynchronous:
-                return asyncio.run(app.ainvoke(value, thread))
-            return app.invoke(value, thread)
-
+        run = runner(one_node(Task, anode if asynchronous else node), asynchronous)
         assert run({"kind": "t"})["__interrupt__"][0].value == "a"
         assert calls == [("summarize", "a"), ("ask", "a")]
         prefer(router, "b", "t", n=40)  # meanwhile b became the better agent

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import gc
 import logging
-import random
 import time
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from learning_worker import route_and_judge
 from router_views import view
 from surreal_fixtures import Target
 
@@ -265,17 +265,8 @@ def test_with_verdicts_a_router_from_the_cache_scores_as_one_that_read_the_log(
     they left the strategy's evidence other than the cache's (scores 0.603 and 0.608)."""
     options: dict[str, Any] = {"agents": ["a", "b", "c", "d"], "store": kv_url, "seed": 0,
                                "feedback": {"wait_s": 3600, "default": "outcome"}}
-    draws, skill = random.Random(1), {"a": 0.9, "b": 0.6, "c": 0.5, "d": 0.3}
     with AgentRouter(**options) as router:
-        ids = []
-        for n in range(300):
-            decision = router.select("code")
-            ok = draws.random() < skill[decision.agent_id]
-            quality = None if ok and draws.random() < 0.4 else (
-                draws.uniform(0.5, 1) if ok else 0.0)
-            ids.append(router.record(decision, success=ok, quality=quality).record_id)
-            if n % 5 == 0:
-                router.feedback(draws.choice(ids), score=round(draws.random(), 2))
+        route_and_judge(router, 300, {"a": 0.9, "b": 0.6, "c": 0.5, "d": 0.3})
     scores = []
     for read_the_log in (False, True):
         with AgentRouter(**options) as router:
