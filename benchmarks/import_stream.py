@@ -7,11 +7,14 @@ temporary directory, 20 agents x 10 task types, a third of the rows without
 - the reference: a process that only reads the file and parses each line with ``json``;
 - ``trustroute import FILE --json`` on a fresh embedded surrealkv store.
 
-Each figure is the child's peak RSS (``ru_maxrss`` of that child alone) and its wall
-time. The import streams the file twice (check, then write), so what it holds itself does
-not grow with the file; the target is under 400 MB at 1,000,000 rows. The embedded
-surrealkv engine keeps an index of every key in memory, which does grow with the store,
-so a third child only opens the imported store: the import's own cost is the difference.
+Each figure is the child's peak RSS and its wall time. The peak is the child's own
+``VmHWM`` (Linux), which the child writes as it exits: ``ru_maxrss`` carries over fork
+and exec, so every child reported at least this process's size (the reference and the
+server import both showed this process's 1.3-1.4 GB before session 15). The import
+streams the file twice (check, then write), so what it holds itself does not grow with
+the file; the target is under 400 MB at 1,000,000 rows. The embedded surrealkv engine
+keeps an index of every key in memory, which does grow with the store, so a third
+child only opens the imported store: the import's own cost is the difference.
 Last, the same import into a SurrealDB server (``tests/surreal_server.py`` as its own
 process, on surrealkv): there the engine's memory is the server's, and the import
 process holds only what trustroute itself keeps.
@@ -65,22 +68,40 @@ def write_log(path: Path, rows: int) -> None:
             handle.write(json.dumps(row) + "\n")
 
 
+# Prepended to a child's script: at exit it writes its own peak RSS (VmHWM, KiB), which
+# belongs to the memory it mapped after exec, to the file HWM_FILE names.
+PEAK_AT_EXIT = """
+import atexit as _atexit, os as _os
+def _peak():
+    with open("/proc/self/status") as status:
+        kib = next(line.split()[1] for line in status if line.startswith("VmHWM:"))
+    with open(_os.environ["HWM_FILE"], "w") as out:
+        out.write(kib)
+_atexit.register(_peak)
+"""
+
+
 def child(script: str, *args: str) -> tuple[float, float, str]:
     """Run ``python -c script args`` alone; (peak RSS in MB, wall seconds, stdout).
 
-    The child is reaped with ``os.wait4``, whose rusage is that child's alone."""
-    with tempfile.TemporaryFile("w+", encoding="utf-8") as out:
+    The peak is the child's VmHWM where /proc has it, else ``ru_maxrss`` of
+    ``os.wait4`` (which also counts this process's size at the fork)."""
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as out, \
+            tempfile.TemporaryDirectory() as tmp:
+        hwm = Path(tmp) / "hwm"
         start = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-c", script, *args], stdout=out,
-                                stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen([sys.executable, "-c", PEAK_AT_EXIT + script, *args],
+                                stdout=out, stderr=subprocess.DEVNULL,
+                                env={**os.environ, "HWM_FILE": str(hwm)})
         _, status, usage = os.wait4(proc.pid, 0)
         seconds = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         text = out.read()
+        kib = int(hwm.read_text()) if hwm.exists() else usage.ru_maxrss  # KiB on Linux
     if proc.returncode:
         raise SystemExit(f"child failed with exit code {proc.returncode}: {text[-500:]}")
-    return usage.ru_maxrss / 1024, seconds, text  # ru_maxrss is in KiB on Linux
+    return kib / 1024, seconds, text
 
 
 def main() -> None:
