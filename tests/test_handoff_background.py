@@ -4,6 +4,7 @@ LangChain objects and the real CLI entry point."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 from cli_helpers import run
 from handoff_helpers import faq_store
 from langchain_core.runnables import RunnableLambda
+from surreal_fixtures import Target
 from webhook_server import webhook_receiver
 
 from trustroute.integrations.langchain.handoff import HandoffResult, HandoffRunnable
@@ -273,11 +275,10 @@ def test_delivery_sync_in_the_router_config_applies_to_a_handoff_runnables_hooks
     fired: list[str] = []
     config = RouterConfig.model_validate(
         {"store": "mem://", "agents": ["bot"], "handoff": {"delivery": "sync"}})
-    with config.build_router() as router:
-        rag = HandoffRunnable(faq_store(), RunnableLambda(lambda x: "answer"),
-                              confidence=CONFIDENCE, router=router,
-                              hooks=[CallableHook(lambda r: fired.append(r.request_id),
-                                                  name="desk")])
+    desk = CallableHook(lambda r: fired.append(r.request_id), name="desk")
+    with config.build_router() as router, HandoffRunnable(
+            faq_store(), RunnableLambda(lambda x: "answer"), confidence=CONFIDENCE,
+            router=router, hooks=[desk]) as rag:
         out = rag.invoke(UNCOVERED)
     assert isinstance(out, HandoffResult) and out.outcome is not None
     assert out.outcome.delivered and out.outcome.queued == ()  # delivered before returning
@@ -315,20 +316,60 @@ def test_close_finishes_the_deliveries_of_a_handoff_runnables_own_hooks() -> Non
 
 
 def test_failing_retry_sweeps_warn_once_not_at_every_sweep(
-        kv_url: str, caplog: pytest.LogCaptureFixture) -> None:
-    store = Store(kv_url)
+        surreal: Target, caplog: pytest.LogCaptureFixture) -> None:
+    server = surreal.fixture
+    store = Store(surreal.url, **surreal.options(reconnect_timeout_s=0.1,
+                                                 retry_max_wait_s=0.02))
     section = HandoffSection(dispatch_retry_interval_s=0.05)
     dispatcher = TransferDispatcher([CallableHook(lambda r: None, name="desk")], store=store,
                                     settings=section)
-    dispatcher.dispatch(TransferRequest(reason="starts the worker"))
-    assert dispatcher.join(10)
-    with caplog.at_level("DEBUG", logger="trustroute"):
-        store.close()  # every sweep now fails
-        time.sleep(0.5)
-    dispatcher.close()
-    failed = [r for r in caplog.records if "background retry" in r.getMessage()]
+    try:
+        dispatcher.dispatch(TransferRequest(reason="starts the worker"))
+        assert dispatcher.join(10)
+        with caplog.at_level("DEBUG", logger="trustroute"):
+            server.stop()  # every sweep now fails
+            deadline = time.monotonic() + 20
+            while len(_sweep_logs(caplog)) < 3 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            server.start()
+            while not any("works again" in r.getMessage() for r in _sweep_logs(caplog)) \
+                    and time.monotonic() < deadline:
+                time.sleep(0.05)
+    finally:
+        dispatcher.close()
+        store.close()
+    logs = _sweep_logs(caplog)
+    failed = [r for r in logs if "failed" in r.getMessage()]
     assert len(failed) >= 3  # sweeps went on
     assert [r.levelname for r in failed].count("WARNING") == 1
+    assert [r.levelname for r in logs if "works again" in r.getMessage()] == ["WARNING"]
+
+
+def _sweep_logs(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if "background retry" in r.getMessage()]
+
+
+def test_a_closed_store_ends_the_retry_sweeps_quietly(
+        kv_url: str, caplog: pytest.LogCaptureFixture) -> None:
+    """A dispatcher left open past its store's close (a runnable never closed) does not
+    warn at every sweep of a store that can never work again: its worker ends."""
+    store = Store(kv_url)
+    dispatcher = TransferDispatcher([CallableHook(lambda r: None, name="desk")], store=store,
+                                    settings=HandoffSection(dispatch_retry_interval_s=0.05))
+    before = set(threading.enumerate())
+    dispatcher.dispatch(TransferRequest(reason="starts the worker"))
+    assert dispatcher.join(10)
+    workers = [t for t in set(threading.enumerate()) - before
+               if t.name == "trustroute-handoff"]
+    assert len(workers) == 1
+    with caplog.at_level("DEBUG", logger="trustroute"):
+        store.close()
+        for worker in workers:
+            worker.join(10)
+    assert store.closed
+    assert not any(w.is_alive() for w in workers)
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert dispatcher.close(1)
 
 
 def test_an_opened_router_retries_what_a_crashed_process_left_without_a_new_hand_off(

@@ -121,6 +121,11 @@ class Store:
         """The store URL without credentials."""
         return self.location.redacted()
 
+    @property
+    def closed(self) -> bool:
+        """True once ``close()`` was called: nothing more can be read or written."""
+        return self._closed
+
     def now(self) -> datetime:
         """The database's clock (what ``stored_at`` stamps come from)."""
         moment: datetime = self.conn.run("RETURN time::now();")[-1]

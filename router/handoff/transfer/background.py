@@ -7,6 +7,8 @@ dispatcher delivers the queue in order and, every ``dispatch_retry_interval_s``,
 again what stayed pending in the store for its hooks (failures of this process, rows
 left by an earlier one), oldest first; such a sweep stops trying a hook at its first
 failure, so a receiver that is down costs one failed delivery per sweep, not one per row.
+A store that cannot be reached is retried at the next sweep (a warning when sweeps start
+failing, one when they work again); a store that was closed ends the sweeps quietly.
 
 The queue is bounded (``dispatch_queue_size``): when it is full, as during a long outage,
 a request is not queued but stays pending for the next sweep, so memory stays bounded.
@@ -110,6 +112,9 @@ class BackgroundDelivery:
         next_sweep = time.monotonic() + first_sweep_s
         while not stop.is_set():
             if interval > 0 and time.monotonic() >= next_sweep:
+                if self._store_closed():  # for good: no sweep can work again
+                    log.debug("hand-off store closed: background retries stop")
+                    break
                 self._sweep(interval)
                 next_sweep = time.monotonic() + interval
             wait = max(0.0, next_sweep - time.monotonic()) if interval > 0 else None
@@ -141,6 +146,10 @@ class BackgroundDelivery:
         repo = store.repository(HandoffRepository)
         return tuple(h for h in job.hooks if repo.claim_new(job.request.request_id,
                                                              hook_name(h)))
+
+    def _store_closed(self) -> bool:
+        store = self._dispatcher.store
+        return store is not None and store.closed
 
     def _sweep(self, interval: float) -> None:
         with self._lock:
