@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -54,6 +55,7 @@ def test_covered_question_is_answered_by_the_chain() -> None:
         )
         out = rag.invoke(COVERED)
         stats = store.repository(HandoffRepository).decision_stats()
+        assert rag.close()
     assert isinstance(out, str) and out.startswith("ANSWER<Q: my card has not arrived")
     assert "Cards arrive within seven working days" in out
     assert fired == []
@@ -85,6 +87,7 @@ def test_uncovered_question_fires_the_hooks_and_returns_a_handoff() -> None:
         assert out.outcome is not None and out.outcome.queued == ("desk",)
         assert rag.dispatcher is not None and rag.dispatcher.join(10)
         pending = store.repository(HandoffRepository).pending()
+        assert rag.close()
     assert isinstance(out, HandoffResult) and out.handed_off
     assert out.message.startswith("I'm not confident I can answer this correctly")
     assert out.reason.startswith("Retrieval insufficient (best score")
@@ -259,6 +262,7 @@ def test_async_paths() -> None:
             assert store.repository(HandoffRepository).decision_stats()[0]["decisions"] == 2
             # the hook is delivered in the background (the default): wait for it
             assert rag.dispatcher is not None and rag.dispatcher.join(10)
+            assert rag.close()
             return answered, handed
 
     answered, handed = asyncio.run(main())
@@ -343,17 +347,22 @@ def test_bad_input(bad: Any, error: type[Exception]) -> None:
 @pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
 def test_text_output_composes_with_a_string_parser(mode: str) -> None:
     fired: list[TransferRequest] = []
-    rag = HandoffRunnable(faq_store(), echo_chain(), confidence=CONFIDENCE,
-                          hooks=[fired.append], handoff_output="text")
-    chain = rag | StrOutputParser()
+    before = set(threading.enumerate())
+    with HandoffRunnable(faq_store(), echo_chain(), confidence=CONFIDENCE,
+                         hooks=[fired.append], handoff_output="text") as rag:
+        chain = rag | StrOutputParser()
 
-    def call(question: str) -> Any:
-        return chain.invoke(question) if mode == "invoke" else asyncio.run(chain.ainvoke(question))
+        def call(question: str) -> Any:
+            if mode == "invoke":
+                return chain.invoke(question)
+            return asyncio.run(chain.ainvoke(question))
 
-    assert call(UNCOVERED).startswith("I'm not confident I can answer this correctly")
-    assert rag.dispatcher is not None and rag.dispatcher.join(10)
-    assert len(fired) == 1  # the hand-off itself still happens
-    assert call(COVERED).startswith("ANSWER<Q: my card has not arrived")
+        assert call(UNCOVERED).startswith("I'm not confident I can answer this correctly")
+        assert rag.dispatcher is not None and rag.dispatcher.join(10)
+        assert len(fired) == 1  # the hand-off itself still happens
+        assert call(COVERED).startswith("ANSWER<Q: my card has not arrived")
+    # the with block closed the runnable: its delivery worker has stopped
+    assert not [t for t in set(threading.enumerate()) - before if t.is_alive()]
     with pytest.raises(ValueError, match="handoff_output must be 'result' or 'text'"):
         HandoffRunnable(faq_store(), echo_chain(), handoff_output="message")
 

@@ -85,6 +85,7 @@ def test_handoff_interrupts_the_graph_and_resumes_with_the_answer() -> None:
         assert done["answer"].startswith("I'm not confident")
         assert repo.decision_stats()[0]["transferred"] == 1
         assert repo.decision_stats()[0]["decisions"] == 1
+        assert graph.rag.close()
     # the notification hook ran once, before the pause, with the id the interrupt carried:
     # when the node re-ran on resume its row was already delivered, so it was not sent again
     assert notified == [request.request_id]
@@ -96,6 +97,7 @@ def test_covered_question_does_not_pause() -> None:
         out = graph.invoke(
             {"question": "my card has not arrived"}, {"configurable": {"thread_id": "t-2"}}
         )
+        assert graph.rag.close()
     assert "__interrupt__" not in out and out["answer"].startswith("bot: ")
 
 
@@ -190,6 +192,7 @@ def test_hooks_that_fire_again_on_resume_send_the_same_request_id(mode: str) -> 
         paused.append(run(Command(resume="first answer"), "t-1"))
         done = run(Command(resume="second answer"), "t-1")
         other = run({"question": "q"}, "t-2")  # another conversation: another hand-off
+        assert rag.close()
     assert done["human"] == ["first answer", "second answer"]
     interrupted = [p["__interrupt__"][0].value["handoff"]["request_id"] for p in paused]
     ticketed = [r.headers["X-Trustroute-Request-Id"] for r in desk.received]
@@ -222,6 +225,7 @@ def test_a_request_id_given_by_the_caller_is_kept() -> None:
     thread = {"configurable": {"thread_id": "t-3"}}
     paused = app.invoke({"question": "q"}, thread)
     done = app.invoke(Command(resume="ok"), thread)
+    assert dispatcher.close()
     assert paused["__interrupt__"][0].value["handoff"]["request_id"] == "ticket-42"
     assert done["human"] == "ok" and tickets == ["ticket-42", "ticket-42"]
 

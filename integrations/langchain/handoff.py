@@ -184,6 +184,12 @@ class HandoffRunnable(Runnable[Any, Any]):
             return True
         return self.dispatcher.close(timeout_s)
 
+    def __enter__(self) -> HandoffRunnable:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     # -- retrieval -------------------------------------------------------------------
     def _retrieval(self) -> ScoredRetrieval:
         return ScoredRetrieval(self.source, self.k, self.search_kwargs, self.score_key,
