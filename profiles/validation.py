@@ -94,6 +94,8 @@ def describe_problem(err: Any, model: type[BaseModel] | None = None) -> str:
     if err["type"] == "missing":
         return f"{key_path(loc)}: required key is missing"
     msg = str(err["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
+    if err["type"] == "timezone_aware":
+        msg = "expected a time with its zone (Z or +HH:MM)"
     if msg.startswith("Input should be "):
         msg = msg[len("Input should be "):]
         if msg.startswith(("greater", "less")):

@@ -15,6 +15,7 @@ from trustroute.router.cli import (  # noqa: F401
     export,
     feedback,
     handoff,
+    handoff_import,
     importer,
     init,
     profiles,

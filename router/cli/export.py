@@ -16,17 +16,19 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 import click
 
 from trustroute.profiles.records import iso_z
 from trustroute.profiles.store import Store
+from trustroute.profiles.store.handoff_archive import HandoffArchive
 from trustroute.profiles.store.trust import TrustRepository
 from trustroute.router.cli import base
 from trustroute.router.cli.base import CliError, console
 from trustroute.router.cli.tables import plural
 from trustroute.router.cli.text import shown
+from trustroute.router.handoff.archive import archive_rows
 
 
 def execution_rows(store: Store) -> Iterator[dict[str, Any]]:
@@ -112,25 +114,32 @@ def new_file(path: Path | None) -> None:
               default=None, metavar="FILE",
               help="Also write what people said (verdicts on executions, reviews, "
                    "signals) to FILE (import-feedback's format).")
+@click.option("--handoffs", "handoffs_file", type=click.Path(path_type=Path, dir_okay=False),
+              default=None, metavar="FILE",
+              help="Also write the hand-offs (pending ones too), the hand-off decision "
+                   "log and saved calibrations to FILE (import-handoffs' format).")
 @base.router_options
 @base.json_option
-def export(file: Path, feedback_file: Path | None, config: Path | None, store: str | None,
-           as_json: bool) -> None:
+def export(file: Path, feedback_file: Path | None, handoffs_file: Path | None,
+           config: Path | None, store: str | None, as_json: bool) -> None:
     """Write the execution log to FILE (JSONL, `trustroute import`'s columns).
 
-    With --feedback, what people said too: verdicts, reviews and signals.
-    `trustroute import FILE` (and `import-feedback`) read them back into any store,
-    e.g. to move an embedded store's learning to a server; importing twice stores each
-    row once. The lifecycle's weekly marks are not exported.
+    With --feedback, what people said too: verdicts, reviews and signals; with
+    --handoffs, the hand-offs, their decision log and saved calibrations.
+    `trustroute import FILE` (and `import-feedback`, `import-handoffs`) read them back
+    into any store, e.g. to move an embedded store's learning to a server; importing
+    twice stores each row once. The lifecycle's weekly marks are not exported.
     """
-    new_file(file)
-    new_file(feedback_file)
-    if feedback_file is not None and feedback_file.resolve() == file.resolve():
-        raise CliError("FILE and --feedback name the same file")
+    files = [f for f in (file, feedback_file, handoffs_file) if f is not None]
+    for each in files:
+        new_file(each)
+    if len({f.resolve() for f in files}) < len(files):
+        raise CliError("FILE, --feedback and --handoffs must name different files")
     with base.open_reader(config, store, must_exist=True) as router:  # no empty file
         where = base.store_label(router)
         executions = write_jsonl(file, execution_rows(router.store))
         said = router.store.repository(TrustRepository).people()
+        handoffs = handoff_kinds(router.store, handoffs_file)
     rows = [said_row(r) for r in said]
     if feedback_file is not None:
         write_jsonl(feedback_file, iter(rows))
@@ -142,7 +151,9 @@ def export(file: Path, feedback_file: Path | None, config: Path | None, store: s
                          **({"verdicts": kinds["feedback"], "reviews": kinds["review"],
                              "signals": kinds["signal"]} if feedback_file else
                             {"verdicts": 0, "reviews": 0, "signals": 0}),
-                         "not_exported": 0 if feedback_file else len(rows)})
+                         "not_exported": 0 if feedback_file else len(rows),
+                         "handoffs_file": None if handoffs_file is None else str(handoffs_file),
+                         **handoffs.as_dict()})
         return
     console.print(f"exported {plural(executions, 'execution')} from {shown(where)} to "
                   f"{shown(str(file))}")
@@ -153,3 +164,45 @@ def export(file: Path, feedback_file: Path | None, config: Path | None, store: s
         console.print(f"exported {what} to {shown(str(feedback_file))}")
     elif rows:
         console.print(f"{what} not exported (--feedback FILE writes them)")
+    if handoffs_file is not None:
+        console.print(f"exported {handoffs.said()} to {shown(str(handoffs_file))}")
+    elif handoffs.rows:
+        console.print(f"{handoffs.said()} not exported (--handoffs FILE writes them)")
+
+
+class HandoffKinds(NamedTuple):
+    """How many rows of each kind the hand-off state holds (written or not)."""
+
+    transfers: int
+    pending: int
+    decisions: int
+    calibrations: int
+    written: bool
+
+    @property
+    def rows(self) -> int:
+        """All of them."""
+        return self.transfers + self.decisions + self.calibrations
+
+    def said(self) -> str:
+        """``3 hand-off rows (1 pending), 40 hand-off decisions, 1 calibration``."""
+        return (f"{plural(self.transfers, 'hand-off row')} ({self.pending} pending), "
+                f"{plural(self.decisions, 'hand-off decision')}, "
+                f"{plural(self.calibrations, 'calibration')}")
+
+    def as_dict(self) -> dict[str, int]:
+        """The JSON keys (all 0 but ``handoffs_not_exported`` when not written)."""
+        counts = {"handoffs": self.transfers, "pending_handoffs": self.pending,
+                  "handoff_decisions": self.decisions, "calibrations": self.calibrations}
+        if not self.written:
+            counts = dict.fromkeys(counts, 0)
+        return {**counts, "handoffs_not_exported": 0 if self.written else self.rows}
+
+
+def handoff_kinds(store: Store, path: Path | None) -> HandoffKinds:
+    """The store's hand-off state written to ``path`` (or only counted, without one)."""
+    if path is not None:
+        write_jsonl(path, archive_rows(store))
+    counts = store.repository(HandoffArchive).counts()
+    return HandoffKinds(counts["transfers"], counts["pending"], counts["decisions"],
+                        counts["calibrations"], path is not None)
