@@ -17,9 +17,13 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Annotated, Any, TextIO, TypeVar
 
+from pydantic import AfterValidator, BaseModel, ConfigDict, StrictStr, ValidationError
+
+from trustroute.profiles.records import check_identifier
 from trustroute.profiles.store.errors import PicklableError
+from trustroute.profiles.validation import describe_problem
 
 Row = tuple[int, dict[str, Any]]
 
@@ -158,3 +162,30 @@ class RowIds:
         key = hashlib.blake2b(content.encode(), digest_size=16).digest()
         self._seen[key] += 1
         return str(uuid.uuid5(ROW_IDS, f"{key.hex()}:{self._seen[key]}"))
+
+
+class FileRow(BaseModel):
+    """A row of a file this package writes and reads back (``export``'s side files):
+    every key known, nothing changed after reading."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+#: An identifier read from a file, checked as ``record()`` checks one.
+Identifier = Annotated[StrictStr, AfterValidator(lambda v: check_identifier(v, "it"))]
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def model_rows(path: Path, model: Callable[[int, dict[str, Any]], type[M]]) -> Iterator[M]:
+    """Each JSON line of ``path`` validated into the model ``model(line, row)`` picks,
+    streamed; the first problem raises RowFileError naming its line and field."""
+    for line, raw in jsonl_rows(path):
+        kind = model(line, raw)
+        try:
+            yield kind.model_validate(raw)
+        except ValidationError as exc:
+            problem = describe_problem(exc.errors()[0], kind).removeprefix("<root>: ")
+            field = problem.partition(":")[0]  # an identifier check's "it" is that field
+            raise RowFileError(path, line, problem.replace(": it ", f": {field} ", 1)
+                               ) from None

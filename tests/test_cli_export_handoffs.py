@@ -125,7 +125,8 @@ def test_export_without_handoffs_says_what_it_left_out(
             "exported (--handoffs FILE writes them)") in " ".join(out.out.split())
     same = run(capsys, "export", str(tmp_path / "a.jsonl"), "--handoffs",
                str(tmp_path / "a.jsonl"), "--store", source)
-    assert same.error_line == "FILE, --feedback and --handoffs must name different files"
+    assert same.error_line == ("FILE, --feedback, --handoffs and --decisions must name "
+                               "different files")
 
 
 def good_rows(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> list[dict[str, Any]]:

@@ -8,8 +8,10 @@ an outcome that arrives after its decision was written is merged into the row.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
+
+from surrealdb import RecordID
 
 from trustroute.profiles.store.connection import Connection
 
@@ -56,6 +58,27 @@ FOR $o IN $outcomes {
 };
 COMMIT TRANSACTION;
 """
+
+# A batch read back from a file (``trustroute import-decisions``): a decision absent here
+# is stored as it was; one present only gains the outcome it lacks (an outcome, once
+# joined, stays). A strategy's saved calibration sums are dropped when imported outcomes
+# join its decisions: the map is rebuilt from the log at the next open (``load``).
+_IMPORT = """
+BEGIN TRANSACTION;
+FOR $r IN $rows {
+    LET $at = type::thing('decision', $r.id);
+    IF record::exists($at) {
+        UPDATE $at SET success = $r.row.success, quality = $r.row.quality,
+            record_id = $r.row.record_id, recorded_at = $r.row.recorded_at
+            WHERE recorded_at = NONE AND $r.row.recorded_at != NONE;
+    } ELSE {
+        CREATE $at CONTENT $r.row;
+    };
+};
+DELETE calibration_state WHERE record::id(id) INSIDE $joined;
+COMMIT TRANSACTION;
+"""
+
 
 class DecisionRepository:
     """Writes and reads the decision log."""
@@ -117,3 +140,27 @@ class DecisionRepository:
         rows = self._conn.run("SELECT VALUE [confidence, success, abstained] "
                               f"FROM decision{where};", {"s": strategy})[0]
         return [(c, s, bool(a)) for c, s, a in rows]
+
+    def scan(self, batch: int = 5000) -> Iterator[dict[str, Any]]:
+        """Every logged decision with its id, oldest first (``export --decisions``)."""
+        for page in self._conn.pages("SELECT *, record::id(id) AS id FROM decision "
+                                     "ORDER BY created_at, id", {}, batch):
+            yield from page
+
+    def put(self, rows: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
+        """Store decisions read back from a file (``scan``'s shape), one transaction:
+        (stored, outcomes joined to decisions stored without one)."""
+        ids = [RecordID("decision", r["id"]) for r in rows]
+        here = {r["id"]: r["joined"] for r in self._conn.run(
+            "SELECT record::id(id) AS id, recorded_at != NONE AS joined FROM $ids;",
+            {"ids": ids})[0] or []}
+        new = {r["id"] for r in rows} - set(here)
+        joined = {r["id"] for r in rows if r.get("recorded_at") is not None
+                  and r["id"] in here and not here[r["id"]]}
+        strategies = sorted({r["strategy"] for r in rows if r.get("recorded_at") is not None
+                             and (r["id"] in new or r["id"] in joined)})
+        if rows:
+            self._conn.run(_IMPORT, {"rows": [
+                {"id": r["id"], "row": {k: v for k, v in r.items() if k != "id"}}
+                for r in rows], "joined": strategies}, rows=len(rows))
+        return len(new), len(joined)

@@ -22,6 +22,7 @@ import click
 
 from trustroute.profiles.records import iso_z
 from trustroute.profiles.store import Store
+from trustroute.profiles.store.decisions import DecisionRepository
 from trustroute.profiles.store.handoff_archive import HandoffArchive
 from trustroute.profiles.store.trust import TrustRepository
 from trustroute.router.cli import base
@@ -29,6 +30,7 @@ from trustroute.router.cli.base import CliError, console
 from trustroute.router.cli.tables import plural
 from trustroute.router.cli.text import shown
 from trustroute.router.handoff.archive import archive_rows
+from trustroute.router.trust.decision_file import decision_rows
 
 
 def execution_rows(store: Store) -> Iterator[dict[str, Any]]:
@@ -118,28 +120,39 @@ def new_file(path: Path | None) -> None:
               default=None, metavar="FILE",
               help="Also write the hand-offs (pending ones too), the hand-off decision "
                    "log and saved calibrations to FILE (import-handoffs' format).")
+@click.option("--decisions", "decisions_file", type=click.Path(path_type=Path, dir_okay=False),
+              default=None, metavar="FILE",
+              help="Also write the routing decision log (behind `trustroute calibration`) "
+                   "to FILE (import-decisions' format).")
 @base.router_options
 @base.json_option
 def export(file: Path, feedback_file: Path | None, handoffs_file: Path | None,
-           config: Path | None, store: str | None, as_json: bool) -> None:
+           decisions_file: Path | None, config: Path | None, store: str | None,
+           as_json: bool) -> None:
     """Write the execution log to FILE (JSONL, `trustroute import`'s columns).
 
     With --feedback, what people said too: verdicts, reviews and signals; with
-    --handoffs, the hand-offs, their decision log and saved calibrations.
-    `trustroute import FILE` (and `import-feedback`, `import-handoffs`) read them back
-    into any store, e.g. to move an embedded store's learning to a server; importing
-    twice stores each row once. The lifecycle's weekly marks are not exported.
+    --handoffs, the hand-offs, their decision log and saved calibrations; with
+    --decisions, the routing decision log. `trustroute import FILE` (and
+    `import-feedback`, `import-handoffs`, `import-decisions`) read them back into any
+    store, e.g. to move an embedded store's learning to a server; importing twice stores
+    each row once. The lifecycle's weekly marks are not exported.
     """
-    files = [f for f in (file, feedback_file, handoffs_file) if f is not None]
+    files = [f for f in (file, feedback_file, handoffs_file, decisions_file)
+             if f is not None]
     for each in files:
         new_file(each)
     if len({f.resolve() for f in files}) < len(files):
-        raise CliError("FILE, --feedback and --handoffs must name different files")
+        raise CliError("FILE, --feedback, --handoffs and --decisions must name different "
+                       "files")
     with base.open_reader(config, store, must_exist=True) as router:  # no empty file
         where = base.store_label(router)
         executions = write_jsonl(file, execution_rows(router.store))
         said = router.store.repository(TrustRepository).people()
         handoffs = handoff_kinds(router.store, handoffs_file)
+        logged = router.store.repository(DecisionRepository).count()
+        if decisions_file is not None:
+            write_jsonl(decisions_file, decision_rows(router.store))
     rows = [said_row(r) for r in said]
     if feedback_file is not None:
         write_jsonl(feedback_file, iter(rows))
@@ -153,7 +166,11 @@ def export(file: Path, feedback_file: Path | None, handoffs_file: Path | None,
                             {"verdicts": 0, "reviews": 0, "signals": 0}),
                          "not_exported": 0 if feedback_file else len(rows),
                          "handoffs_file": None if handoffs_file is None else str(handoffs_file),
-                         **handoffs.as_dict()})
+                         **handoffs.as_dict(),
+                         "decisions_file": None if decisions_file is None else
+                         str(decisions_file),
+                         "decisions": logged if decisions_file else 0,
+                         "decisions_not_exported": 0 if decisions_file else logged})
         return
     console.print(f"exported {plural(executions, 'execution')} from {shown(where)} to "
                   f"{shown(str(file))}")
@@ -168,6 +185,12 @@ def export(file: Path, feedback_file: Path | None, handoffs_file: Path | None,
         console.print(f"exported {handoffs.said()} to {shown(str(handoffs_file))}")
     elif handoffs.rows:
         console.print(f"{handoffs.said()} not exported (--handoffs FILE writes them)")
+    if decisions_file is not None:
+        console.print(f"exported {plural(logged, 'routing decision')} to "
+                      f"{shown(str(decisions_file))}")
+    elif logged:
+        console.print(f"{plural(logged, 'routing decision')} not exported (--decisions FILE "
+                      "writes them)")
 
 
 class HandoffKinds(NamedTuple):

@@ -20,44 +20,26 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import (
-    AfterValidator,
-    AwareDatetime,
-    BaseModel,
-    ConfigDict,
-    Field,
-    StrictBool,
-    StrictInt,
-    StrictStr,
-    ValidationError,
-    model_validator,
-)
+from pydantic import AwareDatetime, Field, StrictBool, StrictInt, StrictStr, model_validator
 
-from trustroute.profiles.records import check_identifier, iso_z
+from trustroute.profiles.records import iso_z
 from trustroute.profiles.store import Store
 from trustroute.profiles.store.handoff_archive import HandoffArchive
-from trustroute.profiles.validation import describe_problem
-from trustroute.router.row_files import RowFileError, jsonl_rows
-
-Id = Annotated[StrictStr, AfterValidator(lambda v: check_identifier(v, "it"))]
+from trustroute.router.row_files import FileRow, Identifier, RowFileError, model_rows
 
 
-class _Row(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class TransferRow(_Row):
+class TransferRow(FileRow):
     """One hook's row of a transfer."""
 
     kind: Literal["handoff"]
-    request_id: Id
-    hook: Id
+    request_id: Identifier
+    hook: Identifier
     status: Literal["pending", "delivered", "resolved"]
     request: dict[str, Any]
     reason: StrictStr
-    task_type: Id | None = None
+    task_type: Identifier | None = None
     error: StrictStr | None = None
     attempts: StrictInt = Field(ge=0, le=2**31)
     created_at: AwareDatetime
@@ -73,12 +55,12 @@ class TransferRow(_Row):
         return self
 
 
-class DecisionRow(_Row):
+class DecisionRow(FileRow):
     """One answer-or-transfer decision."""
 
     kind: Literal["decision"]
-    id: Id
-    task_type: Id
+    id: Identifier
+    task_type: Identifier
     transferred: StrictBool
     confidence: float | None = Field(default=None, ge=0, le=1, allow_inf_nan=False)
     insufficient: StrictBool
@@ -89,11 +71,11 @@ class DecisionRow(_Row):
     created_at: AwareDatetime
 
 
-class CalibrationRow(_Row):
+class CalibrationRow(FileRow):
     """A saved calibration."""
 
     kind: Literal["calibration"]
-    name: Id
+    name: Identifier
     settings: dict[str, Any]
     report: dict[str, Any] | None = None
     created_at: AwareDatetime
@@ -107,19 +89,16 @@ _KINDS: dict[str, type[ArchiveRow]] = {"handoff": TransferRow, "decision": Decis
 def read_archive(path: Path) -> Iterator[ArchiveRow]:
     """The rows of a hand-off file, checked, streamed; the first problem raises
     RowFileError naming its line."""
-    for line, raw in jsonl_rows(path):
-        kind = raw.get("kind")
-        if not isinstance(kind, str) or kind not in _KINDS:
-            got = "it is missing" if kind is None else f"got {kind!r}"
-            raise RowFileError(path, line, "kind: expected 'handoff', 'decision' or "
-                                           f"'calibration', {got}")
-        try:
-            yield _KINDS[kind].model_validate(raw)
-        except ValidationError as exc:
-            problem = describe_problem(exc.errors()[0], _KINDS[kind]).removeprefix("<root>: ")
-            field = problem.partition(":")[0]  # an identifier check's "it" is that field
-            raise RowFileError(path, line, problem.replace(": it ", f": {field} ", 1)
-                               ) from None
+    return model_rows(path, lambda line, raw: _kind(path, line, raw))
+
+
+def _kind(path: Path, line: int, raw: dict[str, Any]) -> type[ArchiveRow]:
+    kind = raw.get("kind")
+    if not isinstance(kind, str) or kind not in _KINDS:
+        got = "it is missing" if kind is None else f"got {kind!r}"
+        raise RowFileError(path, line, "kind: expected 'handoff', 'decision' or "
+                                       f"'calibration', {got}")
+    return _KINDS[kind]
 
 
 def archive_rows(store: Store) -> Iterator[dict[str, Any]]:
