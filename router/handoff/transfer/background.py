@@ -9,6 +9,9 @@ left by an earlier one), oldest first; such a sweep stops trying a hook at its f
 failure, so a receiver that is down costs one failed delivery per sweep, not one per row.
 A store that cannot be reached is retried at the next sweep (a warning when sweeps start
 failing, one when they work again); a store that was closed ends the sweeps quietly.
+Each sweep first stores pending what the dispatcher had to keep in memory (its
+``undelivered``: a hand-off accepted while the store could not be reached whose hook
+failed too), so a sweep delivers it and it outlives the process.
 
 The queue is bounded (``dispatch_queue_size``): when it is full, as during a long outage,
 a request is not queued but stays pending for the next sweep, so memory stays bounded.
@@ -40,6 +43,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _running: weakref.WeakSet[BackgroundDelivery] = weakref.WeakSet()
+#: The error a kept request is stored with (the hook's own error was in the log).
+KEPT = "not delivered; kept in memory while the store could not be reached"
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +160,7 @@ class BackgroundDelivery:
         with self._lock:
             skip = frozenset(self._queued)
         try:
+            self._store_kept()
             self._dispatcher.retry_stale(interval, skip)
         except Exception as exc:
             # a warning when sweeps start failing (every interval would flood the log)
@@ -166,6 +172,21 @@ class BackgroundDelivery:
         if self._sweep_failing:
             self._sweep_failing = False
             log.warning("background retry of pending hand-offs works again")
+
+    def _store_kept(self) -> None:
+        """Store pending each request the dispatcher keeps in memory only (the store could
+        not take it when it was accepted, nor when its hook failed); a later sweep
+        delivers it once it is due. Raises when the store still cannot be reached."""
+        dispatcher = self._dispatcher
+        if dispatcher.store is None or not dispatcher.undelivered:
+            return
+        repo = dispatcher.store.repository(HandoffRepository)
+        for kept in list(dispatcher.undelivered):
+            request, hook = kept
+            repo.save_pending(request.payload(), hook=hook, error=KEPT)
+            dispatcher.undelivered.remove(kept)
+            log.warning("hand-off %s (hook %s), kept in memory while the store could not be "
+                        "reached, is stored pending now", request.request_id, hook)
 
     def join(self, timeout_s: float | None = None) -> bool:
         """Wait until everything queued was delivered or given up; False on timeout."""

@@ -16,9 +16,9 @@ fails records its error on the row only while it is pending, so a late failure n
 reopens a row a racing retry delivered or a person resolved. With no hooks at all the
 request stays pending: a hand-off that reaches nobody must at least be visible. Without a
 store (or when the store fails) an undelivered request is logged at ERROR level and kept
-in ``undelivered``. A request can still reach a hook twice (killed after the hook
-answered, before the mark; a ``--retry`` racing a delivery): receivers de-duplicate on
-``request_id``.
+in ``undelivered``, until the background worker's next sweep can store it pending. A
+request can still reach a hook twice (killed after the hook answered, before the mark; a
+``--retry`` racing a delivery): receivers de-duplicate on ``request_id``.
 
 Control-flow exceptions a hook declares in ``passthrough`` (LangGraph's interrupt) are
 re-raised at once: pausing a graph for a person is the hook working, not failing.
@@ -238,9 +238,9 @@ class TransferDispatcher:
         names = [hook_name(h) for h in hooks]
         if self.store is None:
             return request, set(names), False
-        repo = self.store.repository(HandoffRepository)
         waiting = set()
-        try:
+        try:  # the repository too: its first use defines its tables (a request)
+            repo = self.store.repository(HandoffRepository)
             for name in names or [NO_HOOK]:
                 status = repo.save_pending(
                     request.payload(), hook=name, error=NOT_YET if names else NO_HOOKS_ERROR
