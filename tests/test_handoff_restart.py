@@ -82,3 +82,40 @@ def test_the_first_hand_off_during_an_outage_is_kept_not_raised(surreal: Target)
         assert router.transfer.join(10)
         assert desk.received == ["r-2"]  # delivered all the same: the receiver is up
         server.start()
+
+
+def test_a_queued_hand_off_the_store_could_not_take_is_not_dropped_by_close(
+        surreal: Target) -> None:
+    """close() drops what is still queued because it is stored pending; a request queued
+    while the store could not take it is not stored, so close() stores it (the store is
+    back) instead of dropping it."""
+    server, entered, release = surreal.fixture, threading.Event(), threading.Event()
+    received: list[str] = []
+
+    def slow_desk(request: TransferRequest) -> str:
+        entered.set()
+        release.wait(30)  # a receiver that holds the worker on the first request
+        received.append(request.request_id)
+        return "ok"
+
+    transfer = TransferDispatcher([CallableHook(slow_desk, name="desk")], attempts=1,
+                                  settings=HandoffSection(dispatch_retry_interval_s=3600.0))
+    with AgentRouter(agents=["a"], store=surreal.url, transfer=transfer,
+                     store_options=surreal.options(reconnect_timeout_s=0.5,
+                                                   retry_max_wait_s=0.1)) as router:
+        assert router.transfer is not None
+        assert router.transfer.dispatch(TransferRequest(request_id="held", input="q",
+                                                        reason="r")).stored
+        assert entered.wait(30)  # the worker is in the hook with "held"
+        server.stop()
+        outcome = router.transfer.dispatch(TransferRequest(request_id="kept", input="q",
+                                                           reason="r"))
+        assert outcome.queued == ("desk",) and not outcome.stored
+        server.start()
+        router.transfer.close(0.2)  # "kept" still waits behind "held": dropped from the queue
+        release.set()
+        with Store(surreal.url, **surreal.options()) as store:
+            rows = store.repository(HandoffRepository).pending(None)
+        kept = [r for r in rows if r["request_id"] == "kept"]
+        assert [(r["hook"], r["status"]) for r in kept] == [("desk", "pending")]
+        assert router.transfer.undelivered == []

@@ -23,6 +23,7 @@ running worker gets the same bounded wait.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import queue
 import threading
@@ -80,6 +81,8 @@ class BackgroundDelivery:
             try:
                 self._queue.put_nowait(_Job(request, tuple(hooks), stored))
             except queue.Full:
+                if not stored:  # not in the store either: kept until a sweep stores it
+                    self._keep(request, hooks)
                 if not self._full_warned:
                     log.warning(
                         "hand-off queue full (%d): %s and later requests stay pending for the "
@@ -173,6 +176,10 @@ class BackgroundDelivery:
             self._sweep_failing = False
             log.warning("background retry of pending hand-offs works again")
 
+    def _keep(self, request: TransferRequest, hooks: Sequence[Any]) -> None:
+        """Keep a request the store does not hold in the dispatcher's ``undelivered``."""
+        self._dispatcher.undelivered.extend((request, hook_name(h)) for h in hooks)
+
     def _store_kept(self) -> None:
         """Store pending each request the dispatcher keeps in memory only (the store could
         not take it when it was accepted, nor when its hook failed); a later sweep
@@ -184,7 +191,8 @@ class BackgroundDelivery:
         for kept in list(dispatcher.undelivered):
             request, hook = kept
             repo.save_pending(request.payload(), hook=hook, error=KEPT)
-            dispatcher.undelivered.remove(kept)
+            with contextlib.suppress(ValueError):  # close() and a sweep may both store it
+                dispatcher.undelivered.remove(kept)
             log.warning("hand-off %s (hook %s), kept in memory while the store could not be "
                         "reached, is stored pending now", request.request_id, hook)
 
@@ -194,8 +202,10 @@ class BackgroundDelivery:
 
     def close(self, timeout_s: float) -> bool:
         """Wait at most ``timeout_s`` for the queue and a sweep's delivery in flight, then
-        stop the thread; what it did not deliver stays pending. True when everything
-        queued, and the sweep, was done."""
+        stop the thread; what it did not deliver stays pending. A queued request the store
+        could not take is not dropped: it is stored now (one store call, bounded by the
+        store's own budget) or stays in ``undelivered``. True when everything queued, and
+        the sweep, was done."""
         with self._lock:
             thread, closed = self._thread, self._stop.is_set()
         if thread is None:
@@ -208,14 +218,23 @@ class BackgroundDelivery:
         with self._lock:
             self._stop.set()
             self._queued.clear()
-            while True:  # drop what is left: it is stored pending
+            while True:  # drop what is left: it is stored pending, or kept (below)
                 try:
-                    if self._queue.get_nowait() is not None:
-                        self._queue.task_done()
+                    job = self._queue.get_nowait()
                 except queue.Empty:
                     break
+                if job is not None:
+                    self._queue.task_done()
+                    if not job.stored:  # accept could not store it: never drop it
+                        self._keep(job.request, job.hooks)
             self._queue.put_nowait(None)  # wake the thread if it waits
             _running.discard(self)
+        try:  # what close() kept: stored now if the store answers (else logged, below)
+            self._store_kept()
+        except Exception as exc:
+            log.error("close(): %d hand-off(s) the store could not take stay in memory only "
+                      "(dispatcher.undelivered): %s: %s", len(self._dispatcher.undelivered),
+                      type(exc).__name__, exc)
         # a sweep runs on the thread, not through the queue: let the one running finish
         if thread is not threading.current_thread():  # a hook may close its own router
             thread.join(max(0.0, deadline - time.monotonic()))
