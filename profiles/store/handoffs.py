@@ -203,29 +203,6 @@ DEFINE FIELD IF NOT EXISTS created_at ON handoff_calibration TYPE datetime;
         )[0]
         return _requests(rows)
 
-    def claim(self, request_id: str, hook: str, unchanged_s: float = 0.0) -> bool:
-        """Take one row for a try (compare and set): its ``updated_at`` moves to now only
-        while it is pending and unchanged for ``unchanged_s``, so a sweep of another
-        process that read the same row finds it changed and leaves it. True: try it."""
-        rows = self._conn.run(
-            f"UPDATE {_ROW} SET updated_at = time::now(), claimed_at = time::now() "
-            f"WHERE status = 'pending' AND updated_at < {_AGO} AND {_NOT_HELD} "
-            "RETURN status;",
-            {"rid": request_id, "hook": hook, "ms": round(unchanged_s * 1000)},
-        )[0]
-        return bool(rows)
-
-    def claim_new(self, request_id: str, hook: str) -> bool:
-        """Take a row nobody has taken since it was stored (compare and set), for the
-        delivery its own process queued: when a sweep of another process took it first
-        (the queue was slow), that sweep delivers it. True: deliver it."""
-        rows = self._conn.run(
-            f"UPDATE {_ROW} SET updated_at = time::now(), claimed_at = time::now() "
-            "WHERE status = 'pending' AND claimed_at = NONE RETURN status;",
-            {"rid": request_id, "hook": hook},
-        )[0]
-        return bool(rows)
-
     def held(self) -> tuple[int, datetime | None]:
         """Pending rows no retry may try yet (their receiver's Retry-After), and the
         latest moment one becomes due."""

@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from trustroute.profiles.store.handoff_claims import HandoffClaims
 from trustroute.profiles.store.handoffs import HandoffRepository
 from trustroute.router.drain import drained
 from trustroute.router.handoff.transfer.hook import hook_name
@@ -146,13 +147,13 @@ class BackgroundDelivery:
                 jobs.task_done()
 
     def _untaken(self, job: _Job) -> tuple[Any, ...]:
-        """The job's hooks whose row this delivery takes (``claim_new``): a sweep of
-        another process that took one while the job waited here delivers it instead."""
+        """The job's hooks whose row this delivery takes (``HandoffClaims.take_new``): a
+        sweep of another process that took one while the job waited here delivers it."""
         store = self._dispatcher.store
         if not job.stored or store is None:
             return job.hooks
-        repo = store.repository(HandoffRepository)
-        return tuple(h for h in job.hooks if repo.claim_new(job.request.request_id,
+        claims = store.repository(HandoffClaims)
+        return tuple(h for h in job.hooks if claims.take_new(job.request.request_id,
                                                              hook_name(h)))
 
     def _store_closed(self) -> bool:

@@ -3,8 +3,9 @@ an earlier process left in the store, each through the configured hook of its na
 
 Each hook takes its own rows, so one hook whose receiver is down (and its backlog)
 starves no other. A background sweep takes the rows unchanged for an interval by the
-database's clock, least recently tried first, and claims each before trying it (compare
-and set), so sweeps of several workers do not send the same row at once. It stops a
+database's clock, least recently tried first, and claims each before trying it
+(``HandoffClaims``: at most one claimer wins), so sweeps of several workers do not send
+the same row at once. It stops a
 hook at its first failure that says its receiver looks down (one failed delivery per
 sweep, not one per row); a receiver that answered and refused one request
 (``HookRejected``: a 4xx) is up, so the sweep goes on to that hook's other rows, and the
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from trustroute.profiles.store.handoff_claims import HandoffClaims
 from trustroute.profiles.store.handoffs import HandoffRepository
 from trustroute.router.handoff.transfer.hook import hook_name
 from trustroute.router.handoff.transfer.request import TransferRequest
@@ -33,6 +35,9 @@ def redeliver(dispatcher: TransferDispatcher, limit: int, *,
     if dispatcher.store is None:
         return 0, 0
     repo = dispatcher.store.repository(HandoffRepository)
+    claims = dispatcher.store.repository(HandoffClaims)
+    if unchanged_s is not None:
+        claims.collect()
     delivered = still = 0
     for hook in dispatcher.hooks:
         name = hook_name(hook)
@@ -45,7 +50,7 @@ def redeliver(dispatcher: TransferDispatcher, limit: int, *,
             if request is None or row["request_id"] in skip:
                 still += 1
                 continue
-            if not repo.claim(row["request_id"], name, unchanged_s or 0.0):
+            if not claims.take(row["request_id"], name, unchanged_s or 0.0):
                 continue  # another process's sweep took it, or it moved on meanwhile
             outcome = dispatcher.deliver(request, [hook], stored=True)
             if outcome.delivered:
