@@ -257,3 +257,24 @@ def test_the_demo_finds_each_task_types_specialist(seed: int) -> None:
         best = max(world.agents, key=lambda a: a.skill[task_type]).id
         chosen = [x.agent_id for x in run.results if x.task_type == task_type]
         assert chosen.count(best) >= len(chosen) / 3, (task_type, best, chosen.count(best))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_robust_prior_ranks_a_short_good_record_above_a_dropped_agent(seed: int) -> None:
+    # `trustroute demo`: each type's baseline is its specialist's level, so on code the
+    # writer's pooled prior sits near the coder's 0.9. Tried there a few times and
+    # dropped (true level 0.4), it drifted back toward that prior and the lower bound put
+    # it above the generalist (0.7, a short good record). With a robust mixture prior its
+    # own runs overrule the pooled prior they conflict with.
+    from trustroute import AgentRouter
+    from trustroute.router.demo.runner import run_demo
+    from trustroute.router.demo.workload import DEFAULT_WORKLOAD as world
+
+    with AgentRouter(agents=world.agent_specs(), store="mem://", seed=seed,
+                     strategy_params={"robust_weight": 0.8}) as r:
+        run = run_demo(r, world, tasks=400, seed=seed)
+        tried = {x.agent_id for x in run.results if x.task_type == "code"}
+        assert {"writer", "generalist"} <= tried
+        r.exploit_only = True
+        ranked = [c.agent_id for c in r.select("code", exclude=["coder"]).candidates]
+    assert ranked.index("generalist") < ranked.index("writer"), ranked

@@ -18,6 +18,7 @@ from trustroute.router.strategies.posterior import (
     clip_mean,
     halving,
     pooled_strength,
+    robust_beta_parameters,
     shrunk_mean,
 )
 
@@ -89,3 +90,65 @@ def test_posterior_mean_lies_between_prior_and_evidence(prior: float, strength: 
     alpha, beta = beta_parameters(prior, strength, mean * runs, runs)
     post = beta_mean(alpha, beta)
     assert min(prior, mean) - 1e-9 <= post <= max(prior, mean) + 1e-9
+
+
+def _mixture_moments(weights: list[float], components: list[tuple[float, float]]
+                     ) -> tuple[float, float]:
+    """Mean and variance of a Beta mixture, by numerical integration (scipy)."""
+    from scipy import integrate, stats
+
+    def density(x: float) -> float:
+        return sum(w * stats.beta.pdf(x, a, b) for w, (a, b) in zip(weights, components,
+                                                                     strict=True))
+
+    mean = integrate.quad(lambda x: x * density(x), 0.0, 1.0, limit=200)[0]
+    second = integrate.quad(lambda x: x * x * density(x), 0.0, 1.0, limit=200)[0]
+    return mean, second - mean * mean
+
+
+@pytest.mark.parametrize(("prior", "strength", "total", "runs"),
+                         [(0.9, 16.0, 1.0, 6.0), (0.22, 1.8, 0.0, 3.0), (0.7, 10.0, 4.2, 5.0),
+                          (0.5, 4.0, 0.0, 0.0), (0.05, 16.0, 30.0, 40.0)])
+def test_the_robust_posterior_has_the_mixture_posteriors_mean_and_variance(
+        prior: float, strength: float, total: float, runs: float) -> None:
+    from scipy.special import betaln
+
+    w = 0.8
+    pooled = (strength * prior, strength * (1.0 - prior))
+    vague = (1.0, 1.0)
+    # the components' weights update by each one's marginal likelihood of the evidence
+    log_like = [betaln(a + total, b + runs - total) - betaln(a, b) for a, b in (pooled, vague)]
+    raw = [w * math.exp(log_like[0]), (1.0 - w) * math.exp(log_like[1])]
+    weights = [x / sum(raw) for x in raw]
+    after = [(a + total, b + runs - total) for a, b in (pooled, vague)]
+    mean, var = _mixture_moments(weights, after)
+
+    alpha, beta, pooled_share = robust_beta_parameters(prior, strength, total, runs, w)
+    assert pooled_share == pytest.approx(weights[0], rel=1e-9)
+    assert beta_mean(alpha, beta) == pytest.approx(mean, abs=1e-9)
+    assert beta_sd(alpha, beta) ** 2 == pytest.approx(var, rel=1e-6)
+
+
+def test_the_robust_posterior_lets_conflicting_evidence_speak() -> None:
+    # the writer on code in `trustroute demo`: a pooled prior at the leader's 0.9 worth 16
+    # runs, against 1 success in 6 runs of its own
+    plain = beta_mean(*beta_parameters(0.9, 16.0, 1.0, 6.0))
+    alpha, beta, pooled_share = robust_beta_parameters(0.9, 16.0, 1.0, 6.0, 0.8)
+    assert plain > 0.65
+    assert beta_mean(alpha, beta) < 0.35
+    assert pooled_share < 0.05
+    # evidence that agrees with the prior leaves it nearly as it was
+    alpha, beta, pooled_share = robust_beta_parameters(0.9, 16.0, 5.0, 6.0, 0.8)
+    assert pooled_share > 0.8
+    assert beta_mean(alpha, beta) == pytest.approx(
+        beta_mean(*beta_parameters(0.9, 16.0, 5.0, 6.0)), abs=0.02)
+
+
+def test_a_robust_weight_of_one_is_the_pooled_prior_alone() -> None:
+    prior, strength = np.array([0.3, 0.9]), np.array([4.0, 16.0])
+    total, runs = np.array([1.0, 1.0]), np.array([2.0, 6.0])
+    alpha, beta, share = robust_beta_parameters(prior, strength, total, runs, 1.0)
+    plain = beta_parameters(prior, strength, total, runs)
+    assert alpha.tolist() == pytest.approx(plain[0].tolist())
+    assert beta.tolist() == pytest.approx(plain[1].tolist())
+    assert share.tolist() == [1.0, 1.0]

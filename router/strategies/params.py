@@ -36,6 +36,9 @@ class PosteriorParams(NumbersNotBools):
     population_prior: bool = True
     pooling: bool = True
     """False: every pair starts from a uniform Beta(1, 1) prior (plain Thompson)."""
+    robust_weight: float | None = Field(default=None, gt=0, le=1)
+    """Prior weight of the pooled prior in a robust mixture with a uniform Beta(1, 1)
+    (None or 1: the pooled prior alone). The pair's own runs move the weight."""
 
     # -- drift ---------------------------------------------------------------------
     half_life_executions: float | None = Field(default=100.0, gt=0)

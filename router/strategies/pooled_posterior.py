@@ -11,7 +11,10 @@ For agent ``a`` on task type ``t`` (all sums discounted, see ``evidence``):
 4. pooled prior: mean ``mu_t + b_a`` (clipped into (0, 1)), worth
    ``pooled_strength(evidence elsewhere, agent_prior_strength, prior_strength)``
    pseudo-runs, at most ``prior_strength``;
-5. posterior Beta(alpha, beta) = prior + the pair's fractional evidence.
+5. posterior Beta(alpha, beta) = prior + the pair's fractional evidence; with
+   ``robust_weight`` the prior is a mixture of the pooled prior and a uniform Beta(1, 1)
+   whose weights the pair's own evidence updates, moment-matched back to one Beta
+   (``robust_beta_parameters``).
 
 The same is done for the success rate (``success_probability``). Posteriors are cached
 per (task type, arms) until the ledger changes, so a stream of decisions without new
@@ -45,6 +48,7 @@ from trustroute.router.strategies.posterior import (
     beta_sd,
     clip_mean,
     pooled_strength,
+    robust_beta_parameters,
 )
 
 _CACHE_LIMIT = 1024  # cached posteriors (task type x arm set) before the cache is dropped
@@ -253,7 +257,11 @@ class PooledPosterior:
         else:
             prior_mean = np.full((2, len(entry.agents)), 0.5)
             prior_strength = np.full(len(entry.agents), 2.0)
-        alpha, beta = beta_parameters(prior_mean, prior_strength, pair[:2], pair[2])
+        if p.robust_weight is not None and p.robust_weight < 1.0 and p.pooling:
+            alpha, beta, _ = robust_beta_parameters(prior_mean, prior_strength, pair[:2],
+                                                    pair[2], p.robust_weight)
+        else:
+            alpha, beta = beta_parameters(prior_mean, prior_strength, pair[:2], pair[2])
         np.maximum(alpha, 1e-9, out=alpha)
         np.maximum(beta, 1e-9, out=beta)
         priced = bool(p.lambda_cost or p.lambda_latency)

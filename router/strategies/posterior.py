@@ -10,13 +10,16 @@ Thompson and lower-bound strategies use can be tested on its own:
 - ``pooled_strength``: how many pseudo-observations a pooled prior is worth, limited
   both by the evidence behind it and by how far a task type may differ from it;
 - ``halving``: the weight of evidence of a given age under a half-life (the ledger
-  applies it through reference frames).
+  applies it through reference frames);
+- ``robust_beta_parameters``: the posterior under a robust mixture prior (the pooled
+  prior mixed with a uniform Beta(1, 1)), moment-matched back to one Beta.
 
 The Wilson lower bound of exploit-only mode is in ``trustroute.router.stats``.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -66,6 +69,58 @@ def beta_parameters(prior_mean: FloatOrArray, prior_strength: FloatOrArray,
     alpha = prior_strength * prior_mean + total
     beta = prior_strength * (1.0 - prior_mean) + (weight - total)
     return alpha, beta
+
+
+#: The robust mixture's vague component: the uniform Beta(1, 1), as RBesT's ``robustify``.
+VAGUE_ALPHA = VAGUE_BETA = 1.0
+
+_lgamma = np.frompyfunc(math.lgamma, 1, 1)
+
+
+def log_beta_function(a: FloatOrArray, b: FloatOrArray) -> FloatOrArray:
+    """``log B(a, b) = lgamma(a) + lgamma(b) - lgamma(a + b)``, elementwise."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    out = np.asarray(_lgamma(a) + _lgamma(b) - _lgamma(a + b), dtype=float)
+    return float(out) if out.ndim == 0 else out
+
+
+def robust_beta_parameters(prior_mean: FloatOrArray, prior_strength: FloatOrArray,
+                           total: FloatOrArray, weight: FloatOrArray, pooled_weight: float
+                           ) -> tuple[FloatOrArray, FloatOrArray, FloatOrArray]:
+    """Posterior ``(alpha, beta, pooled share)`` under a robust mixture prior.
+
+    The prior is ``pooled_weight x Beta(pooled) + (1 - pooled_weight) x Beta(1, 1)``
+    (Schmidli et al., "Robust meta-analytic-predictive priors in clinical trials with
+    historical control information", Biometrics 2014). Each component is updated by the
+    fractional evidence as in ``beta_parameters``, and its weight by its marginal
+    likelihood of that evidence, ``B(a + successes, b + failures) / B(a, b)``: where the
+    pair's own runs conflict with the pooled prior the uniform component takes over,
+    where they agree little changes. The mixture is moment-matched back to one Beta
+    (same mean and variance), the form every strategy reads; a one-outcome look-ahead
+    (the knowledge gradient) depends on the first two moments only, so it is exact for
+    it. The pooled share is the pooled component's posterior weight.
+    """
+    a1, b1 = beta_parameters(prior_mean, prior_strength, total, weight)
+    if pooled_weight >= 1.0:
+        return a1, b1, np.ones_like(a1) if isinstance(a1, np.ndarray) else 1.0
+    good = np.maximum(total, 0.0)
+    bad = np.maximum(np.asarray(weight) - total, 0.0)
+    a0, b0 = VAGUE_ALPHA + good, VAGUE_BETA + bad
+    prior_a = prior_strength * prior_mean
+    prior_b = prior_strength * (1.0 - prior_mean)
+    log_pooled = (math.log(pooled_weight) + log_beta_function(a1, b1)
+                  - log_beta_function(prior_a, prior_b))
+    log_vague = (math.log1p(-pooled_weight) + log_beta_function(a0, b0)
+                 - log_beta_function(VAGUE_ALPHA, VAGUE_BETA))
+    share = 1.0 / (1.0 + np.exp(log_vague - log_pooled))
+    n1, n0 = a1 + b1, a0 + b0
+    m1, m0 = a1 / n1, a0 / n0
+    mean = share * m1 + (1.0 - share) * m0
+    second = (share * (m1 * m1 + m1 * (1.0 - m1) / (n1 + 1.0))
+              + (1.0 - share) * (m0 * m0 + m0 * (1.0 - m0) / (n0 + 1.0)))
+    variance = np.maximum(second - mean * mean, 1e-300)
+    strength = mean * (1.0 - mean) / variance - 1.0
+    return mean * strength, (1.0 - mean) * strength, share
 
 
 def beta_mean(alpha: FloatOrArray, beta: FloatOrArray) -> FloatOrArray:
