@@ -260,7 +260,9 @@ def test_the_demo_finds_each_task_types_specialist(seed: int) -> None:
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_a_robust_prior_ranks_a_short_good_record_above_a_dropped_agent(seed: int) -> None:
+@pytest.mark.parametrize("component", ["uniform", "population"])
+def test_a_robust_prior_ranks_a_short_good_record_above_a_dropped_agent(
+        seed: int, component: str) -> None:
     # `trustroute demo`: each type's baseline is its specialist's level, so on code the
     # writer's pooled prior sits near the coder's 0.9. Tried there a few times and
     # dropped (true level 0.4), it drifted back toward that prior and the lower bound put
@@ -271,7 +273,8 @@ def test_a_robust_prior_ranks_a_short_good_record_above_a_dropped_agent(seed: in
     from trustroute.router.demo.workload import DEFAULT_WORKLOAD as world
 
     with AgentRouter(agents=world.agent_specs(), store="mem://", seed=seed,
-                     strategy_params={"robust_weight": 0.8}) as r:
+                     strategy_params={"robust_weight": 0.8,
+                                      "robust_component": component}) as r:
         run = run_demo(r, world, tasks=400, seed=seed)
         tried = {x.agent_id for x in run.results if x.task_type == "code"}
         assert {"writer", "generalist"} <= tried

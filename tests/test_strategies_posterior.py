@@ -109,13 +109,15 @@ def _mixture_moments(weights: list[float], components: list[tuple[float, float]]
 @pytest.mark.parametrize(("prior", "strength", "total", "runs"),
                          [(0.9, 16.0, 1.0, 6.0), (0.22, 1.8, 0.0, 3.0), (0.7, 10.0, 4.2, 5.0),
                           (0.5, 4.0, 0.0, 0.0), (0.05, 16.0, 30.0, 40.0)])
+@pytest.mark.parametrize(("vague_mean", "vague_strength"), [(0.5, 2.0), (0.8, 1.8)])
 def test_the_robust_posterior_has_the_mixture_posteriors_mean_and_variance(
-        prior: float, strength: float, total: float, runs: float) -> None:
+        prior: float, strength: float, total: float, runs: float, vague_mean: float,
+        vague_strength: float) -> None:
     from scipy.special import betaln
 
     w = 0.8
     pooled = (strength * prior, strength * (1.0 - prior))
-    vague = (1.0, 1.0)
+    vague = (vague_strength * vague_mean, vague_strength * (1.0 - vague_mean))
     # the components' weights update by each one's marginal likelihood of the evidence
     log_like = [betaln(a + total, b + runs - total) - betaln(a, b) for a, b in (pooled, vague)]
     raw = [w * math.exp(log_like[0]), (1.0 - w) * math.exp(log_like[1])]
@@ -123,7 +125,8 @@ def test_the_robust_posterior_has_the_mixture_posteriors_mean_and_variance(
     after = [(a + total, b + runs - total) for a, b in (pooled, vague)]
     mean, var = _mixture_moments(weights, after)
 
-    alpha, beta, pooled_share = robust_beta_parameters(prior, strength, total, runs, w)
+    alpha, beta, pooled_share = robust_beta_parameters(prior, strength, total, runs, w,
+                                                       vague_mean, vague_strength)
     assert pooled_share == pytest.approx(weights[0], rel=1e-9)
     assert beta_mean(alpha, beta) == pytest.approx(mean, abs=1e-9)
     assert beta_sd(alpha, beta) ** 2 == pytest.approx(var, rel=1e-6)
@@ -152,3 +155,16 @@ def test_a_robust_weight_of_one_is_the_pooled_prior_alone() -> None:
     assert alpha.tolist() == pytest.approx(plain[0].tolist())
     assert beta.tolist() == pytest.approx(plain[1].tolist())
     assert share.tolist() == [1.0, 1.0]
+
+
+def test_a_robust_mixture_of_the_pooled_prior_with_itself_changes_nothing() -> None:
+    # the population component of an agent nobody has seen is its pooled prior: the
+    # mixture leaves a newcomer's posterior as it was
+    prior, strength = np.array([0.22, 0.6]), np.array([1.8, 1.8])
+    total, runs = np.array([0.0, 2.0]), np.array([1.0, 3.0])
+    alpha, beta, share = robust_beta_parameters(prior, strength, total, runs, 0.8,
+                                                prior, strength)
+    plain = beta_parameters(prior, strength, total, runs)
+    assert alpha.tolist() == pytest.approx(plain[0].tolist())
+    assert beta.tolist() == pytest.approx(plain[1].tolist())
+    assert share.tolist() == pytest.approx([0.8, 0.8])

@@ -8,7 +8,7 @@ arrive from ``AgentRouter(strategy_params={...})`` or a config file's
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, ValidationError
 
@@ -39,6 +39,9 @@ class PosteriorParams(NumbersNotBools):
     robust_weight: float | None = Field(default=None, gt=0, le=1)
     """Prior weight of the pooled prior in a robust mixture with a uniform Beta(1, 1)
     (None or 1: the pooled prior alone). The pair's own runs move the weight."""
+    robust_component: Literal["uniform", "population"] = "uniform"
+    """The robust mixture's other component: the uniform Beta(1, 1), or the prior of an
+    agent nobody has seen on the task type (the baseline plus the typical agent's effect)."""
 
     # -- drift ---------------------------------------------------------------------
     half_life_executions: float | None = Field(default=100.0, gt=0)

@@ -238,6 +238,8 @@ class PooledPosterior:
         p = self.params
         ledger = self.ledger
         pair, baseline = ledger.pair_view(task_type, entry.idx, now)
+        vague_mean: np.ndarray | float = 0.5
+        vague_strength: float = 2.0
         if p.pooling:
             shrink = p.agent_prior_strength
             others = ledger.others_version(task_type)
@@ -254,12 +256,16 @@ class PooledPosterior:
             effect = (entry.surplus + shrink * typical[:, None]) / entry.known
             prior_mean = clip_mean(baseline[:, None] + effect)
             prior_strength = entry.strength
+            if p.robust_component == "population":  # a newcomer's prior on this type
+                vague_mean = clip_mean(baseline[:, None] + typical[:, None])
+                vague_strength = float(pooled_strength(0.0, shrink, p.prior_strength))
         else:
             prior_mean = np.full((2, len(entry.agents)), 0.5)
             prior_strength = np.full(len(entry.agents), 2.0)
         if p.robust_weight is not None and p.robust_weight < 1.0 and p.pooling:
             alpha, beta, _ = robust_beta_parameters(prior_mean, prior_strength, pair[:2],
-                                                    pair[2], p.robust_weight)
+                                                    pair[2], p.robust_weight, vague_mean,
+                                                    vague_strength)
         else:
             alpha, beta = beta_parameters(prior_mean, prior_strength, pair[:2], pair[2])
         np.maximum(alpha, 1e-9, out=alpha)

@@ -12,7 +12,8 @@ Thompson and lower-bound strategies use can be tested on its own:
 - ``halving``: the weight of evidence of a given age under a half-life (the ledger
   applies it through reference frames);
 - ``robust_beta_parameters``: the posterior under a robust mixture prior (the pooled
-  prior mixed with a uniform Beta(1, 1)), moment-matched back to one Beta.
+  prior mixed with a vague Beta, by default the uniform Beta(1, 1)), moment-matched back
+  to one Beta.
 
 The Wilson lower bound of exploit-only mode is in ``trustroute.router.stats``.
 """
@@ -71,9 +72,6 @@ def beta_parameters(prior_mean: FloatOrArray, prior_strength: FloatOrArray,
     return alpha, beta
 
 
-#: The robust mixture's vague component: the uniform Beta(1, 1), as RBesT's ``robustify``.
-VAGUE_ALPHA = VAGUE_BETA = 1.0
-
 _lgamma = np.frompyfunc(math.lgamma, 1, 1)
 
 
@@ -85,11 +83,14 @@ def log_beta_function(a: FloatOrArray, b: FloatOrArray) -> FloatOrArray:
 
 
 def robust_beta_parameters(prior_mean: FloatOrArray, prior_strength: FloatOrArray,
-                           total: FloatOrArray, weight: FloatOrArray, pooled_weight: float
+                           total: FloatOrArray, weight: FloatOrArray, pooled_weight: float,
+                           vague_mean: FloatOrArray = 0.5, vague_strength: FloatOrArray = 2.0
                            ) -> tuple[FloatOrArray, FloatOrArray, FloatOrArray]:
     """Posterior ``(alpha, beta, pooled share)`` under a robust mixture prior.
 
-    The prior is ``pooled_weight x Beta(pooled) + (1 - pooled_weight) x Beta(1, 1)``
+    The prior is ``pooled_weight x Beta(pooled) + (1 - pooled_weight) x Beta(vague)``,
+    the vague component of mean ``vague_mean`` worth ``vague_strength`` runs (by default
+    the uniform Beta(1, 1))
     (Schmidli et al., "Robust meta-analytic-predictive priors in clinical trials with
     historical control information", Biometrics 2014). Each component is updated by the
     fractional evidence as in ``beta_parameters``, and its weight by its marginal
@@ -105,13 +106,15 @@ def robust_beta_parameters(prior_mean: FloatOrArray, prior_strength: FloatOrArra
         return a1, b1, np.ones_like(a1) if isinstance(a1, np.ndarray) else 1.0
     good = np.maximum(total, 0.0)
     bad = np.maximum(np.asarray(weight) - total, 0.0)
-    a0, b0 = VAGUE_ALPHA + good, VAGUE_BETA + bad
+    vague_a = vague_strength * vague_mean
+    vague_b = vague_strength * (1.0 - vague_mean)
+    a0, b0 = vague_a + good, vague_b + bad
     prior_a = prior_strength * prior_mean
     prior_b = prior_strength * (1.0 - prior_mean)
     log_pooled = (math.log(pooled_weight) + log_beta_function(a1, b1)
                   - log_beta_function(prior_a, prior_b))
     log_vague = (math.log1p(-pooled_weight) + log_beta_function(a0, b0)
-                 - log_beta_function(VAGUE_ALPHA, VAGUE_BETA))
+                 - log_beta_function(vague_a, vague_b))
     share = 1.0 / (1.0 + np.exp(log_vague - log_pooled))
     n1, n0 = a1 + b1, a0 + b0
     m1, m0 = a1 / n1, a0 / n0
