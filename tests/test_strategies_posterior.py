@@ -17,6 +17,7 @@ from trustroute.router.strategies.posterior import (
     beta_sd,
     clip_mean,
     halving,
+    log_gamma,
     pooled_strength,
     robust_beta_parameters,
     shrunk_mean,
@@ -168,3 +169,10 @@ def test_a_robust_mixture_of_the_pooled_prior_with_itself_changes_nothing() -> N
     assert alpha.tolist() == pytest.approx(plain[0].tolist())
     assert beta.tolist() == pytest.approx(plain[1].tolist())
     assert share.tolist() == pytest.approx([0.8, 0.8])
+
+
+@given(st.floats(1e-4, 1e5))
+def test_log_gamma_is_lgamma(x: float) -> None:
+    assert log_gamma(x) == pytest.approx(math.lgamma(x), rel=1e-10, abs=1e-10)
+    assert log_gamma(np.array([x, 1.0])).tolist() == pytest.approx([math.lgamma(x), 0.0],
+                                                                  rel=1e-10, abs=1e-10)
