@@ -37,11 +37,12 @@ class PosteriorParams(NumbersNotBools):
     pooling: bool = True
     """False: every pair starts from a uniform Beta(1, 1) prior (plain Thompson)."""
     robust_weight: float | None = Field(default=None, gt=0, le=1)
-    """Prior weight of the pooled prior in a robust mixture with a uniform Beta(1, 1)
+    """Prior weight of the pooled prior in a robust mixture with ``robust_component``
     (None or 1: the pooled prior alone). The pair's own runs move the weight."""
-    robust_component: Literal["uniform", "population"] = "uniform"
-    """The robust mixture's other component: the uniform Beta(1, 1), or the prior of an
-    agent nobody has seen on the task type (the baseline plus the typical agent's effect)."""
+    robust_component: Literal["population", "uniform"] = "population"
+    """The robust mixture's other component: the prior of an agent nobody has seen on
+    the task type (the baseline plus the typical agent's effect), or the uniform
+    Beta(1, 1) (which, where most agents are weak, makes every newcomer look better)."""
 
     # -- drift ---------------------------------------------------------------------
     half_life_executions: float | None = Field(default=100.0, gt=0)
