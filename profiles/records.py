@@ -16,6 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
+from trustroute.profiles.validation import digit_count
+
 MAX_ID_LENGTH = 256
 #: Longest latency accepted: a year. Sums of bounded values stay finite, so averages and
 #: JSON output never become infinite; anything longer is a unit error, not a latency.
@@ -240,7 +242,9 @@ def check_metadata(value: Any, where: str, depth: int) -> None:
         for i, item in enumerate(value):
             check_metadata(item, f"{where}[{i}]", depth + 1)
     elif isinstance(value, int) and not INT64[0] <= value <= INT64[1]:
-        raise ValueError(f"{where}: integer {value} does not fit in 64 bits")
+        shown = (str(value) if digit_count(value) <= 60
+                 else f"of {digit_count(value):,} digits")  # too long to write out
+        raise ValueError(f"{where}: integer {shown} does not fit in 64 bits")
     elif isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"{where}: {value} is not a finite number")
     elif isinstance(value, str) and "\x00" in value:

@@ -8,6 +8,7 @@ reading it knows where to look. The values of secret keys are never echoed.
 from __future__ import annotations
 
 import difflib
+import math
 import typing
 from collections.abc import Iterable
 from typing import Any, TypeVar
@@ -72,9 +73,23 @@ def _models_in(annotation: Any) -> list[type[BaseModel]]:
     return [m for arg in typing.get_args(annotation) for m in _models_in(arg)]
 
 
+def digit_count(value: int) -> int:
+    """How many decimal digits ``value`` has, found without writing it out (Python
+    refuses to write an int of more than ``sys.get_int_max_str_digits()`` digits)."""
+    magnitude = abs(value)
+    digits = int(math.log10(magnitude)) + 1 if magnitude else 1
+    if magnitude and 10 ** (digits - 1) > magnitude:  # log10 rounded up (999...9)
+        digits -= 1
+    elif 10 ** digits <= magnitude:
+        digits += 1
+    return digits
+
+
 def _shown(value: Any) -> str:
     if isinstance(value, dict | list | tuple):
         return f"a {type(value).__name__}"
+    if isinstance(value, int) and digit_count(value) > 60:  # no need to write it out
+        return f"a number of {digit_count(value):,} digits"
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 

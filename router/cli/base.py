@@ -6,6 +6,7 @@ import json
 import logging
 import math
 import os
+import re
 import sys
 import tempfile
 import traceback
@@ -99,6 +100,17 @@ class WarningLines(logging.Handler):
         _one_line("[yellow]warning:[/]", record.getMessage())
 
 
+# a value click quotes in its message ('...'), when it is too long to read whole
+_LONG_QUOTED = re.compile(r"'([^'\n]{201,})'")
+
+
+def clip_quoted(message: str) -> str:
+    """``message`` with each quoted value over 200 characters (no path is that long) cut
+    to its first 40 and its length: ``--runs 999...`` of 5,000 digits was echoed whole."""
+    return _LONG_QUOTED.sub(
+        lambda m: f"'{m.group(1)[:40]}...' ({len(m.group(1)):,} characters)", message)
+
+
 def exclusive(**given: bool) -> str | None:
     """The option given among mutually exclusive ones (``--name``), None when none is;
     two or more are a usage error (exit 2) raised before anything is done."""
@@ -132,7 +144,7 @@ def run_cli(argv: list[str]) -> int:
         except click.ClickException as exc:
             ctx = exc.ctx if isinstance(exc, click.UsageError) else None
             hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
-            show_error(f"{exc.format_message()}{hint}")
+            show_error(f"{clip_quoted(exc.format_message())}{hint}")
             return exc.exit_code
         except click.exceptions.Abort as exc:  # click's form of Ctrl-C, or a declined prompt
             interrupted = isinstance(exc.__cause__, KeyboardInterrupt)

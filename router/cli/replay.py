@@ -15,6 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from trustroute.router.cli.base import CliError, cli, console, err_console, json_option, print_json
 from trustroute.router.cli.tables import compact_table, fitted, plural
 from trustroute.router.cli.text import shown
+from trustroute.router.config.parsing import TooLong
 from trustroute.router.replay import ReplayReport, load_outcomes, replay, total_steps
 from trustroute.router.strategies import (
     DEFAULT_STRATEGY,
@@ -38,6 +39,10 @@ def parse_params(items: tuple[str, ...], strategies: list[str]) -> dict[str, dic
             problem = getattr(exc, "problem", None) or "not valid YAML"
             raise CliError(f"--param {item!r}: VALUE is not a YAML value ({problem})"
                            ) from None
+        except ValueError:  # a whole number past sys.get_int_max_str_digits()
+            given = f"{key}={raw[:20]}..."
+            problem = TooLong(sum(char.isdigit() for char in raw)).problem()
+            raise CliError(f"--param {given!r}: VALUE is {problem}") from None
         name, dot, field = key.rpartition(".")
         targets = [name] if dot else strategies
         for target in targets:

@@ -24,7 +24,7 @@ import yaml
 
 from trustroute.profiles.store.location import redact_credentials
 from trustroute.profiles.validation import is_secret_key, key_path
-from trustroute.router.config.parsing import MAX_CONFIG_BYTES, ParseError, parse
+from trustroute.router.config.parsing import MAX_CONFIG_BYTES, ParseError, ValueProblem, parse
 
 _ENV = re.compile(r"\$(\$?)\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
@@ -115,6 +115,8 @@ def read_mapping(path: str | Path, secrets: set[str] | None = None) -> dict[str,
     text = _read_text(p)
     try:  # an empty file is all defaults, in every format (JSON has no empty document)
         data = parse(text, fmt) if text.strip() else {}
+    except ValueProblem as exc:  # parsed, but a value cannot be read: named at its key
+        raise ConfigError(f"{p}: {exc}") from None
     except ParseError as exc:
         raise ConfigError(f"{p}: not valid {fmt}: {exc}") from None
     except (yaml.YAMLError, tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:

@@ -20,16 +20,26 @@ Python's recursion limit). The limits, and why these numbers:
 
 A key given twice in one mapping is an error in every format (YAML and JSON would keep
 the last one silently); a YAML merge key (``<<: *base``) may still be overridden.
+
+A whole number of more digits than Python converts from text
+(``sys.get_int_max_str_digits()``, 4,300) is named at its key path
+(``seed: a number of 5,000 digits; at most 4,300 are read``), not left to fail the
+parse with a message that names neither the file nor the key.
 """
 
 from __future__ import annotations
 
 import json
+import re
+import sys
 import tomllib
+import typing
 from collections.abc import Hashable
 from typing import Any
 
 import yaml
+
+from trustroute.profiles.validation import key_path
 
 MAX_CONFIG_BYTES = 1_048_576
 MAX_DEPTH = 32
@@ -41,6 +51,26 @@ _MERGE = "tag:yaml.org,2002:merge"
 
 class ParseError(ValueError):
     """Config text that parses, but breaks a limit or repeats a key (no position known)."""
+
+
+class ValueProblem(ParseError):
+    """A value the text holds that cannot be read; the message starts with its key path."""
+
+
+class TooLong:
+    """A whole number in the text with more digits than Python converts from text."""
+
+    def __init__(self, digits: int) -> None:
+        self.digits = digits
+
+    def problem(self) -> str:
+        """What is wrong, in words."""
+        return (f"a number of {self.digits:,} digits; at most "
+                f"{sys.get_int_max_str_digits():,} are read")
+
+
+def _digits(text: str) -> int:
+    return sum(char.isdigit() for char in text)
 
 
 class _StrictYamlLoader(yaml.SafeLoader):
@@ -85,6 +115,16 @@ class _StrictYamlLoader(yaml.SafeLoader):
             built[key] = self.construct_object(value_node, deep=deep)
         return built
 
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int | TooLong:  # type: ignore[override]
+        """An int, or ``TooLong`` for one past Python's limit (reported at its key path)."""
+        try:
+            return typing.cast(int, super().construct_yaml_int(node))
+        except ValueError:
+            return TooLong(_digits(node.value))
+
+
+_StrictYamlLoader.add_constructor("tag:yaml.org,2002:int", _StrictYamlLoader.construct_yaml_int)
+
 
 def _expanded_values(node: yaml.Node, seen: dict[int, int], open_nodes: set[int]) -> int:
     """How many values ``node`` holds as it would be built, every alias expanded.
@@ -124,6 +164,69 @@ def _json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _json_int(text: str) -> int | TooLong:
+    try:
+        return int(text)
+    except ValueError:  # past sys.get_int_max_str_digits()
+        return TooLong(_digits(text))
+
+
+# A TOML decimal integer, not part of a name, a string's start, a float or a date.
+_TOML_INT = re.compile(r"(?<![\w.\"'+-])[+-]?[0-9](?:_?[0-9])*(?![\w.:-])")
+_MARK = "\x00too long "
+
+
+def _toml(text: str) -> Any:
+    """tomllib has no hook for integers: one past the limit fails the whole parse. Then
+    each such number is parsed as a marker string instead, so its key path is known."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        raise
+    except ValueError:  # an integer past sys.get_int_max_str_digits()
+        pass
+    limit = sys.get_int_max_str_digits()
+    long_ones = [m for m in _TOML_INT.finditer(text) if _digits(m.group()) > limit]
+    if not long_ones:
+        raise ParseError(TooLong(limit + 1).problem())
+    marked, end = [], 0
+    for m in long_ones:
+        marked += [text[end:m.start()], f'"\\u0000too long {_digits(m.group())}"']
+        end = m.end()
+    try:
+        data = tomllib.loads("".join([*marked, text[end:]]))
+    except ValueError:  # a long number inside a string, say: name its line
+        first = long_ones[0]
+        line = text.count("\n", 0, first.start()) + 1
+        raise ParseError(f"line {line}: {TooLong(_digits(first.group())).problem()}"
+                         ) from None
+    return _unmarked(data)
+
+
+def _unmarked(value: Any) -> Any:
+    if isinstance(value, str) and value.startswith(_MARK):
+        return TooLong(int(value[len(_MARK):]))
+    if isinstance(value, dict):
+        return {key: _unmarked(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_unmarked(item) for item in value]
+    return value
+
+
+def too_long_at(value: Any, where: tuple[Any, ...] = ()) -> tuple[tuple[Any, ...], TooLong] | None:
+    """The key path and the first ``TooLong`` number in parsed data, or None."""
+    if isinstance(value, TooLong):
+        return where, value
+    if not isinstance(value, dict | list):
+        return None
+    items = value.items() if isinstance(value, dict) else enumerate(value)
+    for key, item in items:
+        found = too_long_at(item, (*where, key))
+        if found is not None:
+            return found
+    return None
+
+
 def too_deep_at(value: Any, level: int = 1, where: tuple[Any, ...] = ()
                 ) -> tuple[Any, ...] | None:
     """The key path of a mapping or list nested past ``MAX_DEPTH``, or None."""
@@ -145,12 +248,16 @@ def parse(text: str, fmt: str) -> Any:
         if fmt == "YAML":
             data = yaml.load(text, Loader=_StrictYamlLoader)  # a SafeLoader: no tags, no code
         else:
-            data = (tomllib.loads(text) if fmt == "TOML"
-                    else json.loads(text, object_pairs_hook=_json_object))
+            data = (_toml(text) if fmt == "TOML"
+                    else json.loads(text, object_pairs_hook=_json_object,
+                                    parse_int=_json_int))
     except RecursionError:  # the recursive TOML and JSON parsers, far past MAX_DEPTH
         raise ParseError(TOO_DEEP) from None
     where = too_deep_at(data)  # in YAML, also nesting built through aliases
     if where is not None:
         shown = ".".join(str(p) for p in where[:3])
         raise ParseError(f"{shown}: {TOO_DEEP}" if shown else TOO_DEEP)
+    long_number = too_long_at(data)
+    if long_number is not None:
+        raise ValueProblem(f"{key_path(long_number[0])}: {long_number[1].problem()}")
     return data

@@ -1,0 +1,96 @@
+"""Numbers longer than Python reads from text (4,300 digits) are one line naming the key.
+
+Python refuses to convert a decimal string of more than ``sys.get_int_max_str_digits()``
+digits to an int, and an int that long to a string: left alone, that ValueError reached
+the user as "Exceeds the limit (4300 digits) for integer string conversion", naming
+neither the file nor the key, and an error message that quoted such a number failed
+while being written.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from cli_helpers import isolate, run
+
+from trustroute import AgentRouter, InvalidRecord
+from trustroute.router.config import ConfigError, load_config
+
+LIMIT = sys.get_int_max_str_digits()
+HUGE = "9" * (LIMIT + 700)
+
+
+@pytest.fixture(autouse=True)
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    return isolate(tmp_path, monkeypatch)
+
+
+CONFIGS = {
+    "router.yaml": f"store: mem://\nagents:\n  - {{id: a, max_concurrent: {HUGE}}}\n",
+    "router.toml": f'store = "mem://"\n[[agents]]\nid = "a"\nmax_concurrent = {HUGE}\n',
+    "router.json": f'{{"store": "mem://", "agents": [{{"id": "a", "max_concurrent": {HUGE}}}]}}',
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_a_config_number_past_the_limit_names_file_and_key(tmp_path: Path, name: str) -> None:
+    path = tmp_path / name
+    path.write_text(CONFIGS[name])
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    message = str(info.value)
+    assert message == (f"{path}: agents.0.max_concurrent: a number of {len(HUGE):,} digits; "
+                       f"at most {LIMIT:,} are read")
+
+
+def test_a_negative_huge_number_and_the_cli(capsys: pytest.CaptureFixture[str],
+                                            tmp_path: Path) -> None:
+    (tmp_path / "router.yaml").write_text(f"store: mem://\nseed: -{HUGE}\n")
+    result = run(capsys, "profiles")
+    assert result.code == 2
+    assert result.error_line == (f"router.yaml: seed: a number of {len(HUGE):,} digits; "
+                                 f"at most {LIMIT:,} are read")
+
+
+def test_a_huge_number_in_a_toml_string_is_left_to_validation(tmp_path: Path) -> None:
+    path = tmp_path / "router.toml"
+    path.write_text(f'store = "mem://"\nagents = ["{HUGE}"]\nseed = {HUGE}\n')
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert str(info.value) == (f"{path}: seed: a number of {len(HUGE):,} digits; "
+                               f"at most {LIMIT:,} are read")
+
+
+def test_replay_param_past_the_limit_names_the_param(capsys: pytest.CaptureFixture[str],
+                                                     tmp_path: Path) -> None:
+    (tmp_path / "log.csv").write_text("agent,task_type,task,quality\na,code,t1,0.5\n")
+    result = run(capsys, "replay", "log.csv", "-n", "1", "-S", "thompson",
+                 "-p", f"half_life_executions={HUGE}")
+    assert result.code == 2
+    assert result.error_line == (
+        f"--param 'half_life_executions={HUGE[:20]}...': VALUE is a number of "
+        f"{len(HUGE):,} digits; at most {LIMIT:,} are read")
+
+
+def test_cli_number_options_past_the_limit_are_one_short_line(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    (tmp_path / "log.csv").write_text("agent,task_type,task,quality\na,code,t1,0.5\n")
+    for argv in (("replay", "log.csv", "--runs", HUGE), ("replay", "log.csv", "--seed", HUGE),
+                 ("record", "a", "t", "--success", "--latency-ms", HUGE, "-s", "surrealkv://db")):
+        result = run(capsys, *argv)
+        assert result.code == 2
+        assert len(result.error_line) < 300, argv
+
+
+def test_api_errors_that_quote_a_huge_int_are_one_line() -> None:
+    huge = 10 ** len(HUGE) - 1  # int(HUGE) is refused: it is past the limit
+    with pytest.raises(ValueError) as info:
+        AgentRouter(agents=[{"id": "a", "max_concurrent": -huge}], store="mem://")
+    assert str(info.value).endswith(f"got a number of {len(HUGE):,} digits")
+    with AgentRouter(agents=["a"], store="mem://") as router, \
+            pytest.raises(InvalidRecord) as bad:
+        router.record(agent_id="a", task_type="t", success=True, metadata={"n": huge})
+    assert str(bad.value) == (f"metadata: metadata.n: integer of {len(HUGE):,} digits "
+                              "does not fit in 64 bits")
