@@ -211,7 +211,15 @@ def test_import_feedback_takes_reviews_and_signals_checked_first(
                       ({"kind": "signal", "agent_id": "b", "task_type": "chat",
                         "signal": "liked_it"}, ":4: unknown trust signal 'liked_it'"),
                       ({"kind": "signal", "agent_id": "zed", "task_type": "chat",
-                        "signal": "pattern_contradicted"}, "zed"),
+                        "signal": "pattern_contradicted"},
+                       ":4: agent_id: unknown agent 'zed' (unknown_agents: error)"),
+                      ({"kind": "review", "agent_id": "zed", "task_type": "chat",
+                        "approved": True},
+                       ":4: agent_id: unknown agent 'zed' (unknown_agents: error)"),
+                      # a verdict on a decision logged elsewhere, exported with its pair
+                      ({"decision_id": "elsewhere", "score": 1, "agent_id": "zed",
+                        "task_type": "chat"},
+                       ":4: agent_id: unknown agent 'zed' (unknown_agents: error)"),
                       ({"kind": "vote", "run_id": run_id, "score": 1},
                        ":4: kind must be feedback, review or signal")):
         path = workdir / "said.jsonl"

@@ -94,6 +94,10 @@ def test_replay_of_a_bad_log_names_the_line(tmp_path: Path,
     bad.write_text("agent,task_type,task,quality\na,x,t1,2\n")
     assert main(["replay", str(bad)]) == 2
     assert "bad.csv:2: quality must be in [0, 1]" in capsys.readouterr().err
+    bad.write_text("agent,task_type,task,quality\na,x,t1,1\nb,x,t1,1\n b ,x,t2,1\n")
+    assert main(["replay", str(bad)]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"error: {bad}:4: agent: agent must not start or end with white space, got ' b '"]
 
 
 @pytest.mark.skipif(not DEV_LOG.exists(), reason="development log not available")

@@ -54,6 +54,15 @@ def test_jsonl_log_with_cost_and_latency(tmp_path: Path) -> None:
     (["a,x,t1,1"], "agent,kind,task,quality", "header lacks column(s) task_type"),
     ([], None, "no outcome rows"),
     (["a,x,t1,0.5,-1"], "agent,task_type,task,quality,cost", "cost must be >= 0"),
+    # ids a router refuses are refused at their line, not later as agents.1.id
+    (["a,x,t1,1", '" b",x,t1,0'], None,
+     "log.csv:3: agent: agent must not start or end with white space, got ' b'"),
+    (["a,x,t1,1", "b\x1b,x,t1,0"], None,
+     "log.csv:3: agent: agent must not contain control characters (U+001B at position 1)"),
+    (["a,x,t1,1", f"{'b' * 300},x,t1,0"], None,
+     "log.csv:3: agent: agent is 300 characters long; the limit is 256"),
+    (["a,x ,t1,1"], None,
+     "log.csv:2: task_type: task_type must not start or end with white space, got 'x '"),
 ])
 def test_bad_csv_rows_name_the_line_and_field(tmp_path: Path, rows: list[str],
                                               header: str | None, needle: str) -> None:

@@ -20,7 +20,7 @@ from trustroute.router.cli.base import (
 )
 from trustroute.router.cli.tables import plural
 from trustroute.router.cli.text import shown
-from trustroute.router.errors import UnknownDecision
+from trustroute.router.errors import UnknownAgent, UnknownDecision
 from trustroute.router.feedback import giving
 from trustroute.router.feedback.langsmith import FeedbackRow, PairRow, read_rows
 from trustroute.router.router import AgentRouter
@@ -130,6 +130,9 @@ def _check(router: AgentRouter, file: Path, rows: list[FeedbackRow | PairRow],
                 continue
         except (ValueError, TypeError) as exc:
             raise CliError(f"{file}:{row.line}: {exc}") from None
+        except UnknownAgent as exc:  # as `import` words it, at the row's line
+            raise CliError(f"{file}:{row.line}: agent_id: {exc} (unknown_agents: error)"
+                           ) from None
         if row.feedback_id is None or row.feedback_id not in seen:
             seen.add(row.feedback_id)
             todo.append(row)

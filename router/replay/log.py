@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from trustroute.profiles.records import check_identifier
 from trustroute.router.row_files import RowFileError, csv_rows, jsonl_rows, text_cell
 
 REQUIRED_COLUMNS = ("agent", "task_type", "task", "quality")
@@ -106,6 +107,11 @@ def outcomes_from_rows(rows: Iterator[tuple[int, Mapping[str, Any]]] | list[Mapp
                                                                       "task_type"))
         except ValueError as exc:
             raise OutcomeLogError(f"{where}: {exc}") from None
+        for name, value in (("agent", agent), ("task_type", task_type)):
+            try:  # what the router would refuse, refused here at its line
+                check_identifier(value, name)
+            except ValueError as exc:
+                raise OutcomeLogError(f"{where}: {name}: {exc}") from None
         values = (_number(row["quality"], "quality", where, 0.0, 1.0),
                   *(math.nan if row.get(name) in (None, "") else
                     _number(row[name], name, where, 0.0, None) for name in OPTIONAL_COLUMNS))
