@@ -230,5 +230,5 @@ def test_a_deprecated_store_option_warns_where_users_see_it() -> None:
 def test_a_store_path_that_cannot_be_made_is_a_store_error(tmp_path: Path) -> None:
     (tmp_path / "afile").write_text("not a folder")
     with pytest.raises(StoreUnavailableError, match=r"could not open the embedded store at "
-                                                    r".*afile/db: File exists"):
+                                                    r".*afile/db: .*afile is a file, not a folder"):
         Store(f"surrealkv://{tmp_path / 'afile' / 'db'}")

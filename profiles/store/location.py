@@ -1,7 +1,8 @@
 """Where a store lives: parse and normalise store URLs.
 
 - ``surrealkv://PATH``: embedded, on disk (the default, ``.trustroute/db`` in the working
-  directory). Relative paths are resolved to absolute ones so a lock file names one place.
+  directory). Relative paths are resolved to absolute ones so a lock file names one place;
+  a leading ``~`` is the home folder (a shell leaves ``surrealkv://~/db`` as it is).
 - ``mem://``: embedded, in memory (tests, replays).
 - ``ws://``, ``wss://``, ``http://``, ``https://``: a SurrealDB server, shared by
   processes and machines.
@@ -12,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from trustroute.profiles.store.errors import InvalidStoreURL
 
@@ -74,19 +76,32 @@ def parse_store_url(url: str | None, *, base_dir: Path | None = None) -> StoreLo
         raise InvalidStoreURL(
             f"store URL {_quoted(url)} must look like surrealkv://PATH, mem:// or ws://HOST:PORT"
         )
+    if "\x00" in url:  # no path or host can hold one
+        raise InvalidStoreURL(f"store URL {_quoted(url)} holds a NUL character")
     scheme, rest = url.split("://", 1)
     scheme = scheme.lower()
     if scheme in ("mem", "memory"):
         return StoreLocation("mem", "mem://")
     if scheme in REMOTE_SCHEMES:
-        if not rest.split("/", 1)[0].rpartition("@")[2]:  # no host after user:password@
+        host = rest.split("/", 1)[0].rpartition("@")[2]  # after any user:password@
+        if not host:
             raise InvalidStoreURL(f"store URL {_quoted(url)} names no server host")
+        try:  # a port past 65535, or not a number; a '[' that no ']' closes
+            _ = urlsplit(f"{scheme}://{host}").port  # reading the property checks it
+        except ValueError as exc:
+            problem = str(exc)
+            raise InvalidStoreURL(f"store URL {_quoted(url)}: "
+                                  f"{problem[:1].lower()}{problem[1:]}") from None
         # the SDK appends /rpc to the URL as given: ws://host:8000/ would ask for //rpc
         return StoreLocation(scheme, url.rstrip("/"))
-    if scheme in ("surrealkv", "file", "rocksdb"):
+    if scheme in ("surrealkv", "file"):  # file:// is the same engine; this SDK has no other
         if not rest:
             raise InvalidStoreURL(f"store URL {_quoted(url)} names no path")
-        path = Path(rest)
+        try:
+            path = Path(rest).expanduser()
+        except RuntimeError:  # ~name of no user here
+            raise InvalidStoreURL(f"store URL {_quoted(url)}: no home folder for "
+                                  f"{rest.split('/', 1)[0]}") from None
         if not path.is_absolute():
             path = (base_dir or Path.cwd()) / path
         path = path.resolve()

@@ -17,6 +17,30 @@ from typing import NoReturn
 from trustroute.profiles.store.errors import StoreLockedError, StoreUnavailableError
 
 POLL_S = 0.05  # how often a waiting open tries the lock again
+#: What an embedded store folder holds (surrealkv's commit log and manifest).
+STORE_PARTS = ("manifest", "clog")
+
+
+def check_store_path(path: Path) -> None:
+    """Refuse, before anything is created, a path that cannot be an embedded store: a
+    file, a path through a file, a name too long, or a folder holding other files (the
+    store's files would be mixed with them, and its lock put in the folder above)."""
+    def refuse(problem: str) -> NoReturn:
+        raise StoreUnavailableError(f"could not open the embedded store at {path}: {problem}")
+
+    try:
+        if path.is_file():
+            refuse("it is a file, and an embedded store is a folder (surrealkv://PATH names "
+                   "the folder)")
+        found = next((folder for folder in path.parents if folder.exists()), None)
+        if found is not None and not found.is_dir():
+            refuse(f"{found} is a file, not a folder")
+        if path.is_dir() and not any((path / part).exists() for part in STORE_PARTS) \
+                and any(path.iterdir()):
+            refuse("it is a folder holding other files, not a store; name a new folder for "
+                   f"the store (such as surrealkv://{path / 'db'})")
+    except OSError as exc:  # a name too long, a folder that cannot be read
+        refuse(exc.strerror or str(exc))
 
 
 class PathLock:
@@ -31,10 +55,17 @@ class PathLock:
     def acquire(self, wait_s: float = 0.0) -> None:
         """Take the lock, waiting up to ``wait_s`` seconds for another process to let go
         (never for this one), or raise StoreLockedError naming the path and the way out."""
+        made = [folder for folder in (self.lock_path.parent, *self.lock_path.parent.parents)
+                if not folder.exists()]
         try:
             self.lock_path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:  # a folder that cannot be made or written, a file in the way
+            for folder in made:  # deepest first: leave no folder behind for a failed open
+                try:
+                    folder.rmdir()
+                except OSError:
+                    break
             raise StoreUnavailableError(
                 f"could not open the embedded store at {self.path}: "
                 f"{exc.strerror or exc} ({exc.filename})") from None

@@ -14,11 +14,11 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from trustroute.profiles.store.connection import Connection
-from trustroute.profiles.store.errors import StoreError, StoreUnavailableError
+from trustroute.profiles.store.errors import StoreError
 from trustroute.profiles.store.executions import SCHEMA as EXECUTIONS_SCHEMA
 from trustroute.profiles.store.executions import ExecutionRepository
 from trustroute.profiles.store.location import StoreLocation, parse_store_url
-from trustroute.profiles.store.lock import PathLock
+from trustroute.profiles.store.lock import PathLock, check_store_path
 from trustroute.profiles.store.schema import ensure_schema
 from trustroute.profiles.store.settings import StoreSettings
 from trustroute.profiles.store.snapshot import SnapshotWriter
@@ -49,6 +49,8 @@ class Store:
         given = options if url is None else {**options, "url": url}
         self.settings = validated(StoreSettings, given, "store", "bad store options: ")
         self.location: StoreLocation = parse_store_url(self.settings.url, base_dir=base_dir)
+        if self.location.path is not None:  # before the lock, which would leave PATH.lock
+            check_store_path(self.location.path)
         self._lock = PathLock(self.location.path) if self.location.path else None
         self.conn = Connection(self.location, self.settings)
         self._reader: Store | None = None  # see reader()
@@ -56,10 +58,6 @@ class Store:
         self._closed = False
         #: snapshots for readers while this process holds an on-disk store (snapshot.py)
         self.snapshots: SnapshotWriter | None = None
-        if self.location.path is not None and self.location.path.is_file():  # before the
-            raise StoreUnavailableError(  # lock, which would leave PATH.lock beside it
-                f"could not open the embedded store at {self.location.path}: it is a file, "
-                "and an embedded store is a folder (surrealkv://PATH names the folder)")
         if self._lock:
             self._lock.acquire(self.settings.lock_wait_s)  # makes the parent folder too
         try:
