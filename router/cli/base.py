@@ -34,9 +34,10 @@ from trustroute.router.errors import RouterError
 from trustroute.router.router import AgentRouter
 from trustroute.router.strategies import available_strategies
 
-# Nothing is auto-highlighted: a line's colours are the markup it gives.
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+# Nothing is auto-highlighted: a line's colours are the markup it gives. No :name: becomes
+# an emoji: names are user data, and an agent called :smile: is shown as written.
+console = Console(highlight=False, emoji=False)
+err_console = Console(stderr=True, highlight=False, emoji=False)
 
 DEFAULT_CONFIG = Path("router.yaml")
 # Credentials of the configs this command loaded: no error line shows them.
