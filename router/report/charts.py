@@ -1,5 +1,8 @@
 """The report's pictures as base64 PNG (matplotlib: the optional ``plot`` extra).
 
+Each picture is a ``*_figure`` function returning the matplotlib ``Figure`` (what a test
+or a notebook can inspect) and a ``*_chart`` function returning it as PNG text.
+
 Imported only when matplotlib is installed (``trustroute.router.report.html`` catches
 the ImportError and renders the tables with a hint instead).
 """
@@ -69,8 +72,8 @@ def _figure(width: float = 7.5, height: float = 3.0) -> tuple[Figure, Axes]:
     return fig, fig.subplots()
 
 
-def routing_chart(buckets: Sequence[Bucket], quality_range: tuple[float, float] = (0.0, 1.0)
-                  ) -> str:
+def routing_figure(buckets: Sequence[Bucket], quality_range: tuple[float, float] = (0.0, 1.0)
+                   ) -> Figure:
     """Stacked share of tasks per agent per bucket (buckets of about equal task counts,
     one bar each), mean quality as a line on its own axis over ``quality_range``."""
     fig, ax = _figure()
@@ -99,10 +102,10 @@ def routing_chart(buckets: Sequence[Bucket], quality_range: tuple[float, float] 
     quality.set_ylim(*quality_range)
     quality.set_ylabel("mean quality")
     ax.legend(loc="upper left", bbox_to_anchor=(1.1, 1.0), fontsize=7)
-    return png(fig)
+    return fig
 
 
-def radar_chart(agents: Sequence[tuple[str, TrustScores]]) -> str:
+def radar_figure(agents: Sequence[tuple[str, TrustScores]]) -> Figure:
     """Frequency, effectiveness and human scores of each agent on three axes."""
     fig = Figure(figsize=(4.0, 3.4), layout="constrained")
     ax = fig.add_subplot(projection="polar")
@@ -116,10 +119,10 @@ def radar_chart(agents: Sequence[tuple[str, TrustScores]]) -> str:
     ax.set_ylim(0, 1)
     ax.tick_params(axis="y", labelsize=6)
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.08), fontsize=7)
-    return png(fig)
+    return fig
 
 
-def trend_chart(series: Sequence[TrendSeries]) -> str:
+def trend_figure(series: Sequence[TrendSeries]) -> Figure:
     """Composite trust per pair over time over the shaded tier bands."""
     fig, ax = _figure()
     for name, lo, hi, colour in TIER_BANDS:
@@ -139,10 +142,10 @@ def trend_chart(series: Sequence[TrendSeries]) -> str:
     ax.set_ylabel("composite trust")
     time_axis(ax)
     ax.legend(loc="upper left", bbox_to_anchor=(1.12, 1.0), fontsize=7)
-    return png(fig)
+    return fig
 
 
-def reliability_chart(report: CalibrationReport) -> str:
+def reliability_figure(report: CalibrationReport) -> Figure:
     """Realised success against stated confidence per bucket; the diagonal is honest."""
     fig, ax = _figure(4.5, 4.0)
     ax.plot([0, 1], [0, 1], color="grey", linestyle="--", label="perfectly honest")
@@ -158,11 +161,11 @@ def reliability_chart(report: CalibrationReport) -> str:
     ax.set_ylabel("realised success rate")
     ax.set_title(f"ECE {report.ece:.4f}  Brier {report.brier:.4f}", fontsize=9)
     ax.legend(loc="upper left", fontsize=7)
-    return png(fig)
+    return fig
 
 
-def handoff_chart(rates: dict[str, list[RateBucket]],
-                  y_range: tuple[float, float] = (0.0, 1.0)) -> str:
+def handoff_figure(rates: dict[str, list[RateBucket]],
+                   y_range: tuple[float, float] = (0.0, 1.0)) -> Figure:
     """Hand-off rate per task type over time, on a y axis over ``y_range`` (scaled to
     the rates: 3-7% on a 0-1 axis looks flat)."""
     fig, ax = _figure()
@@ -174,4 +177,33 @@ def handoff_chart(rates: dict[str, list[RateBucket]],
     ax.set_ylabel("hand-off rate")
     time_axis(ax)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7)
-    return png(fig)
+    return fig
+
+
+# The report's pictures: each figure above as base64 PNG.
+
+def routing_chart(buckets: Sequence[Bucket], quality_range: tuple[float, float] = (0.0, 1.0)
+                  ) -> str:
+    """``routing_figure`` as base64 PNG."""
+    return png(routing_figure(buckets, quality_range))
+
+
+def radar_chart(agents: Sequence[tuple[str, TrustScores]]) -> str:
+    """``radar_figure`` as base64 PNG."""
+    return png(radar_figure(agents))
+
+
+def trend_chart(series: Sequence[TrendSeries]) -> str:
+    """``trend_figure`` as base64 PNG."""
+    return png(trend_figure(series))
+
+
+def reliability_chart(report: CalibrationReport) -> str:
+    """``reliability_figure`` as base64 PNG."""
+    return png(reliability_figure(report))
+
+
+def handoff_chart(rates: dict[str, list[RateBucket]],
+                  y_range: tuple[float, float] = (0.0, 1.0)) -> str:
+    """``handoff_figure`` as base64 PNG."""
+    return png(handoff_figure(rates, y_range))
