@@ -14,6 +14,7 @@ import io
 import math
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 from matplotlib.axes import Axes
 from matplotlib.dates import AutoDateFormatter, AutoDateLocator, date2num
@@ -44,6 +45,13 @@ def plain(name: str) -> str:
     """A name as matplotlib draws it literally: a ``$`` would start math markup (two of
     them in an agent id failed the whole report)."""
     return name.replace("$", r"\$")
+
+
+def legend(ax: Axes, entries: Sequence[tuple[Any, str]], **options: Any) -> None:
+    """A legend of exactly these (artist, label) entries, each label as given: left to
+    collect them itself, matplotlib drops a label starting with ``_`` (its mark for "not
+    in the legend"), so an agent named ``_fast`` was drawn but never named."""
+    ax.legend([artist for artist, _ in entries], [label for _, label in entries], **options)
 
 
 def date_numbers(times: Sequence[datetime]) -> list[float]:
@@ -89,8 +97,9 @@ def routing_figure(buckets: Sequence[Bucket], quality_range: tuple[float, float]
                                                for b in buckets]))
     xs = list(range(len(buckets)))
     bottom = [0.0] * len(buckets)
+    entries = []
     for label, heights in stacks:
-        ax.bar(xs, heights, bottom=bottom, label=label, width=0.85)
+        entries.append((ax.bar(xs, heights, bottom=bottom, width=0.85), label))
         bottom = [lo + h for lo, h in zip(bottom, heights, strict=True)]
     ax.set_ylim(0, 1)
     ax.set_ylabel("share of tasks")
@@ -101,7 +110,7 @@ def routing_figure(buckets: Sequence[Bucket], quality_range: tuple[float, float]
                  color="black", marker="o", label="mean quality")
     quality.set_ylim(*quality_range)
     quality.set_ylabel("mean quality")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.1, 1.0), fontsize=7)
+    legend(ax, entries, loc="upper left", bbox_to_anchor=(1.1, 1.0), fontsize=7)
     return fig
 
 
@@ -111,14 +120,16 @@ def radar_figure(agents: Sequence[tuple[str, TrustScores]]) -> Figure:
     ax = fig.add_subplot(projection="polar")
     labels = ["frequency", "effectiveness", "human"]
     angles = [2 * math.pi * i / 3 for i in range(3)] + [0.0]
+    entries = []
     for agent, s in agents:
         values = [s.frequency, s.effectiveness, s.human, s.frequency]
-        ax.plot(angles, values, marker="o", label=f"{plain(agent)} ({s.composite:.2f}, {s.tier})")
+        line, = ax.plot(angles, values, marker="o")
+        entries.append((line, f"{plain(agent)} ({s.composite:.2f}, {s.tier})"))
         ax.fill(angles, values, alpha=0.12)
     ax.set_xticks(angles[:3], labels, fontsize=8)
     ax.set_ylim(0, 1)
     ax.tick_params(axis="y", labelsize=6)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.08), fontsize=7)
+    legend(ax, entries, loc="upper center", bbox_to_anchor=(0.5, -0.08), fontsize=7)
     return fig
 
 
@@ -130,18 +141,21 @@ def trend_figure(series: Sequence[TrendSeries]) -> Figure:
         ax.text(1.01, (lo + hi) / 2, name, transform=ax.get_yaxis_transform(), fontsize=7,
                 va="center")
     latest = sorted(series, key=lambda s: (-s.composites[-1], s.agent_id))
+    entries = []
     for s in latest[:MOST_DRAWN]:  # a marker on each change: one point is still drawn
-        ax.step(date_numbers(s.times), s.composites, where="post", label=plain(s.agent_id),
-                marker="o", markersize=3)
+        line, = ax.step(date_numbers(s.times), s.composites, where="post", marker="o",
+                        markersize=3)
+        entries.append((line, plain(s.agent_id)))
     if len(latest) > MOST_DRAWN:
-        ax.plot([], [], " ", label=f"{len(latest) - MOST_DRAWN} more in the table")
+        blank, = ax.plot([], [], " ")
+        entries.append((blank, f"{len(latest) - MOST_DRAWN} more in the table"))
     moments = [t for s in series for t in date_numbers(s.times)]
     if moments and max(moments) - min(moments) < 1 / 24:  # one moment (a bulk import)
         ax.set_xlim(min(moments) - 0.5, max(moments) + 0.5)  # a day around it, not years
     ax.set_ylim(0, 1)
     ax.set_ylabel("composite trust")
     time_axis(ax)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.12, 1.0), fontsize=7)
+    legend(ax, entries, loc="upper left", bbox_to_anchor=(1.12, 1.0), fontsize=7)
     return fig
 
 
@@ -169,14 +183,15 @@ def handoff_figure(rates: dict[str, list[RateBucket]],
     """Hand-off rate per task type over time, on a y axis over ``y_range`` (scaled to
     the rates: 3-7% on a 0-1 axis looks flat)."""
     fig, ax = _figure()
+    entries = []
     for task_type, buckets in rates.items():
-        ax.plot(date_numbers([b.start for b in buckets]),
-                [math.nan if b.rate is None else b.rate for b in buckets],
-                marker="o", label=plain(task_type))
+        line, = ax.plot(date_numbers([b.start for b in buckets]),
+                        [math.nan if b.rate is None else b.rate for b in buckets], marker="o")
+        entries.append((line, plain(task_type)))
     ax.set_ylim(*y_range)
     ax.set_ylabel("hand-off rate")
     time_axis(ax)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7)
+    legend(ax, entries, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7)
     return fig
 
 
