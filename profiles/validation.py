@@ -85,6 +85,17 @@ def digit_count(value: int) -> int:
     return digits
 
 
+def quoted(value: Any) -> str:
+    """``repr(value)`` for an error message, cut after 40 characters with the length said
+    (a 5,000-character cell was echoed whole); an int too long to write is described."""
+    if isinstance(value, int) and not isinstance(value, bool) and digit_count(value) > 60:
+        return f"a number of {digit_count(value):,} digits"
+    text = repr(value)
+    if len(text) <= 60:
+        return text
+    return f"{text[:40]}... ({len(value) if isinstance(value, str) else len(text):,} characters)"
+
+
 def _shown(value: Any) -> str:
     if isinstance(value, dict | list | tuple):
         return f"a {type(value).__name__}"

@@ -4,7 +4,9 @@ Execution logs, outcome logs and hand-off examples are all read this way, so a b
 reads the same everywhere: every problem is a RowFileError carrying the path, the line
 (0 when it is the whole file) and what is wrong, and each caller words it in its own error
 type. Files are read as UTF-8 with an optional BOM (Excel writes one) and streamed, so a
-large log is never held as text.
+large log is never held as text. A whole number of more digits than Python reads from
+text (4,300) is a problem named at its key path (``quality: a number of 5,000 digits;
+at most 4,300 are read``), in a row as in a config file (which uses ``TooLong`` too).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import sys
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -23,7 +26,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, StrictStr, Validatio
 
 from trustroute.profiles.records import check_identifier
 from trustroute.profiles.store.errors import PicklableError
-from trustroute.profiles.validation import describe_problem
+from trustroute.profiles.validation import describe_problem, key_path
 
 Row = tuple[int, dict[str, Any]]
 
@@ -47,6 +50,45 @@ def text_cell(value: Any, name: str) -> str:
     raise ValueError(f"{name}: expected text, got {shown}")
 
 
+class TooLong:
+    """A whole number in the text with more digits than Python converts from text."""
+
+    def __init__(self, digits: int) -> None:
+        self.digits = digits
+
+    def problem(self) -> str:
+        """What is wrong, in words."""
+        return (f"a number of {self.digits:,} digits; at most "
+                f"{sys.get_int_max_str_digits():,} are read")
+
+
+def count_digits(text: str) -> int:
+    """How many decimal digits ``text`` holds."""
+    return sum(char.isdigit() for char in text)
+
+
+def json_int(text: str) -> int | TooLong:
+    """``json.loads``' ``parse_int``: an int, or ``TooLong`` past Python's digit limit."""
+    try:
+        return int(text)
+    except ValueError:  # past sys.get_int_max_str_digits()
+        return TooLong(count_digits(text))
+
+
+def too_long_at(value: Any, where: tuple[Any, ...] = ()) -> tuple[tuple[Any, ...], TooLong] | None:
+    """The key path and the first ``TooLong`` number in parsed data, or None."""
+    if isinstance(value, TooLong):
+        return where, value
+    if not isinstance(value, dict | list):
+        return None
+    items = value.items() if isinstance(value, dict) else enumerate(value)
+    for key, item in items:
+        found = too_long_at(item, (*where, key))
+        if found is not None:
+            return found
+    return None
+
+
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """A JSON object whose keys are all different (json keeps the last one silently)."""
     row = dict(pairs)
@@ -54,6 +96,18 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         twice = next(k for i, (k, _) in enumerate(pairs) if k in dict(pairs[:i]))
         raise ValueError(f"key {twice!r} is given twice")
     return row
+
+
+def json_value(text: str) -> Any:
+    """JSON text as a value (a key given twice in an object is an error); a whole number
+    past Python's digit limit is a ValueError naming its key path, not Python's own."""
+    value = json.loads(text, object_pairs_hook=_unique_keys, parse_int=json_int)
+    found = too_long_at(value)
+    if found is not None:
+        where, number = found
+        raise ValueError(f"{key_path(where)}: {number.problem()}" if where else
+                         number.problem())
+    return value
 
 
 def jsonl_rows(path: Path) -> Iterator[Row]:
@@ -64,10 +118,10 @@ def jsonl_rows(path: Path) -> Iterator[Row]:
             if not text.strip():
                 continue
             try:
-                row = json.loads(text, object_pairs_hook=_unique_keys)
+                row = json_value(text)
             except json.JSONDecodeError as exc:
                 raise RowFileError(path, line_no, f"not valid JSON: {exc.msg}") from None
-            except ValueError as exc:  # a key given twice
+            except ValueError as exc:  # a key given twice, a number past the digit limit
                 raise RowFileError(path, line_no, str(exc)) from None
             except RecursionError:  # past the parser's ~1,000 levels; no row needs 10
                 raise RowFileError(path, line_no, "nested too deeply to read") from None

@@ -94,3 +94,48 @@ def test_api_errors_that_quote_a_huge_int_are_one_line() -> None:
         router.record(agent_id="a", task_type="t", success=True, metadata={"n": huge})
     assert str(bad.value) == (f"metadata: metadata.n: integer of {len(HUGE):,} digits "
                               "does not fit in 64 bits")
+
+
+PROBLEM = f"a number of {len(HUGE):,} digits; at most {LIMIT:,} are read"
+
+
+def test_row_files_name_the_line_and_key_of_a_huge_number(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    store = ["-s", "surrealkv://db"]
+    cases = [
+        ("import", '{"agent_id": "a", "task_type": "t", "success": true, "quality": %s}',
+         f"log.jsonl: line 1: quality: {PROBLEM}"),
+        ("import", '{"agent_id": "a", "task_type": "t", "success": true, '
+                   '"metadata": {"run": {"n": [1, %s]}}}',
+         f"log.jsonl: line 1: metadata.run.n.1: {PROBLEM}"),
+        ("replay", '{"agent": "a", "task_type": "t", "task": "x", "quality": %s}',
+         f"log.jsonl:1: quality: {PROBLEM}"),
+        ("import-feedback", '{"run_id": "r1", "score": %s}',
+         f"log.jsonl:1: score: {PROBLEM}"),
+    ]
+    for command, row, said in cases:
+        (tmp_path / "log.jsonl").write_text(row % HUGE + "\n")
+        result = run(capsys, command, "log.jsonl", *(store if command != "replay" else ()))
+        assert result.code == 2
+        assert result.error_line == said
+    (tmp_path / "log.csv").write_text(
+        f'agent_id,task_type,success,metadata\na,t,true,"{{""n"": {HUGE}}}"\n')
+    result = run(capsys, "import", "log.csv", *store)
+    assert result.error_line == f"log.csv: line 2: metadata: n: {PROBLEM}"
+    assert not (tmp_path / "db").exists()  # refused before the store was opened
+
+
+def test_long_cells_are_clipped_where_an_error_quotes_them(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    junk = "x" * 5000
+    for command, text in (
+            ("import", f"agent_id,task_type,success,quality\na,t,true,{junk}\n"),
+            ("import", f"agent_id,task_type,success\na,t,{junk}\n"),
+            ("import", f"agent_id,task_type,success,timestamp\na,t,true,{HUGE}\n"),
+            ("import-feedback", f"run_id,score\nr1,{junk}\n"),
+            ("import-feedback", f"run_id,score\nr1,{HUGE}\n")):
+        (tmp_path / "log.csv").write_text(text)
+        result = run(capsys, command, "log.csv", "-s", "surrealkv://db")
+        assert result.code == 2
+        assert len(result.error_line) < 200, result.error_line[:300]
+        assert "(5,000 characters)" in result.error_line

@@ -24,12 +24,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from trustroute.profiles.records import MAX_METADATA_DEPTH, ExecutionRecord
-from trustroute.profiles.validation import describe_problem, did_you_mean
+from trustroute.profiles.validation import describe_problem, did_you_mean, quoted
 from trustroute.router.row_files import (
     RowFileError,
     RowIds,
     blank,
     csv_rows,
+    json_value,
     jsonl_rows,
     text_cell,
 )
@@ -60,19 +61,20 @@ def _success(value: Any) -> bool:
         return True
     if text in _FALSE:
         return False
-    raise ValueError(f"expected true/false (or 1/0, yes/no, success/failure), got {value!r}")
+    raise ValueError("expected true/false (or 1/0, yes/no, success/failure), got "
+                     f"{quoted(value)}")
 
 
 def _number(value: Any) -> float:
     if not isinstance(value, bool):
         with contextlib.suppress(ValueError):
             return float(str(value).strip())  # exact for ints and floats too
-    raise ValueError(f"expected a number, got {value!r}")
+    raise ValueError(f"expected a number, got {quoted(value)}")
 
 
 def _metadata(value: Any) -> Any:
     try:  # CSV cells hold it as JSON text; ExecutionRecord checks that it is an object
-        return json.loads(value) if isinstance(value, str) else value
+        return json_value(value) if isinstance(value, str) else value
     except json.JSONDecodeError:
         raise ValueError("expected a JSON object") from None
     except RecursionError:  # far past what ExecutionRecord accepts
@@ -87,23 +89,23 @@ def _timestamp(value: Any) -> Any:
     milliseconds: the docs promise seconds.
     """
     if isinstance(value, bool):
-        raise ValueError(f"expected an ISO 8601 time or POSIX seconds, got {value!r}")
+        raise ValueError(f"expected an ISO 8601 time or POSIX seconds, got {quoted(value)}")
     try:
         seconds = float(value) if isinstance(value, int | float) else float(str(value).strip())
     except ValueError:
         return value  # not a number: ISO 8601 text
     except OverflowError:  # an integer past any float
-        raise ValueError(f"{str(value)[:16]}... POSIX seconds is out of range") from None
+        raise ValueError(f"{quoted(value)} POSIX seconds is out of range") from None
     try:
         return datetime.fromtimestamp(seconds, UTC)
     except (OverflowError, OSError, ValueError):
-        raise ValueError(f"{value} POSIX seconds is out of range") from None
+        raise ValueError(f"{quoted(value)} POSIX seconds is out of range") from None
 
 
 def _run_ids(value: Any) -> Any:
     """LangChain run ids: a list (JSONL), or a JSON array as text (CSV)."""
     try:
-        return json.loads(value) if isinstance(value, str) else value
+        return json_value(value) if isinstance(value, str) else value
     except json.JSONDecodeError:
         raise ValueError("expected a JSON array of run ids") from None
 

@@ -15,8 +15,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from trustroute.router.cli.base import CliError, cli, console, err_console, json_option, print_json
 from trustroute.router.cli.tables import compact_table, fitted, plural
 from trustroute.router.cli.text import shown
-from trustroute.router.config.parsing import TooLong
 from trustroute.router.replay import ReplayReport, load_outcomes, replay, total_steps
+from trustroute.router.row_files import TooLong
 from trustroute.router.strategies import (
     DEFAULT_STRATEGY,
     PREVIOUS_DEFAULT_STRATEGY,

@@ -40,6 +40,7 @@ from typing import Any
 import yaml
 
 from trustroute.profiles.validation import key_path
+from trustroute.router.row_files import TooLong, count_digits, json_int, too_long_at
 
 MAX_CONFIG_BYTES = 1_048_576
 MAX_DEPTH = 32
@@ -55,22 +56,6 @@ class ParseError(ValueError):
 
 class ValueProblem(ParseError):
     """A value the text holds that cannot be read; the message starts with its key path."""
-
-
-class TooLong:
-    """A whole number in the text with more digits than Python converts from text."""
-
-    def __init__(self, digits: int) -> None:
-        self.digits = digits
-
-    def problem(self) -> str:
-        """What is wrong, in words."""
-        return (f"a number of {self.digits:,} digits; at most "
-                f"{sys.get_int_max_str_digits():,} are read")
-
-
-def _digits(text: str) -> int:
-    return sum(char.isdigit() for char in text)
 
 
 class _StrictYamlLoader(yaml.SafeLoader):
@@ -120,7 +105,7 @@ class _StrictYamlLoader(yaml.SafeLoader):
         try:
             return typing.cast(int, super().construct_yaml_int(node))
         except ValueError:
-            return TooLong(_digits(node.value))
+            return TooLong(count_digits(node.value))
 
 
 _StrictYamlLoader.add_constructor("tag:yaml.org,2002:int", _StrictYamlLoader.construct_yaml_int)
@@ -164,13 +149,6 @@ def _json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _json_int(text: str) -> int | TooLong:
-    try:
-        return int(text)
-    except ValueError:  # past sys.get_int_max_str_digits()
-        return TooLong(_digits(text))
-
-
 # A TOML decimal integer, not part of a name, a string's start, a float or a date.
 _TOML_INT = re.compile(r"(?<![\w.\"'+-])[+-]?[0-9](?:_?[0-9])*(?![\w.:-])")
 _MARK = "\x00too long "
@@ -186,19 +164,19 @@ def _toml(text: str) -> Any:
     except ValueError:  # an integer past sys.get_int_max_str_digits()
         pass
     limit = sys.get_int_max_str_digits()
-    long_ones = [m for m in _TOML_INT.finditer(text) if _digits(m.group()) > limit]
+    long_ones = [m for m in _TOML_INT.finditer(text) if count_digits(m.group()) > limit]
     if not long_ones:
         raise ParseError(TooLong(limit + 1).problem())
     marked, end = [], 0
     for m in long_ones:
-        marked += [text[end:m.start()], f'"\\u0000too long {_digits(m.group())}"']
+        marked += [text[end:m.start()], f'"\\u0000too long {count_digits(m.group())}"']
         end = m.end()
     try:
         data = tomllib.loads("".join([*marked, text[end:]]))
     except ValueError:  # a long number inside a string, say: name its line
         first = long_ones[0]
         line = text.count("\n", 0, first.start()) + 1
-        raise ParseError(f"line {line}: {TooLong(_digits(first.group())).problem()}"
+        raise ParseError(f"line {line}: {TooLong(count_digits(first.group())).problem()}"
                          ) from None
     return _unmarked(data)
 
@@ -211,20 +189,6 @@ def _unmarked(value: Any) -> Any:
     if isinstance(value, list):
         return [_unmarked(item) for item in value]
     return value
-
-
-def too_long_at(value: Any, where: tuple[Any, ...] = ()) -> tuple[tuple[Any, ...], TooLong] | None:
-    """The key path and the first ``TooLong`` number in parsed data, or None."""
-    if isinstance(value, TooLong):
-        return where, value
-    if not isinstance(value, dict | list):
-        return None
-    items = value.items() if isinstance(value, dict) else enumerate(value)
-    for key, item in items:
-        found = too_long_at(item, (*where, key))
-        if found is not None:
-            return found
-    return None
 
 
 def too_deep_at(value: Any, level: int = 1, where: tuple[Any, ...] = ()
@@ -250,7 +214,7 @@ def parse(text: str, fmt: str) -> Any:
         else:
             data = (_toml(text) if fmt == "TOML"
                     else json.loads(text, object_pairs_hook=_json_object,
-                                    parse_int=_json_int))
+                                    parse_int=json_int))
     except RecursionError:  # the recursive TOML and JSON parsers, far past MAX_DEPTH
         raise ParseError(TOO_DEEP) from None
     where = too_deep_at(data)  # in YAML, also nesting built through aliases

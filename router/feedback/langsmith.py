@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from trustroute.profiles.validation import quoted
 from trustroute.router.row_files import (
     Row,
     RowFileError,
@@ -110,7 +111,7 @@ def _pair_row(line: int, kind: str, row: dict[str, Any]) -> PairRow:
         raise ValueError(f"a {kind} row needs {' and '.join(missing)}")
     approved = _scalar(row["approved"]) if kind == "review" else None
     if kind == "review" and not isinstance(approved, bool):
-        raise ValueError(f"approved must be true or false, got {row['approved']!r}")
+        raise ValueError(f"approved must be true or false, got {quoted(row['approved'])}")
     return PairRow(line, _text(row, "id"), kind, _text(row, "agent_id") or "",
                    _text(row, "task_type") or "", approved, _text(row, "signal"),
                    _text(row, "comment"), _moment(_text(row, "created_at")))
@@ -136,7 +137,7 @@ def _verdict(score: Any, value: Any) -> tuple[bool | None, float | None]:
         if isinstance(parsed, int | float):
             return None, _float(parsed)
         if parsed is not None and name == "score":
-            raise ValueError(f"score must be a number or true/false, got {given!r}")
+            raise ValueError(f"score must be a number or true/false, got {quoted(given)}")
     raise ValueError("needs a score (a number or true/false) or a boolean or numeric value")
 
 
