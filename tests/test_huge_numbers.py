@@ -139,3 +139,16 @@ def test_long_cells_are_clipped_where_an_error_quotes_them(
         assert result.code == 2
         assert len(result.error_line) < 200, result.error_line[:300]
         assert "(5,000 characters)" in result.error_line
+
+
+def test_any_error_quoting_a_long_value_quotes_it_cut(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    long_name = "a" * 5000
+    assert run(capsys, "record", "a", "t", "--success", "-s", "surrealkv://db").code == 0
+    for argv in (("route", "t", "--exclude", long_name), ("route", "t", "--strategy", long_name),
+                 ("profiles", "--store", long_name), ("handoffs", "--resolve", long_name)):
+        result = run(capsys, *argv, *(("-s", "surrealkv://db") if "--store" not in argv
+                                      else ()))
+        assert result.code == 2
+        assert f"'{'a' * 40}...' (5,000 characters)" in result.error_line, argv
+        assert len(result.error_line) < 400, argv

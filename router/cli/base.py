@@ -82,7 +82,7 @@ def _one_line(label: str, message: str) -> None:
 def show_error(message: str, exc: BaseException | None = None) -> None:
     """Print ``error: message`` on stderr as exactly one line, credentials masked; under
     ``--debug``, ``exc``'s traceback follows (masked too)."""
-    _one_line("[bold red]error:[/]", message)
+    _one_line("[bold red]error:[/]", clip_quoted(message))
     if exc is not None and DEBUG.get():
         err_console.print(_masked("".join(traceback.format_exception(exc))).rstrip(),
                           markup=False, soft_wrap=True)
@@ -101,13 +101,15 @@ class WarningLines(logging.Handler):
         _one_line("[yellow]warning:[/]", record.getMessage())
 
 
-# a value click quotes in its message ('...'), when it is too long to read whole
-_LONG_QUOTED = re.compile(r"'([^'\n]{201,})'")
+# a value quoted in an error ('...'): no blank in it (prose between two apostrophes has
+# some), and too long to read whole
+_LONG_QUOTED = re.compile(r"'([^'\s]{201,})'")
 
 
 def clip_quoted(message: str) -> str:
     """``message`` with each quoted value over 200 characters (no path is that long) cut
-    to its first 40 and its length: ``--runs 999...`` of 5,000 digits was echoed whole."""
+    to its first 40 and its length: ``--runs 999...`` of 5,000 digits, or an unknown
+    agent of 5,000 characters, was echoed whole."""
     return _LONG_QUOTED.sub(
         lambda m: f"'{m.group(1)[:40]}...' ({len(m.group(1)):,} characters)", message)
 
@@ -145,7 +147,7 @@ def run_cli(argv: list[str]) -> int:
         except click.ClickException as exc:
             ctx = exc.ctx if isinstance(exc, click.UsageError) else None
             hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
-            show_error(f"{clip_quoted(exc.format_message())}{hint}")
+            show_error(f"{exc.format_message()}{hint}")
             return exc.exit_code
         except click.exceptions.Abort as exc:  # click's form of Ctrl-C, or a declined prompt
             interrupted = isinstance(exc.__cause__, KeyboardInterrupt)
