@@ -27,6 +27,7 @@ from trustroute.profiles.book import ProfileBook
 from trustroute.profiles.profile import ProfileSettings, TaskTypeProfile, empty_profile
 from trustroute.profiles.records import ExecutionRecord, check_identifier, utc_now
 from trustroute.profiles.store import DuplicateRecord, Store
+from trustroute.profiles.validation import quoted
 from trustroute.router.agents import AgentLike, AgentSpec, as_specs
 from trustroute.router.async_twin import carried_out, in_thread
 from trustroute.router.decision import CandidateScore, RoutingDecision, new_decision_id
@@ -96,17 +97,18 @@ class AgentRouter(TrustMethods):
         abstention_policy = options_of(AbstentionPolicy, abstention, "abstention")
         self._agents: dict[str, AgentSpec] = as_specs(agents)
         if not isinstance(strategy, str | Strategy):
-            raise TypeError(f"strategy must be a name or a Strategy, got {strategy!r}")
+            raise TypeError(f"strategy must be a name or a Strategy, got {quoted(strategy)}")
         if not isinstance(strategy_params, Mapping | None):
-            raise TypeError(f"strategy_params must be a mapping, got {strategy_params!r}")
+            raise TypeError(f"strategy_params must be a mapping, got {quoted(strategy_params)}")
         self.strategy: Strategy = make_strategy(strategy, **dict(strategy_params or {})) \
             if isinstance(strategy, str) else strategy
         if unknown_agents not in get_args(UnknownAgents):
-            raise ValueError(f"unknown_agents must be warn, error or allow: {unknown_agents!r}")
+            raise ValueError("unknown_agents must be warn, error or allow, got "
+                             f"{quoted(unknown_agents)}")
         self.unknown_agents: UnknownAgents = unknown_agents  # record() of an unlisted agent
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)
                                  or seed < 0):
-            raise ValueError(f"seed must be a whole number >= 0 or None, got {seed!r}")
+            raise ValueError(f"seed must be a whole number >= 0 or None, got {quoted(seed)}")
         self._rng = np.random.default_rng(seed)
         self._lock = threading.RLock()
         self._owns_store = not isinstance(store, Store)
@@ -308,7 +310,7 @@ class AgentRouter(TrustMethods):
         their loads; NoAgentAvailable says why when there is none."""
         if isinstance(exclude, str) or not isinstance(exclude, Iterable):
             kind = "the string " if isinstance(exclude, str) else ""
-            raise TypeError(f"exclude must be a list of agent ids, not {kind}{exclude!r}")
+            raise TypeError(f"exclude must be a list of agent ids, not {kind}{quoted(exclude)}")
         arms, loads, excluded, full = [], [], 0, {True: 0, False: 0}  # full: by max_concurrent?
         in_flight, gated = self.slots.counts, bool(busy) or self.slots.gated
         stamp = now.timestamp()  # one moment for every candidate's snapshot

@@ -152,3 +152,21 @@ def test_any_error_quoting_a_long_value_quotes_it_cut(
         assert result.code == 2
         assert f"'{'a' * 40}...' (5,000 characters)" in result.error_line, argv
         assert len(result.error_line) < 400, argv
+
+
+def test_router_arguments_of_a_huge_int_are_named(tmp_path: Path) -> None:
+    huge = -(10 ** len(HUGE) - 1)
+    calls = {"seed": lambda: AgentRouter(agents=["a"], store="mem://", seed=huge),
+             "strategy": lambda: AgentRouter(agents=["a"], store="mem://", strategy=huge),
+             "unknown_agents": lambda: AgentRouter(agents=["a"], store="mem://",
+                                                   unknown_agents=huge)}
+    for name, call in calls.items():
+        with pytest.raises((ValueError, TypeError)) as info:
+            call()
+        assert str(info.value).startswith(name), str(info.value)[:100]
+        assert str(info.value).endswith(f"a number of {len(HUGE):,} digits")
+    with AgentRouter(agents=["a"], store="mem://") as router:
+        with pytest.raises(TypeError, match=f"^exclude must be .*a number of {len(HUGE):,}"):
+            router.select("t", exclude=huge)
+        with pytest.raises(TypeError, match=f"^since must be .*a number of {len(HUGE):,}"):
+            router.report(tmp_path / "r.html", since=huge)

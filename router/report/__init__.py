@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from trustroute.profiles.records import check_identifier
+from trustroute.profiles.validation import quoted
 from trustroute.router.report.data import Progress, ReportData, gather
 from trustroute.router.report.html import PLOT_HINT, SECTIONS, load_charts, render
 
@@ -32,7 +33,7 @@ def write_report(router: AgentRouter, path: str | Path = "report.html", *,
     if task_type is not None:
         check_identifier(task_type, "task_type")
     if not isinstance(since, datetime | None) or (since is not None and since.tzinfo is None):
-        raise TypeError(f"since must be a timezone-aware datetime or None, got {since!r}")
+        raise TypeError(f"since must be a timezone-aware datetime or None, got {quoted(since)}")
     path = Path(path)
     data = gather(router, task_type=task_type, since=since, progress=progress, source=source)
     text = render(data, load_charts())
