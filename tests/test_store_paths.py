@@ -103,3 +103,21 @@ def test_bad_urls_are_refused_before_anything_is_made(
         Store(url)
     assert str(info.value) == message
     assert tree(tmp_path) == []
+
+
+def test_an_output_path_through_a_file_says_it_is_a_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    isolate(tmp_path, monkeypatch)
+    (tmp_path / "notes.txt").write_text("mine")
+    (tmp_path / "log.csv").write_text("agent,task_type,task,quality\na,t,x,1\n")
+    assert run(capsys, "record", "a", "t", "--success", "-s", "surrealkv://db").code == 0
+    for argv, said in ((("export", "notes.txt/x.jsonl"), "notes.txt/x.jsonl: "),
+                       (("report", "--out", "notes.txt/r.html"), "--out notes.txt/r.html: "),
+                       (("replay", "log.csv", "--plot", "notes.txt/p.png"),
+                        "--plot notes.txt/p.png: ")):
+        store = ("-s", "surrealkv://db") if argv[0] != "replay" else ()
+        result = run(capsys, *argv, *store)
+        assert result.code == 2
+        assert result.error_line == f"{said}notes.txt is a file, not a folder", argv
+    assert (tmp_path / "notes.txt").read_text() == "mine"

@@ -114,6 +114,13 @@ def clip_quoted(message: str) -> str:
         lambda m: f"'{m.group(1)[:40]}...' ({len(m.group(1)):,} characters)", message)
 
 
+def no_folder(folder: Path) -> str:
+    """Why nothing can be written in ``folder``: a file is in the way, or it is missing."""
+    if folder.exists() and not folder.is_dir():
+        return f"{folder} is a file, not a folder"
+    return f"the folder {folder} does not exist"
+
+
 def exclusive(**given: bool) -> str | None:
     """The option given among mutually exclusive ones (``--name``), None when none is;
     two or more are a usage error (exit 2) raised before anything is done."""

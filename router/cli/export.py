@@ -26,7 +26,7 @@ from trustroute.profiles.store.decisions import DecisionRepository
 from trustroute.profiles.store.handoff_archive import HandoffArchive
 from trustroute.profiles.store.trust import TrustRepository
 from trustroute.router.cli import base
-from trustroute.router.cli.base import CliError, console
+from trustroute.router.cli.base import CliError, console, no_folder
 from trustroute.router.cli.tables import plural
 from trustroute.router.cli.text import shown
 from trustroute.router.handoff.archive import archive_rows
@@ -107,7 +107,7 @@ def new_file(path: Path | None) -> None:
     if path.exists():
         raise CliError(f"{path} exists; export writes a new file (remove it or pick another)")
     if not path.parent.is_dir():
-        raise CliError(f"{path}: the folder {path.parent} does not exist")
+        raise CliError(f"{path}: {no_folder(path.parent)}")
 
 
 @base.cli.command(name="export")

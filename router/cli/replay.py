@@ -12,7 +12,15 @@ import click
 import yaml
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from trustroute.router.cli.base import CliError, cli, console, err_console, json_option, print_json
+from trustroute.router.cli.base import (
+    CliError,
+    cli,
+    console,
+    err_console,
+    json_option,
+    no_folder,
+    print_json,
+)
 from trustroute.router.cli.tables import compact_table, fitted, plural
 from trustroute.router.cli.text import shown
 from trustroute.router.replay import ReplayReport, load_outcomes, replay, total_steps
@@ -101,9 +109,10 @@ def replay_command(file: Path, strategies: str, runs: int, seed: int, agents: in
     names = [s.strip() for s in strategies.split(",") if s.strip()]
     if plot is not None and importlib.util.find_spec("matplotlib") is None:
         raise CliError("--plot needs matplotlib: pip install 'trustroute[plot]'")
-    if plot is not None and not writable_folder(plot.parent):  # before the work, not after
-        raise CliError(f"--plot {plot}: the folder {plot.parent} does not exist or cannot "
-                       "be written")
+    if plot is not None and not plot.parent.is_dir():  # before the work, not after
+        raise CliError(f"--plot {plot}: {no_folder(plot.parent)}")
+    if plot is not None and not writable_folder(plot.parent):
+        raise CliError(f"--plot {plot}: the folder {plot.parent} cannot be written")
     log = load_outcomes(file)
     strategy_params = parse_params(params, names)
     total = total_steps(log, len(names), runs)

@@ -14,6 +14,7 @@ from trustroute.router.cli.base import (
     console,
     err_console,
     json_option,
+    no_folder,
     open_reader,
     print_json,
     router_options,
@@ -42,7 +43,7 @@ def report(out: Path, task_type: str | None, since: datetime | None, config: Pat
     pip install "trustroute[plot]"; without it the report has the tables).
     """
     if not out.parent.is_dir():  # a typo in the folder must not leave a stray tree
-        raise CliError(f"--out {out}: the folder {out.parent} does not exist")
+        raise CliError(f"--out {out}: {no_folder(out.parent)}")
     with open_reader(config, store) as router:
         total = router.store.executions.count()
         source = store_label(router)
