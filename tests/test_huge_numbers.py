@@ -131,7 +131,6 @@ def test_long_cells_are_clipped_where_an_error_quotes_them(
     for command, text in (
             ("import", f"agent_id,task_type,success,quality\na,t,true,{junk}\n"),
             ("import", f"agent_id,task_type,success\na,t,{junk}\n"),
-            ("import", f"agent_id,task_type,success,timestamp\na,t,true,{HUGE}\n"),
             ("import-feedback", f"run_id,score\nr1,{junk}\n"),
             ("import-feedback", f"run_id,score\nr1,{HUGE}\n")):
         (tmp_path / "log.csv").write_text(text)
@@ -139,6 +138,10 @@ def test_long_cells_are_clipped_where_an_error_quotes_them(
         assert result.code == 2
         assert len(result.error_line) < 200, result.error_line[:300]
         assert "(5,000 characters)" in result.error_line
+    (tmp_path / "log.csv").write_text(f"agent_id,task_type,success,timestamp\na,t,true,{HUGE}\n")
+    result = run(capsys, "import", "log.csv", "-s", "surrealkv://db")
+    assert result.error_line == "log.csv: line 2: timestamp: 9999999999999999... POSIX seconds " \
+                                "is out of range"
 
 
 def test_any_error_quoting_a_long_value_quotes_it_cut(

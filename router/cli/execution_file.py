@@ -95,11 +95,13 @@ def _timestamp(value: Any) -> Any:
     except ValueError:
         return value  # not a number: ISO 8601 text
     except OverflowError:  # an integer past any float
-        raise ValueError(f"{quoted(value)} POSIX seconds is out of range") from None
+        raise ValueError(f"{str(value)[:16]}... POSIX seconds is out of range") from None
     try:
         return datetime.fromtimestamp(seconds, UTC)
     except (OverflowError, OSError, ValueError):
-        raise ValueError(f"{quoted(value)} POSIX seconds is out of range") from None
+        text = str(value)  # a float, or text of a number that fits one
+        shown = text if len(text) <= 40 else f"{text[:16]}..."
+        raise ValueError(f"{shown} POSIX seconds is out of range") from None
 
 
 def _run_ids(value: Any) -> Any:
