@@ -232,12 +232,18 @@ def test_ctrl_c_exits_130_with_one_line_and_no_traceback(tmp_path: Path) -> None
     cli = Path(sys.executable).with_name("trustroute")
     # SIGINT as a terminal sends it (a shell's background job, as CI may run the suite,
     # ignores it, and a child inherits that)
-    proc = subprocess.Popen([str(cli), "demo", "--tasks", "1000000", "--store", "mem://",
-                             "--json"], cwd=tmp_path, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True,
+    store = tmp_path / "db"
+    proc = subprocess.Popen([str(cli), "demo", "--tasks", "1000000", "--store",
+                             f"surrealkv://{store}", "--json"], cwd=tmp_path,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
-        time.sleep(4)  # routing by now
+        # the command runs once its store is open (Python's own start-up, its imports,
+        # is not the command's: a Ctrl-C there is the interpreter's, with its traceback)
+        deadline = time.monotonic() + 300
+        while not (store / "manifest").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(1)  # routing by now
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
     finally:
