@@ -4,8 +4,12 @@ deadline with ``StoreUnavailableError`` naming the masked URL, the connection is
 again for the next call, ``close()`` is bounded, and a router's log follower never holds
 up ``record()``. And (issue 19) no log record, at any level, carries a credential.
 
-Timings are behaviour bounds the issue asks for, kept generous; the deadlines in these
-tests are small so that the tests stay fast."""
+Timings are behaviour bounds the issue asks for, kept generous. A store that also makes
+healthy calls (opening, a first write, the call after the server is back) gets a deadline
+of DEADLINE s, not less: on a busy machine (load 16 on 2 cores) the test server took up
+to 3 s to answer a healthy request, and a shorter deadline failed those calls instead of
+the hung ones. Each bound on a wait is its deadlines plus SLACK s for a loaded machine:
+what it guards is a call that never returns, or that waits a whole default timeout."""
 
 from __future__ import annotations
 
@@ -31,6 +35,8 @@ from trustroute.profiles.store import Store, StoreError, StoreUnavailableError
 
 SERVER = Path(__file__).resolve().parent / "surreal_server.py"
 AGENTS = ["alpha", "beta"]
+DEADLINE = 5.0  # request_timeout_s of a store whose healthy calls must succeed
+SLACK = 5.0  # what a loaded machine may add to a bounded wait
 needs_process = pytest.mark.skipif(EXTERNAL_URL is not None or not available(),
                                    reason="stops the test server's own process")
 
@@ -54,7 +60,8 @@ def test_a_server_that_never_answers_fails_by_the_deadline(surreal: Target) -> N
     """A hung server: the call raises StoreUnavailableError naming the masked URL within
     its deadline; the next call, once the server answers, works on a new connection."""
     server = surreal.fixture
-    with Store(with_userinfo(surreal), **surreal.options(request_timeout_s=0.5)) as store:
+    with Store(with_userinfo(surreal),
+               **surreal.options(request_timeout_s=DEADLINE)) as store:
         store.executions.record(execution(0))
         connections = server.connections
         server.silence()
@@ -62,9 +69,10 @@ def test_a_server_that_never_answers_fails_by_the_deadline(surreal: Target) -> N
         with pytest.raises(StoreUnavailableError) as info:
             store.executions.count()
         elapsed = time.monotonic() - started
-        assert elapsed < 3.0  # the deadline is 0.5 s; without one this never returns
+        assert elapsed < DEADLINE + SLACK  # without a deadline this never returns
         message = str(info.value)
-        assert masked(surreal) in message and "did not answer within 0.5 s" in message
+        assert masked(surreal) in message
+        assert f"did not answer within {DEADLINE:g} s" in message
         assert surreal.password not in message.replace("***", "")
         server.silence(False)
         assert store.executions.count() == 1  # re-opened: a new connection
@@ -78,7 +86,7 @@ def test_an_http_store_on_a_server_that_never_answers_fails_by_the_deadline() ->
         started = time.monotonic()
         with pytest.raises(StoreUnavailableError) as info:
             Store(url, request_timeout_s=0.5, retry_attempts=1)
-        assert time.monotonic() - started < 5.0  # the deadline is 0.5 s, not 30 s
+        assert time.monotonic() - started < 0.5 + 2 * SLACK  # the deadline, not 30 s
         message = str(info.value)
         assert "did not answer within 0.5 s" in message and "127.0.0.1" in message
         assert "secret" not in message
@@ -88,7 +96,7 @@ def test_the_connection_lock_is_not_held_by_a_hung_call(surreal: Target) -> None
     """Two threads call a hung server: both end by about their deadline (the second does
     not wait for ever behind the first's lock), and close() returns promptly."""
     server = surreal.fixture
-    store = Store(surreal.url, **surreal.options(request_timeout_s=0.5))
+    store = Store(surreal.url, **surreal.options(request_timeout_s=DEADLINE))
     server.silence()
     errors: list[BaseException] = []
 
@@ -103,28 +111,30 @@ def test_the_connection_lock_is_not_held_by_a_hung_call(surreal: Target) -> None
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(timeout=10)
+        thread.join(timeout=2 * DEADLINE + 60)
     assert not any(t.is_alive() for t in threads)
-    assert time.monotonic() - started < 5.0  # two deadlines of 0.5 s, one after the other
+    assert time.monotonic() - started < 2 * DEADLINE + SLACK  # one after the other
     assert len(errors) == 2 and all(isinstance(e, StoreUnavailableError) for e in errors)
     started = time.monotonic()
     store.close()
-    assert time.monotonic() - started < 3.0
+    assert time.monotonic() - started < DEADLINE + SLACK
 
 
 def test_a_long_write_gets_a_deadline_in_proportion_to_its_rows(surreal: Target) -> None:
-    """Against a server that takes 1 s per reply with request_timeout_s 0.5 s, one row
-    fails by its deadline, but a batch of 500 rows (0.5 s + 500 x 10 ms) is stored. (The
-    batch's deadline leaves 4.5 s beyond the delay for writing 500 rows on a busy machine.)"""
+    """Against a server that takes DEADLINE + 2 s per reply with request_timeout_s
+    DEADLINE, one row fails by its deadline, but a batch of 500 rows (DEADLINE + 500 x
+    20 ms) is stored. (The batch's deadline leaves 8 s beyond the delay for writing 500
+    rows on a busy machine.)"""
     server = surreal.fixture
-    options = surreal.options(request_timeout_s=0.5, request_timeout_per_row_s=0.01)
+    options = surreal.options(request_timeout_s=DEADLINE, request_timeout_per_row_s=0.02)
     with Store(surreal.url, **options) as store:
-        assert store.conn.timeout({"rows": [{}] * 500}) == pytest.approx(5.5)
-        assert store.conn.timeout({}, rows=100) == pytest.approx(1.5)  # moved inside
-        server.delay_replies(1.0)
+        assert store.conn.timeout({"rows": [{}] * 500}) == pytest.approx(DEADLINE + 10)
+        assert store.conn.timeout({}, rows=100) == pytest.approx(DEADLINE + 2)  # inside
+        server.delay_replies(DEADLINE + 2)
         keys = store.executions.record_many([execution(i) for i in range(500)])
         assert all(k is not None for k in keys)
-        with pytest.raises(StoreUnavailableError, match=r"did not answer within 0\.5 s"):
+        with pytest.raises(StoreUnavailableError,
+                           match=f"did not answer within {DEADLINE:g} s"):
             store.executions.record(execution(0))
         server.delay_replies(0)
         assert store.executions.count() == 501  # the late row committed; its answer was late
@@ -132,11 +142,12 @@ def test_a_long_write_gets_a_deadline_in_proportion_to_its_rows(surreal: Target)
 
 @pytest.mark.slow
 def test_the_follower_never_holds_up_record(surreal: Target) -> None:
-    """A server taking 1 s per reply while the router's follower polls all the time: a
+    """A server taking 4 s per reply while the router's follower polls all the time: a
     record() costs about one reply (the follower reads on a connection of its own);
-    sharing one connection it cost two to four."""
+    sharing one connection it cost two to four. (The reply is long so that what a busy
+    machine adds to a record, seen up to 3 s, stays inside the bound of 2.5 replies.)"""
     server = surreal.fixture
-    reply = 1.0
+    reply = 4.0
     with AgentRouter(agents=AGENTS, store=surreal.url,
                      store_options=surreal.options(sync_delay_s=0.1)) as router:
         router.record(agent_id="alpha", task_type="t", success=True)
@@ -161,23 +172,26 @@ def test_a_router_on_a_hung_server_fails_by_the_deadline(
     it followed through is closed with it."""
     server = surreal.fixture
     router = AgentRouter(agents=AGENTS, store=surreal.url,
-                         store_options=surreal.options(request_timeout_s=0.5))
+                         store_options=surreal.options(request_timeout_s=DEADLINE))
     router.record(agent_id="alpha", task_type="t", success=True)
     server.silence()
     started = time.monotonic()
     with pytest.raises(StoreUnavailableError, match="did not answer"):
         router.record(agent_id="alpha", task_type="t", success=True)
-    assert time.monotonic() - started < 3.0
+    assert time.monotonic() - started < DEADLINE + SLACK
     assert router.select("t").agent_id in AGENTS
     with caplog.at_level(logging.WARNING, logger="trustroute.router.projection"):
-        time.sleep(1.5)  # a look (every 0.25 s) that waits 0.5 s for its answer, then fails
-    assert "could not read other processes' records" in caplog.text
+        # a look (every 0.25 s) waits DEADLINE for its answer, then fails and says so
+        deadline = time.monotonic() + 2 * DEADLINE + SLACK
+        while "could not read other processes' records" not in caplog.text:
+            assert time.monotonic() < deadline, caplog.text
+            time.sleep(0.05)
     caplog.clear()
     started = time.monotonic()
     with caplog.at_level(logging.WARNING):
         router.close()
     took = time.monotonic() - started
-    assert took < 3 * 0.5 + 1.5, took  # the follower's look and the cache's, 0.5 s each
+    assert took < 3 * DEADLINE + SLACK, took  # the follower's look and the cache's
     assert "could not write the cached projection" in caplog.text
     assert re.search(r"the store did not answer: \d+ buffered rows not written", caplog.text)
     with pytest.raises(StoreError, match="closed"):
@@ -188,7 +202,7 @@ def freeze(proc: subprocess.Popen[str]) -> None:
     """SIGSTOP ``proc`` and wait until every thread of it is stopped."""
     proc.send_signal(signal.SIGSTOP)
     tasks = Path(f"/proc/{proc.pid}/task")
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         states = [(t / "stat").read_text().rsplit(")", 1)[1].split()[0]
                   for t in tasks.iterdir()]
@@ -206,7 +220,7 @@ def test_a_frozen_server_is_detected_within_the_request_timeout() -> None:
     cannot block its send past the deadline, close() returns within its bound, and once
     the process continues the same store works again."""
     proc, url = server_process(0, "mem://")
-    timeout = 1.0
+    timeout = DEADLINE
     try:
         store = Store(url, username="root", password="root", request_timeout_s=timeout,
                       request_timeout_per_row_s=0.0001)
@@ -216,24 +230,25 @@ def test_a_frozen_server_is_detected_within_the_request_timeout() -> None:
             started = time.monotonic()
             with pytest.raises(StoreUnavailableError, match="did not answer"):
                 store.executions.count()
-            assert time.monotonic() - started < timeout + 3.0
+            assert time.monotonic() - started < timeout + SLACK
         proc.send_signal(signal.SIGCONT)
         assert store.executions.count() == 1
         freeze(proc)  # 8 MB that do not compress: more than the kernel's buffers take
+        # (in 400 rows: preparing 4000 took a busy machine 10 s before the send began)
         big = [ExecutionRecord(agent_id="alpha", task_type="t", success=True,
                                record_id=f"big-{i}",
-                               metadata={"blob": base64.b64encode(os.urandom(1500)).decode()})
-               for i in range(4000)]
+                               metadata={"blob": base64.b64encode(os.urandom(15000)).decode()})
+               for i in range(400)]
         started = time.monotonic()
         with pytest.raises(StoreUnavailableError, match="did not answer"):
             store.executions.record_many(big)
-        assert time.monotonic() - started < store.conn.timeout({"rows": big}) + 6.0  # + encoding
+        assert time.monotonic() - started < store.conn.timeout({"rows": big}) + 2 * SLACK
         proc.send_signal(signal.SIGCONT)
         assert store.executions.count() == 1
         freeze(proc)
         started = time.monotonic()
         store.close()
-        assert time.monotonic() - started < 2 * timeout + 3.0
+        assert time.monotonic() - started < 2 * timeout + SLACK
     finally:  # killed: it holds nothing on disk, and its handshakes cut short slow SIGTERM
         proc.kill()
         proc.wait()
