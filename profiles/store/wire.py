@@ -40,6 +40,7 @@ import websockets
 from surrealdb.connections.blocking_http import BlockingHttpSurrealConnection
 from surrealdb.data.cbor import decode
 from surrealdb.request_message.message import RequestMessage
+from websockets.exceptions import ConnectionClosed
 from websockets.frames import Frame
 from websockets.sync.client import ClientConnection, connect
 from websockets.typing import Data, DataLike
@@ -115,13 +116,22 @@ class DeadlineSocket(Deadline, ClientConnection):
 
     def send(self, message: DataLike | Iterable[DataLike], *, text: bool | None = None
              ) -> None:
-        """Send; a peer that stops reading cannot block it past the deadline."""
+        """Send; a peer that stops reading cannot block it past the deadline. A send cut
+        short by the deadline raises ``TimeoutError``, as a late answer does: websockets
+        reports it as a dropped connection, which the store would re-open and wait for
+        as long again."""
         left = self._left()
         if left is not None and not (isinstance(message, bytes | bytearray | str)
                                      and len(message) <= SMALL_MESSAGE):
             self.timed_send = True
             self.socket.settimeout(max(left, 1e-3))
-        super().send(message, text=text)
+        try:
+            super().send(message, text=text)
+        except ConnectionClosed as exc:
+            if self.timed_send and isinstance(exc.__cause__, TimeoutError) \
+                    and self._left() == 0.0:
+                raise TimeoutError("timed out sending a request") from exc
+            raise
 
     def recv(  # type: ignore[override]  # its overloads only narrow the type by decode
             self, timeout: float | None = None, decode: bool | None = None) -> Data:
