@@ -2,12 +2,15 @@
 routes and records, as one worker of a multi-process app would.
 
 ``python tests/server_workers.py URL COUNT ACKED_FILE [--database D] [--pause S]
-[--start-at T]`` records COUNT
-outcomes (``select`` then ``record``), each under a record id chosen before the first
-try, and appends each acknowledged id to ACKED_FILE as soon as ``record`` returns. A
-``DuplicateRecord`` for an id this worker chose means its own earlier try committed and
-the answer was lost: that id is stored, so it counts as acknowledged. Credentials come
-from TRUSTROUTE_DB_USER / TRUSTROUTE_DB_PASS. Errors go to stderr and exit non-zero.
+[--together]`` records COUNT outcomes (``select`` then ``record``), each under a record
+id chosen before the first try, and appends each acknowledged id to ACKED_FILE as soon
+as ``record`` returns. A ``DuplicateRecord`` for an id this worker chose means its own
+earlier try committed and the answer was lost: that id is stored, so it counts as
+acknowledged. With ``--together`` it prints ``ready`` once its imports are done and
+opens its router only at a line ``go`` on stdin, so that a test can open several
+workers' routers at one moment however long starting Python takes on a busy machine.
+Credentials come from TRUSTROUTE_DB_USER / TRUSTROUTE_DB_PASS. Errors go to stderr and
+exit non-zero.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import sys
 import time
 import uuid
 
@@ -30,10 +34,12 @@ def main() -> None:
     parser.add_argument("--task-type", default="code")
     parser.add_argument("--database", default="trustroute")
     parser.add_argument("--pause", type=float, default=0.0, help="seconds between records")
-    parser.add_argument("--start-at", type=float, default=0.0,
-                        help="open the router at this time.time(), with the other workers")
+    parser.add_argument("--together", action="store_true",
+                        help="print 'ready', open the router at a line 'go' on stdin")
     args = parser.parse_args()
-    time.sleep(max(0.0, args.start_at - time.time()))
+    if args.together:
+        print("ready", flush=True)
+        sys.stdin.readline()
     with AgentRouter(agents=["a", "b", "c"], store=args.url, seed=os.getpid(),
                      store_options={"database": args.database}) as router, \
             open(args.acked, "a", encoding="utf-8") as acked:

@@ -35,8 +35,11 @@ checked by the engine itself: the user is defined in it and ``signin`` is forwar
 
 As a fixture: ``with SurrealTestServer() as server: ... server.url``. As a separate OS
 process: ``python tests/surreal_server.py --port N [--storage surrealkv://PATH]
-[--concurrent] [--user root --password root]``; it prints its URL once it listens and
-stops on SIGTERM or SIGINT. Written against surrealdb 2.0.0 (pinned in pyproject.toml).
+[--concurrent] [--user root --password root] [--on-go]``; it prints its URL once it
+listens and stops on SIGTERM or SIGINT. ``--on-go`` prints ``ready`` once Python and
+its imports are up and opens its storage and listens only at a line on stdin: a restart
+then costs what a server's own restart costs, not a loaded machine's Python start-up.
+Written against surrealdb 2.0.0 (pinned in pyproject.toml).
 """
 
 from __future__ import annotations
@@ -374,11 +377,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-auth", action="store_true", help="accept anyone")
     parser.add_argument("--clock-shift", type=float, default=0.0,
                         help="seconds added to time::now() in every query (a fake clock)")
+    parser.add_argument("--on-go", action="store_true",
+                        help="print 'ready', then open and listen at a line on stdin")
     args = parser.parse_args(argv)
     server = SurrealTestServer(port=args.port, storage=args.storage,
                                user=None if args.no_auth else args.user,
                                password=args.password, serialized=not args.concurrent)
     server.shift_clock(args.clock_shift)
+    if args.on_go:  # SIGTERM meanwhile ends the process at once
+        print("ready", flush=True)
+        sys.stdin.readline()
     done = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: done.set())

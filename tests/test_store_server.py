@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from surreal_fixtures import EXTERNAL_URL, Target
 from surreal_server import available
+from test_feedback_processes import read_line
 
 from trustroute import AgentRouter
 from trustroute.profiles.store import (
@@ -199,18 +200,35 @@ def test_an_unanswered_review_or_signal_is_stored_and_counted_once(surreal: Targ
 
 
 def start_workers(target: Target, files: list[Path], count: int, pause: float = 0.0,
-                  start_at: float = 0.0) -> list[subprocess.Popen[str]]:
+                  together: bool = False) -> list[subprocess.Popen[str]]:
     """One worker process per file, started at once, each recording ``count`` outcomes
-    (``pause`` seconds apart; opening its router at ``start_at``, a ``time.time()``)."""
-    return [subprocess.Popen([sys.executable, str(WORKER), target.url, str(count), str(f),
-                              "--database", target.database, "--pause", str(pause),
-                              "--start-at", str(start_at)],
-                             env=target.env(), stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True) for f in files]
+    (``pause`` seconds apart). ``together``: every worker opens its router at the same
+    moment, once all of them are ready (on a busy machine starting Python alone can take
+    seconds, and workers started at once would open one after the other)."""
+    workers = [subprocess.Popen([sys.executable, str(WORKER), target.url, str(count), str(f),
+                                 "--database", target.database, "--pause", str(pause),
+                                 *(["--together"] if together else [])],
+                                env=target.env(), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, stdin=subprocess.PIPE, text=True)
+               for f in files]
+    try:
+        if together:
+            for worker in workers:
+                assert read_line(worker, timeout=120) == "ready"
+            for worker in workers:
+                assert worker.stdin is not None
+                worker.stdin.write("go\n")
+                worker.stdin.flush()
+    except BaseException:
+        for worker in workers:
+            worker.kill()
+            worker.wait()
+        raise
+    return workers
 
 
 def finish(workers: list[subprocess.Popen[str]], files: list[Path],
-           timeout: float = 120) -> list[str]:
+           timeout: float = 300) -> list[str]:
     """Wait for every worker; all must succeed. Returns every acknowledged id."""
     failures = []
     try:
@@ -229,7 +247,7 @@ def finish(workers: list[subprocess.Popen[str]], files: list[Path],
 
 def run_workers(target: Target, tmp_path: Path, processes: int, count: int) -> list[str]:
     files = [tmp_path / f"acked-{i}.txt" for i in range(processes)]
-    return finish(start_workers(target, files, count), files)
+    return finish(start_workers(target, files, count, together=True), files)
 
 
 @pytest.mark.slow
@@ -238,7 +256,7 @@ def test_routers_opened_at_the_same_moment_all_open(surreal_concurrent: Target,
     """4 processes open routers on a new database at the same instant: their schema
     definitions conflict, are retried, and every process opens and records."""
     files = [tmp_path / f"acked-{i}.txt" for i in range(4)]
-    workers = start_workers(surreal_concurrent, files, count=1, start_at=time.time() + 1.5)
+    workers = start_workers(surreal_concurrent, files, count=1, together=True)
     assert len(finish(workers, files)) == 4
 
 
@@ -276,17 +294,41 @@ def test_a_query_whose_statement_lost_a_conflict_is_retried_whole(surreal: Targe
     assert server.conflicts == 1
 
 
-def server_process(port: int, storage: str) -> tuple[subprocess.Popen[str], str]:
-    """``python tests/surreal_server.py`` as its own process; returns it and its URL."""
+def server_process(port: int, storage: str, *, on_go: bool = False
+                   ) -> tuple[subprocess.Popen[str], str]:
+    """``python tests/surreal_server.py`` as its own process; returns it and its URL.
+    ``on_go``: returns once the process is up, before it opens its storage or listens
+    (the URL is ""); ``listen`` then starts it."""
     proc = subprocess.Popen([sys.executable, str(SERVER), "--port", str(port),
-                             "--storage", storage], stdout=subprocess.PIPE, text=True)
+                             "--storage", storage, *(["--on-go"] if on_go else [])],
+                            stdout=subprocess.PIPE, text=True,
+                            stdin=subprocess.PIPE if on_go else None)
+    if on_go:
+        if server_line(proc) != "ready":
+            pytest.fail("the test server process did not start")
+        return proc, ""
+    return proc, server_line(proc)
+
+
+def listen(proc: subprocess.Popen[str]) -> str:
+    """The URL of a server process started ``on_go``, once it listens."""
+    assert proc.stdin is not None
+    proc.stdin.write("go\n")
+    proc.stdin.flush()
+    return server_line(proc)
+
+
+def server_line(proc: subprocess.Popen[str]) -> str:
+    """The next line the server process prints (waited for generously: starting Python
+    on a busy machine takes seconds)."""
     assert proc.stdout is not None
-    ready, _, _ = select.select([proc.stdout], [], [], 30)
-    url = proc.stdout.readline().strip() if ready else ""
-    if not url:
+    ready, _, _ = select.select([proc.stdout], [], [], 120)
+    line = proc.stdout.readline().strip() if ready else ""
+    if not line:
         proc.kill()
+        proc.wait()
         pytest.fail("the test server process did not start")
-    return proc, url
+    return line
 
 
 def stop_process(proc: subprocess.Popen[str]) -> None:
@@ -305,15 +347,19 @@ def test_workers_finish_when_the_server_process_restarts(tmp_path: Path) -> None
     """Worker processes record while the server process is stopped (SIGTERM) and, 2 s
     later, a new one is started on the same port and data, as a deploy restarts a
     server: every worker finishes (default retry settings) and every acknowledged
-    record is stored."""
+    record is stored. The new process is started (Python and its imports, seconds on a
+    busy machine) before the old one stops, and told to open its data and listen 2 s
+    after: the server is down for the 2 s and its own restart, as in a deploy."""
     storage = f"surrealkv://{tmp_path / 'server-data'}"
     first, url = server_process(0, storage)
     target = Target(url, "root", "root", "trustroute", None)
     files = [tmp_path / f"acked-{i}.txt" for i in range(2)]
     workers: list[subprocess.Popen[str]] = []
+    second: subprocess.Popen[str] | None = None
     try:
+        second, _ = server_process(int(url.rsplit(":", 1)[1]), storage, on_go=True)
         workers = start_workers(target, files, count=150, pause=0.01)
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 300  # starting them on a busy machine takes long
         # every worker is writing (a worker that opens while the server is down fails
         # after retry_attempts: that is opening, not this test's case)
         while not all(f.exists() and len(f.read_text().split()) >= 20 for f in files):
@@ -321,22 +367,23 @@ def test_workers_finish_when_the_server_process_restarts(tmp_path: Path) -> None
             assert all(w.poll() is None for w in workers), [w.poll() for w in workers]
             time.sleep(0.01)
         stop_process(first)
+        written = [len(f.read_text().split()) for f in files]
+        assert all(w.poll() is None for w in workers), written  # still writing
         time.sleep(2.0)
-        second, _ = server_process(int(url.rsplit(":", 1)[1]), storage)
-        try:
-            acked = finish(workers, files)
-            assert len(acked) == len(set(acked)) == 300
-            with Store(url, **target.options()) as store:
-                assert store.executions.stored_ids(acked) == set(acked)
-                assert store.executions.count() == 300
-            with AgentRouter(agents=["a", "b", "c"], store=url,
-                             store_options=target.options()) as fresh:
-                assert sum(p.executions_total for p in fresh.profiles()) == 300
-                assert sum(fresh.trust_layer.book.counts(a, "code").observations
-                           for a in "abc") == 300
-        finally:
-            stop_process(second)
+        assert listen(second) == url
+        acked = finish(workers, files)
+        assert len(acked) == len(set(acked)) == 300
+        with Store(url, **target.options()) as store:
+            assert store.executions.stored_ids(acked) == set(acked)
+            assert store.executions.count() == 300
+        with AgentRouter(agents=["a", "b", "c"], store=url,
+                         store_options=target.options()) as fresh:
+            assert sum(p.executions_total for p in fresh.profiles()) == 300
+            assert sum(fresh.trust_layer.book.counts(a, "code").observations
+                       for a in "abc") == 300
     finally:
+        if second is not None:
+            stop_process(second)
         stop_process(first)
         for worker in workers:
             if worker.poll() is None:
