@@ -1,32 +1,30 @@
 """A worker process for the hand-off tests: its own AgentRouter with one webhook hook on a
 server URL, which retries pending hand-offs from when it opens.
 
-``python tests/handoff_worker.py URL DATABASE RECEIVER_URL SECONDS``: opens the router
-(its sweep runs every 0.5 s), prints ``open``, lives SECONDS, closes, prints ``closed``.
-Credentials come from TRUSTROUTE_DB_USER / TRUSTROUTE_DB_PASS.
+``python tests/handoff_worker.py URL DATABASE RECEIVER_URL SWEEP_S``: opens the router
+(its sweep runs every SWEEP_S), prints ``open``, lives until a line on stdin (or its
+end), closes, prints ``closed``. Credentials come from TRUSTROUTE_DB_USER /
+TRUSTROUTE_DB_PASS.
 """
 
 from __future__ import annotations
 
 import sys
-import time
 
 from trustroute import AgentRouter
 from trustroute.router.handoff.settings import HandoffSection
 from trustroute.router.handoff.transfer import TransferDispatcher, WebhookHook
 
-SWEEP_S = 0.5
-
 
 def main() -> None:
-    url, database, receiver, seconds = sys.argv[1:]
+    url, database, receiver, sweep_s = sys.argv[1:]
     desk = WebhookHook(receiver, name="desk", attempts=1, timeout_s=5)
     transfer = TransferDispatcher([desk], settings=HandoffSection(
-        dispatch_retry_interval_s=SWEEP_S))
+        dispatch_retry_interval_s=float(sweep_s)))
     with AgentRouter(agents=["a"], store=url, transfer=transfer,
                      store_options={"database": database}):
         print("open", flush=True)
-        time.sleep(float(seconds))
+        sys.stdin.readline()
     print("closed", flush=True)
 
 

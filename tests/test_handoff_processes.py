@@ -32,6 +32,12 @@ from trustroute.router.handoff.transfer import (
 WORKER = Path(__file__).with_name("handoff_worker.py")
 DISPATCHER = Path(__file__).with_name("dispatch_worker.py")
 SWEEP_S = 1.0  # each dispatcher's sweep interval: a row unchanged this long is due
+# The sweep interval of workers started together: a row whose delivery outlasts it may be
+# sent again by another worker (docs/handoff.md), so it is far longer than one delivery
+# takes even on a busy machine (0.5 s to 0.05 s it was: at load 9, rows went out twice).
+# Their receiver takes 0.5 s per row, so one sweep of the 12 rows (6 s) is still going
+# when another worker's first sweep starts (at a random moment of the interval).
+TOGETHER_SWEEP_S = 10.0
 QUEUED = 25  # hand-offs each worker queues: 25 x 0.1 s of receiver, past one interval
 
 pytestmark = pytest.mark.slow
@@ -51,19 +57,28 @@ def leave_pending(surreal: Target, count: int) -> list[str]:
 
 def test_workers_started_together_send_each_pending_hand_off_once(
         surreal: Target) -> None:
+    """Three workers open on a store where an earlier process left 12 hand-offs pending;
+    they run until every one reached the receiver, then close: each was sent once."""
     left = leave_pending(surreal, 12)
     surreal.fixture.delay_replies(0.02)  # every store round trip is slow ...
     surreal.fixture.shift_clock(30)  # ... and the database's clock steps 30 s ahead
-    with webhook_receiver([0.05]) as desk:  # a receiver that takes its time to answer
+    with webhook_receiver([0.5]) as desk:  # a receiver that takes its time to answer
         workers = [subprocess.Popen(
-            [sys.executable, str(WORKER), surreal.url, surreal.database, desk.url, "8"],
-            env=surreal.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            for _ in range(3)]
-        for proc in workers:
-            assert read_line(proc) == "open"
-        for proc in workers:
-            _, err = proc.communicate(timeout=120)
-            assert proc.returncode == 0, err
+            [sys.executable, str(WORKER), surreal.url, surreal.database, desk.url,
+             str(TOGETHER_SWEEP_S)], env=surreal.env(), stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
+        try:
+            for proc in workers:
+                assert read_line(proc) == "open"
+            deadline = time.monotonic() + 120  # only keeps a broken build from hanging
+            while not set(left) <= {r.headers["webhook-id"] for r in desk.received}:
+                assert time.monotonic() < deadline, f"{len(desk.received)} received"
+                time.sleep(0.05)
+            for proc in workers:
+                out, err = proc.communicate("close\n", timeout=120)
+                assert proc.returncode == 0 and out.split()[-1:] == ["closed"], err
+        finally:
+            stop_all({str(i): proc for i, proc in enumerate(workers)})
         sent = Counter(r.headers["webhook-id"] for r in desk.received)
     assert sorted(sent) == sorted(left)  # all of them, by the workers, without a new one
     assert set(sent.values()) == {1}  # each once
