@@ -22,10 +22,18 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, TextIO, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, StrictStr, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    StrictStr,
+    ValidationError,
+    model_validator,
+)
 
 from trustroute.profiles.records import check_identifier
 from trustroute.profiles.store.errors import PicklableError
+from trustroute.profiles.store.params import check_params
 from trustroute.profiles.validation import describe_problem, key_path
 
 Row = tuple[int, dict[str, Any]]
@@ -220,9 +228,15 @@ class RowIds:
 
 class FileRow(BaseModel):
     """A row of a file this package writes and reads back (``export``'s side files):
-    every key known, nothing changed after reading."""
+    every key known, nothing changed after reading, and no text the store cannot keep
+    (a NUL, a lone surrogate: refused here, before anything is written)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @model_validator(mode="after")
+    def _storable(self) -> FileRow:
+        check_params(dict(self))
+        return self
 
 
 #: An identifier read from a file, checked as ``record()`` checks one.

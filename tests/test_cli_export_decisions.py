@@ -103,6 +103,11 @@ def test_a_bad_decision_row_stops_the_import_before_anything_is_written(
     out = run(capsys, "import-decisions", str(path), "--store", target)
     assert out.error_line.startswith(
         f"{path}:2: task_type: task_type must not start or end with white space")
+    rows[1]["task_type"], rows[5]["candidates"][0]["reason"] = "code", "a\x00b"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = run(capsys, "import-decisions", str(path), "--store", target)
+    assert out.error_line == (  # the store could not send such text back: refused
+        f"{path}:6: candidates[0].reason must not contain a NUL character")
     assert "no decisions" in run(capsys, "calibration", "--store", target).out
 
 

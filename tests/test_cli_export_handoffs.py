@@ -160,6 +160,8 @@ def edit(**changes: Any) -> Any:
      "created_at: expected a time with its zone (Z or +HH:MM), got '2026-01-01T00:00:00'"),
     ("decision", edit(transferred="yes"), "transferred: expected a valid boolean"),
     ("decision", edit(confidence=1.5), "confidence: expected a value less than or equal to 1"),
+    ("decision", edit(reason="a\x00b"), "reason must not contain a NUL character"),
+    ("handoff", edit(error="\ud800"), "error holds '\\ud800', a lone surrogate"),
     ("calibration", edit(settings="fast"), "settings: expected a valid dictionary"),
     ("calibration", edit(extra=1), "extra: unknown key 'extra'"),
 ])
